@@ -1,1 +1,136 @@
-fn main() {}
+//! `token-auth`: the Area C token-authentication server.
+//!
+//! ```text
+//! token-auth [--addr ADDR] [--db PATH] [--config PATH]
+//! token-auth create-admin --username NAME [--db PATH]     (password on stdin)
+//! ```
+//!
+//! Environment: `TOKEN_AUTH_SECRET` (≥ 32 bytes, signs tokens; required to
+//! serve) and `TOKEN_AUTH_ENC_KEY` (64 hex digits, seals provider tokens;
+//! required when the config file names OAuth providers).
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use handwire::auth::config::FileConfig;
+use handwire::auth::oauth::cipher::ENC_KEY_VAR;
+use handwire::auth::passwords::{Passwords, DEFAULT_COST};
+use handwire::auth::routes;
+use handwire::auth::service::{AuthService, Settings, SECRET_VAR};
+use handwire::auth::store::{NewUser, Store, StoreError};
+use handwire::auth::user::{check_username, Role};
+use handwire::cli::Args;
+use handwire::server::{self, Options};
+
+const DEFAULT_ADDR: &str = "0.0.0.0:8000";
+const DEFAULT_DB: &str = "token-auth.db";
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("token-auth: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let args = Args::parse(
+        std::env::args().skip(1),
+        &["addr", "db", "config", "username"],
+    )?;
+    let db = PathBuf::from(args.get("db").unwrap_or(DEFAULT_DB));
+    match args.positional.as_slice() {
+        [] => serve(&args, db).await,
+        [command] if command == "create-admin" => {
+            let username = args
+                .get("username")
+                .ok_or("create-admin needs --username NAME (the password is read from stdin)")?;
+            create_admin(username, db).await
+        }
+        other => Err(format!(
+            "unknown command {:?} (expected no command, or create-admin)",
+            other.join(" ")
+        )),
+    }
+}
+
+async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
+    let secret = std::env::var(SECRET_VAR).map_err(|_| {
+        format!(
+            "{SECRET_VAR} is not set: export at least 32 random bytes, e.g. `openssl rand -hex 32`"
+        )
+    })?;
+    let config = match args.get("config") {
+        Some(path) => FileConfig::load(path.as_ref()).map_err(|e| e.to_string())?,
+        None => FileConfig::default(),
+    };
+    let mut settings = Settings::new(secret, db);
+    settings.providers = config.oauth;
+    settings.enc_key = std::env::var(ENC_KEY_VAR).ok();
+    for (name, provider) in &settings.providers {
+        println!("token-auth: OAuth provider {name}: {provider}");
+    }
+
+    let service = tokio::task::spawn_blocking(move || AuthService::open(settings))
+        .await
+        .map_err(|e| format!("start-up task failed: {e}"))?
+        .map_err(|e| e.to_string())?;
+    let service = Arc::new(service);
+    let maintenance = service.spawn_maintenance();
+    let app = routes::engine(service)
+        .map_err(|e| format!("bad route table: {e}"))?
+        .build();
+
+    let addr = args.get("addr").unwrap_or(DEFAULT_ADDR);
+    let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("token-auth listening on http://{local}");
+    server::serve(listener, app, Options::default(), server::shutdown_signal())
+        .await
+        .map_err(|e| e.to_string())?;
+    maintenance.abort();
+    println!("token-auth stopped");
+    Ok(())
+}
+
+async fn create_admin(username: &str, db: PathBuf) -> Result<(), String> {
+    check_username(username)?;
+    eprintln!("token-auth: reading the password for {username:?} from stdin (one line)");
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| format!("cannot read the password from stdin: {e}"))?;
+    let password = line.trim_end_matches(['\r', '\n']).to_string();
+    Passwords::check_policy(&password)?;
+
+    let (store, passwords) = tokio::task::spawn_blocking(move || {
+        let store = Store::open(&db).map_err(|e| e.to_string())?;
+        let passwords = Passwords::new(DEFAULT_COST).map_err(|e| e.to_string())?;
+        Ok::<_, String>((store, passwords))
+    })
+    .await
+    .map_err(|e| format!("start-up task failed: {e}"))??;
+    let password_hash = passwords.hash(password).await.map_err(|e| e.to_string())?;
+    let new = NewUser {
+        username: username.to_string(),
+        password_hash,
+        email: None,
+        role: Role::Admin,
+    };
+    match store.create_user(new).await {
+        Ok(user) => {
+            println!("created admin {:?} (id {})", user.username, user.id);
+            Ok(())
+        }
+        Err(StoreError::UsernameTaken) => Err(format!(
+            "username exists: {username:?} is already taken, choose another name"
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
