@@ -93,8 +93,18 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
 }
 
 /// Parse the body as a JSON object of type `T`; on failure answer 400.
+/// (Going through `Value` first matters: serde would also accept a JSON
+/// array for a struct, filling fields by position.)
 fn json_body<T: DeserializeOwned>(c: &mut Context) -> Option<T> {
-    match serde_json::from_slice::<T>(c.body()) {
+    let parsed = serde_json::from_slice::<serde_json::Value>(c.body())
+        .map_err(|e| e.to_string())
+        .and_then(|value| match value {
+            serde_json::Value::Object(_) => {
+                serde_json::from_value::<T>(value).map_err(|e| e.to_string())
+            }
+            _ => Err("found a JSON value that is not an object".to_string()),
+        });
+    match parsed {
         Ok(value) => Some(value),
         Err(e) => {
             let message = format!("request body must be a JSON object: {e}");

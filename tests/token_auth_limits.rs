@@ -1,0 +1,145 @@
+//! Login limits on the real server (spec §8): 5 attempts per minute per IP
+//! and per username, captcha hint after 3 consecutive failures, 30-minute
+//! lock after 10. Time is a manual clock moved by the test: nothing sleeps.
+//! Different client IPs are real: the client binds 127.0.0.x as its source.
+
+mod token_auth_support;
+
+use http::StatusCode;
+use serde_json::json;
+use std::net::IpAddr;
+use token_auth_support::{start, AuthServer, Reply};
+
+fn ip(last: u8) -> Option<IpAddr> {
+    Some(IpAddr::from([127, 0, 0, last]))
+}
+
+async fn login_from(s: &AuthServer, username: &str, password: &str, from: Option<IpAddr>) -> Reply {
+    s.post_from("/login", json!({ "username": username, "password": password }), from)
+        .await
+}
+
+fn assert_too_many(reply: &Reply, what: &str) {
+    assert_eq!(reply.status, StatusCode::TOO_MANY_REQUESTS, "{what}: {}", reply.text());
+    assert_eq!(
+        reply.json(),
+        json!({"error": "too many login attempts, try again in 1 minute"}),
+        "{what}"
+    );
+    let retry: u64 = reply.header("retry-after").expect("Retry-After").parse().unwrap();
+    assert!((1..=60).contains(&retry), "{what}: Retry-After {retry}");
+}
+
+#[tokio::test]
+async fn sixth_login_attempt_per_minute_from_one_ip_is_429() {
+    let s = start().await;
+    s.register("ann", "password1").await;
+    for n in 0..5 {
+        // Different usernames: only the IP is shared.
+        let reply = login_from(&s, &format!("user{n}"), "password1", ip(1)).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "attempt {n}");
+    }
+    let sixth = login_from(&s, "ann", "password1", ip(1)).await;
+    assert_too_many(&sixth, "6th from 127.0.0.1");
+    // Another client is not affected.
+    assert_eq!(login_from(&s, "ann", "password1", ip(2)).await.status, StatusCode::OK);
+    // A minute later the first client may try again.
+    s.clock.advance(60);
+    assert_eq!(login_from(&s, "ann", "password1", ip(1)).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn sixth_login_attempt_per_minute_for_one_username_is_429_from_any_ip() {
+    let s = start().await;
+    s.register("bob", "password1").await;
+    for n in 1..=5 {
+        let reply = login_from(&s, "bob", "password1", ip(n)).await;
+        assert_eq!(reply.status, StatusCode::OK, "attempt from 127.0.0.{n}");
+    }
+    let sixth = login_from(&s, "bob", "password1", ip(9)).await;
+    assert_too_many(&sixth, "6th for bob");
+    assert_eq!(sixth.header("retry-after"), Some("60"));
+    s.clock.advance(30);
+    assert_eq!(sixth.status, login_from(&s, "bob", "password1", ip(10)).await.status);
+    s.clock.advance(30);
+    assert_eq!(login_from(&s, "bob", "password1", ip(11)).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_simple_token_login_shares_the_limits() {
+    let s = start().await;
+    for _ in 0..5 {
+        let reply = s
+            .post("/auth/token", json!({"username": "carl", "password": "password1"}))
+            .await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    }
+    assert_too_many(&s.login("carl", "password1").await, "/login after 5 on /auth/token");
+}
+
+#[tokio::test]
+async fn captcha_is_required_after_three_consecutive_failures() {
+    let s = start().await;
+    s.register("dora", "password1").await;
+    let mut flags = Vec::new();
+    for _ in 0..4 {
+        let reply = s.login("dora", "wrong-password").await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(reply.error(), "invalid username or password");
+        flags.push(reply.json().get("captcha_required").cloned());
+    }
+    assert_eq!(flags, [None, None, Some(json!(true)), Some(json!(true))]);
+    // A success resets the count.
+    s.clock.advance(60);
+    assert_eq!(s.login("dora", "password1").await.status, StatusCode::OK);
+    let after = s.login("dora", "wrong-password").await;
+    assert_eq!(after.json(), json!({"error": "invalid username or password"}));
+}
+
+#[tokio::test]
+async fn ten_failures_lock_the_account_for_30_minutes_even_with_the_right_password() {
+    let s = start().await;
+    s.register("eve", "password1").await;
+    for n in 0..10 {
+        if n > 0 && n % 5 == 0 {
+            s.clock.advance(60); // stay under the per-minute limit
+        }
+        let reply = s.login("eve", "wrong-password").await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "failure {n}");
+    }
+    s.clock.advance(60);
+    let locked = s.login("eve", "password1").await;
+    assert_eq!(locked.status, StatusCode::TOO_MANY_REQUESTS, "{}", locked.text());
+    assert_eq!(
+        locked.json(),
+        json!({"error": "account locked after too many failed logins, try again in 30 minutes"})
+    );
+    assert_eq!(locked.header("retry-after"), Some("1740"));
+    // Also through the simple login, and from another IP.
+    let other = s
+        .post_from("/auth/token", json!({"username": "eve", "password": "password1"}), ip(7))
+        .await;
+    assert_eq!(other.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(other.error(), locked.error());
+    // Other accounts are not locked.
+    s.register("fay", "password1").await;
+    assert_eq!(s.login("fay", "password1").await.status, StatusCode::OK);
+    // After the lock the right password works again.
+    s.clock.advance(30 * 60 - 60);
+    assert_eq!(s.login("eve", "password1").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn unknown_usernames_are_limited_exactly_like_real_ones() {
+    let s = start().await;
+    s.register("gus", "password1").await;
+    let mut real = Vec::new();
+    let mut ghost = Vec::new();
+    for _ in 0..6 {
+        real.push(login_from(&s, "gus", "wrong-password", ip(20)).await);
+        ghost.push(login_from(&s, "ghost", "wrong-password", ip(21)).await);
+    }
+    for (r, g) in real.iter().zip(&ghost) {
+        assert_eq!((r.status, r.text()), (g.status, g.text()));
+    }
+}

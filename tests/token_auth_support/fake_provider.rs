@@ -1,0 +1,310 @@
+//! A real OAuth 2.0 identity provider on loopback HTTP, small enough to read,
+//! strict enough to catch a wrong client. Used by the token-auth tests and by
+//! `examples/fake_oauth_provider.rs`.
+//!
+//! * `GET /authorize?appid&redirect_uri&response_type=code&scope&state&code_challenge&code_challenge_method=S256`
+//!   — the "user" approves at once: 302 to `redirect_uri?code=…&state=…`.
+//!   appid and redirect_uri must be the registered ones.
+//! * `POST /token` (form: appid, secret, code, grant_type=authorization_code,
+//!   code_verifier, redirect_uri) — checks the client, the code (single use:
+//!   removed on first presentation, whatever happens next) and PKCE
+//!   (`BASE64URL(SHA256(code_verifier)) == code_challenge`); answers
+//!   `{access_token, openid, refresh_token, expires_in, scope}`.
+//! * `GET /userinfo?openid=…` with `Authorization: Bearer <access_token>` —
+//!   answers `{openid, nickname, avatar}`.
+//!
+//! Failures can be switched on to test the client's error handling.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use handwire::auth::oauth::form;
+use handwire::auth::oauth::pkce::challenge_s256;
+use http::{header, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The user the provider signs in.
+#[derive(Debug, Clone)]
+pub struct FakeUser {
+    pub openid: String,
+    pub nickname: String,
+    pub avatar: String,
+}
+
+/// A failure to inject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// `/token` answers 500.
+    TokenServerError,
+    /// `/token` answers 200 with a WeChat-style error object.
+    TokenErrcode,
+    /// `/token` answers 200 with a body that is not JSON.
+    TokenGarbage,
+    /// `/userinfo` answers 500.
+    UserinfoServerError,
+}
+
+struct IssuedCode {
+    challenge: String,
+    redirect_uri: String,
+    openid: String,
+}
+
+struct State {
+    appid: String,
+    secret: String,
+    redirect_uri: Mutex<String>,
+    user: Mutex<FakeUser>,
+    codes: Mutex<HashMap<String, IssuedCode>>,
+    tokens: Mutex<HashMap<String, String>>,
+    failure: Mutex<Option<Failure>>,
+    token_calls: AtomicUsize,
+    userinfo_calls: AtomicUsize,
+}
+
+/// A running provider; stops when dropped.
+pub struct FakeProvider {
+    pub addr: SocketAddr,
+    state: Arc<State>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut raw = vec![0u8; bytes];
+    getrandom::fill(&mut raw).expect("OS randomness");
+    raw.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl FakeProvider {
+    /// Start on `addr` (e.g. `127.0.0.1:0`) for client `appid`/`secret`.
+    pub async fn start(addr: &str, appid: &str, secret: &str, user: FakeUser) -> FakeProvider {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .unwrap_or_else(|e| panic!("fake provider cannot listen on {addr}: {e}"));
+        let addr = listener.local_addr().expect("local addr");
+        let state = Arc::new(State {
+            appid: appid.into(),
+            secret: secret.into(),
+            redirect_uri: Mutex::new(String::new()),
+            user: Mutex::new(user),
+            codes: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(HashMap::new()),
+            failure: Mutex::new(None),
+            token_calls: AtomicUsize::new(0),
+            userinfo_calls: AtomicUsize::new(0),
+        });
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let shared = Arc::clone(&state);
+        tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    accepted = listener.accept() => accepted,
+                    _ = &mut stopped => break,
+                };
+                let Ok((stream, _)) = accepted else { continue };
+                let state = Arc::clone(&shared);
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| {
+                        let state = Arc::clone(&state);
+                        async move { Ok::<_, Infallible>(handle(&state, req).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        FakeProvider {
+            addr,
+            state,
+            _stop: stop,
+        }
+    }
+
+    /// Register the client's callback; `/authorize` and `/token` insist on it.
+    pub fn register_redirect_uri(&self, uri: &str) {
+        *self.state.redirect_uri.lock().unwrap() = uri.to_string();
+    }
+
+    /// Change the user signed in from now on.
+    pub fn set_user(&self, user: FakeUser) {
+        *self.state.user.lock().unwrap() = user;
+    }
+
+    /// Inject a failure (or clear it with `None`).
+    pub fn fail_with(&self, failure: Option<Failure>) {
+        *self.state.failure.lock().unwrap() = failure;
+    }
+
+    /// Base URL, e.g. `http://127.0.0.1:9100`.
+    pub fn base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Calls to `/token` so far.
+    pub fn token_calls(&self) -> usize {
+        self.state.token_calls.load(Ordering::SeqCst)
+    }
+
+    /// Calls to `/userinfo` so far.
+    pub fn userinfo_calls(&self) -> usize {
+        self.state.userinfo_calls.load(Ordering::SeqCst)
+    }
+
+    /// The plain access tokens handed out so far.
+    pub fn issued_access_tokens(&self) -> Vec<String> {
+        self.state.tokens.lock().unwrap().keys().cloned().collect()
+    }
+}
+
+fn json(status: StatusCode, value: serde_json::Value) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(value.to_string())))
+        .expect("static response parts")
+}
+
+fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response<Full<Bytes>> {
+    json(
+        status,
+        serde_json::json!({ "error": error, "error_description": description }),
+    )
+}
+
+async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let query = form::parse(parts.uri.query().unwrap_or("")).unwrap_or_default();
+    match (parts.method.clone(), parts.uri.path()) {
+        (Method::GET, "/authorize") => authorize(state, &query),
+        (Method::POST, "/token") => {
+            let Ok(body) = Limited::new(body, 16 * 1024).collect().await else {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "body");
+            };
+            let text = String::from_utf8_lossy(&body.to_bytes()).into_owned();
+            token(state, &form::parse(&text).unwrap_or_default())
+        }
+        (Method::GET, "/userinfo") => {
+            let auth = parts
+                .headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok());
+            userinfo(state, auth, &query)
+        }
+        _ => oauth_error(StatusCode::NOT_FOUND, "not_found", "no such endpoint"),
+    }
+}
+
+fn authorize(state: &State, q: &[(String, String)]) -> Response<Full<Bytes>> {
+    let registered = state.redirect_uri.lock().unwrap().clone();
+    let checks = [
+        (form::get(q, "appid") == Some(&state.appid), "unknown appid"),
+        (form::get(q, "redirect_uri") == Some(&registered), "redirect_uri is not the registered one"),
+        (form::get(q, "response_type") == Some("code"), "response_type must be code"),
+        (form::get(q, "code_challenge_method") == Some("S256"), "PKCE S256 required"),
+        (form::get(q, "code_challenge").is_some_and(|c| c.len() == 43), "code_challenge missing"),
+        (form::get(q, "scope").is_some_and(|s| !s.is_empty()), "scope missing"),
+        (form::get(q, "state").is_some_and(|s| !s.is_empty()), "state missing"),
+    ];
+    if let Some((_, why)) = checks.iter().find(|(ok, _)| !ok) {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", why);
+    }
+    let code = random_hex(16);
+    let openid = state.user.lock().unwrap().openid.clone();
+    state.codes.lock().unwrap().insert(
+        code.clone(),
+        IssuedCode {
+            challenge: form::get(q, "code_challenge").unwrap_or_default().to_string(),
+            redirect_uri: registered.clone(),
+            openid,
+        },
+    );
+    let back = form::encode_pairs([
+        ("code", code.as_str()),
+        ("state", form::get(q, "state").unwrap_or_default()),
+    ]);
+    let joiner = if registered.contains('?') { '&' } else { '?' };
+    Response::builder()
+        .status(StatusCode::FOUND)
+        .header(header::LOCATION, format!("{registered}{joiner}{back}"))
+        .body(Full::new(Bytes::new()))
+        .expect("static response parts")
+}
+
+fn token(state: &State, f: &[(String, String)]) -> Response<Full<Bytes>> {
+    state.token_calls.fetch_add(1, Ordering::SeqCst);
+    match *state.failure.lock().unwrap() {
+        Some(Failure::TokenServerError) => {
+            return oauth_error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "down")
+        }
+        Some(Failure::TokenErrcode) => {
+            return json(
+                StatusCode::OK,
+                serde_json::json!({ "errcode": 40029, "errmsg": "invalid code" }),
+            )
+        }
+        Some(Failure::TokenGarbage) => {
+            return Response::new(Full::new(Bytes::from_static(b"<html>oops</html>")))
+        }
+        _ => {}
+    }
+    if form::get(f, "grant_type") != Some("authorization_code") {
+        return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type", "");
+    }
+    if form::get(f, "appid") != Some(&state.appid) || form::get(f, "secret") != Some(&state.secret) {
+        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", "appid/secret");
+    }
+    // Single use: the code is gone from here on, even if the checks below fail.
+    let issued = form::get(f, "code").and_then(|c| state.codes.lock().unwrap().remove(c));
+    let Some(issued) = issued else {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "unknown or used code");
+    };
+    if form::get(f, "redirect_uri") != Some(&issued.redirect_uri) {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "redirect_uri mismatch");
+    }
+    let verifier = form::get(f, "code_verifier").unwrap_or_default();
+    if challenge_s256(verifier) != issued.challenge {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "PKCE verification failed");
+    }
+    let access_token = format!("fake-at-{}", random_hex(16));
+    state
+        .tokens
+        .lock()
+        .unwrap()
+        .insert(access_token.clone(), issued.openid.clone());
+    json(
+        StatusCode::OK,
+        serde_json::json!({
+            "access_token": access_token,
+            "openid": issued.openid,
+            "refresh_token": format!("fake-rt-{}", random_hex(16)),
+            "expires_in": 7200,
+            "scope": "profile",
+        }),
+    )
+}
+
+fn userinfo(state: &State, auth: Option<&str>, q: &[(String, String)]) -> Response<Full<Bytes>> {
+    state.userinfo_calls.fetch_add(1, Ordering::SeqCst);
+    if *state.failure.lock().unwrap() == Some(Failure::UserinfoServerError) {
+        return oauth_error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "down");
+    }
+    let token = auth.and_then(|a| a.strip_prefix("Bearer ")).unwrap_or("");
+    let Some(openid) = state.tokens.lock().unwrap().get(token).cloned() else {
+        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_token", "unknown access token");
+    };
+    if form::get(q, "openid").is_some_and(|asked| asked != openid) {
+        return oauth_error(StatusCode::FORBIDDEN, "invalid_request", "openid mismatch");
+    }
+    let user = state.user.lock().unwrap().clone();
+    json(
+        StatusCode::OK,
+        serde_json::json!({ "openid": openid, "nickname": user.nickname, "avatar": user.avatar }),
+    )
+}
