@@ -1,1 +1,115 @@
-fn main() {}
+//! HS256 sign and verify: the hand-written `handwire::jwt` against the
+//! `jsonwebtoken` crate, on the same claims (the service's access token) and
+//! the same secret, in the same run. After the criterion output, the ratio
+//! of mean times (ours / theirs) is printed for each operation.
+//!
+//! `cargo bench --bench jwt`
+
+use criterion::{criterion_group, Criterion};
+use handwire::auth::tokens::{Claims, TokenKind};
+use handwire::auth::user::Role;
+use handwire::jwt::Hs256;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use std::hint::black_box;
+use std::path::PathBuf;
+
+const SECRET: &[u8] = b"benchmark secret, 32 bytes or longer";
+
+fn claims() -> Claims {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs();
+    Claims {
+        user_id: 42,
+        role: Some(Role::User),
+        kind: TokenKind::Access,
+        iat: now,
+        exp: now + 3600,
+        jti: "0123456789abcdef0123456789abcdef".into(),
+    }
+}
+
+fn sign(c: &mut Criterion) {
+    let claims = claims();
+    let ours = Hs256::new(SECRET);
+    let header = Header::new(Algorithm::HS256);
+    let theirs = EncodingKey::from_secret(SECRET);
+    let mut group = c.benchmark_group("jwt_sign");
+    group.bench_function("handwire", |b| {
+        b.iter(|| ours.sign(black_box(&claims)).expect("sign"))
+    });
+    group.bench_function("jsonwebtoken", |b| {
+        b.iter(|| jsonwebtoken::encode(&header, black_box(&claims), &theirs).expect("encode"))
+    });
+    group.finish();
+}
+
+fn verify(c: &mut Criterion) {
+    let claims = claims();
+    let ours = Hs256::new(SECRET);
+    let token = ours.sign(&claims).expect("sign");
+    // Both libraries must accept each other's tokens, or the comparison is moot.
+    let theirs = DecodingKey::from_secret(SECRET);
+    let validation = Validation::new(Algorithm::HS256);
+    let decoded = jsonwebtoken::decode::<Claims>(&token, &theirs, &validation).expect("decode");
+    assert_eq!(decoded.claims, claims);
+    let now = claims.iat;
+    let mut group = c.benchmark_group("jwt_verify");
+    group.bench_function("handwire", |b| {
+        b.iter(|| {
+            ours.verify::<Claims>(black_box(&token), now)
+                .expect("verify")
+        })
+    });
+    group.bench_function("jsonwebtoken", |b| {
+        b.iter(|| {
+            jsonwebtoken::decode::<Claims>(black_box(&token), &theirs, &validation).expect("decode")
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, sign, verify);
+
+/// Where criterion writes its estimates (same rules as criterion itself,
+/// minus the `cargo metadata` call).
+fn criterion_home() -> PathBuf {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return home.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("criterion")
+}
+
+fn mean_ns(group: &str, function: &str) -> Option<f64> {
+    let path = criterion_home()
+        .join(group)
+        .join(function)
+        .join("new")
+        .join("estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value["mean"]["point_estimate"].as_f64()
+}
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    // Under `cargo test` the benches run once as smoke tests: no ratio then.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    for group in ["jwt_sign", "jwt_verify"] {
+        if let (Some(ours), Some(theirs)) =
+            (mean_ns(group, "handwire"), mean_ns(group, "jsonwebtoken"))
+        {
+            println!(
+                "{group}: handwire {ours:.0} ns, jsonwebtoken {theirs:.0} ns, ratio handwire/jsonwebtoken = {:.2}",
+                ours / theirs
+            );
+        }
+    }
+}

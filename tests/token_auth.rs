@@ -36,11 +36,16 @@ async fn register_profile_refresh_logout_then_revoked() {
     assert!(user["created_at"].as_str().unwrap().ends_with('Z'));
     assert!(user.get("password_hash").is_none());
 
-    let renewed = s.post("/auth/refresh", json!({ "refresh_token": refresh })).await;
+    let renewed = s
+        .post("/auth/refresh", json!({ "refresh_token": refresh }))
+        .await;
     assert_eq!(renewed.status, StatusCode::OK, "{}", renewed.text());
     let new_access = renewed.str("access_token");
     assert_ne!(new_access, access);
-    assert_eq!(s.get_bearer("/api/user/profile", &new_access).await.status, StatusCode::OK);
+    assert_eq!(
+        s.get_bearer("/api/user/profile", &new_access).await.status,
+        StatusCode::OK
+    );
 
     let out = s.logout(access, "").await;
     assert_eq!(out.status, StatusCode::OK, "{}", out.text());
@@ -48,16 +53,20 @@ async fn register_profile_refresh_logout_then_revoked() {
     assert_eq!(revoked.status, StatusCode::UNAUTHORIZED);
     assert_eq!(revoked.json(), json!({"error": "token revoked"}));
     // Only that token: the pair issued by the refresh still works.
-    assert_eq!(s.get_bearer("/api/user/profile", &new_access).await.status, StatusCode::OK);
+    assert_eq!(
+        s.get_bearer("/api/user/profile", &new_access).await.status,
+        StatusCode::OK
+    );
     // Logout put its jti and exp in the blacklist.
     let claims = payload(access);
-    let (jti, exp): (String, i64) = s
-        .db
-        .connect()
-        .query_row("SELECT token_jti, expired_at FROM token_blacklist", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
+    let (jti, exp): (String, i64) =
+        s.db.connect()
+            .query_row(
+                "SELECT token_jti, expired_at FROM token_blacklist",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
     assert_eq!(jti, claims["jti"].as_str().unwrap());
     assert_eq!(exp, claims["exp"].as_i64().unwrap());
 }
@@ -68,9 +77,13 @@ async fn logout_with_refresh_token_revokes_it_too() {
     let pair = s.register("bob-1", "password1").await;
     let access = pair["access_token"].as_str().unwrap();
     let refresh = pair["refresh_token"].as_str().unwrap();
-    let out = s.logout(access, &json!({ "refresh_token": refresh }).to_string()).await;
+    let out = s
+        .logout(access, &json!({ "refresh_token": refresh }).to_string())
+        .await;
     assert_eq!(out.status, StatusCode::OK, "{}", out.text());
-    let reply = s.post("/auth/refresh", json!({ "refresh_token": refresh })).await;
+    let reply = s
+        .post("/auth/refresh", json!({ "refresh_token": refresh }))
+        .await;
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
     assert_eq!(reply.json(), json!({"error": "token revoked"}));
 }
@@ -84,7 +97,10 @@ async fn logout_refuses_a_refresh_token_of_another_user_and_revokes_nothing() {
     let body = json!({ "refresh_token": bob["refresh_token"] }).to_string();
     let reply = s.logout(ann_access, &body).await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.text());
-    assert_eq!(s.get_bearer("/api/user/profile", ann_access).await.status, StatusCode::OK);
+    assert_eq!(
+        s.get_bearer("/api/user/profile", ann_access).await.status,
+        StatusCode::OK
+    );
     assert_eq!(s.db.count("SELECT count(*) FROM token_blacklist"), 0);
 }
 
@@ -95,16 +111,30 @@ async fn login_returns_a_token_object_for_valid_credentials() {
     let reply = s.login("carol", "password1").await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     let pair = reply.json();
-    let keys: Vec<&str> = pair.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["access_token", "expires_in", "refresh_token", "token_type"]);
+    let keys: Vec<&str> = pair
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["access_token", "expires_in", "refresh_token", "token_type"]
+    );
     let access = payload(pair["access_token"].as_str().unwrap());
     assert_eq!(access["type"], "access");
     assert_eq!(access["role"], "user");
-    assert_eq!(access["exp"].as_u64().unwrap() - access["iat"].as_u64().unwrap(), 3600);
+    assert_eq!(
+        access["exp"].as_u64().unwrap() - access["iat"].as_u64().unwrap(),
+        3600
+    );
     let refresh = payload(pair["refresh_token"].as_str().unwrap());
     assert_eq!(refresh["type"], "refresh");
     assert!(refresh.get("role").is_none());
-    assert_eq!(refresh["exp"].as_u64().unwrap() - refresh["iat"].as_u64().unwrap(), 30 * 86_400);
+    assert_eq!(
+        refresh["exp"].as_u64().unwrap() - refresh["iat"].as_u64().unwrap(),
+        30 * 86_400
+    );
 }
 
 #[tokio::test]
@@ -116,7 +146,10 @@ async fn wrong_password_and_unknown_user_get_the_same_401() {
     assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
     assert_eq!(unknown.status, StatusCode::UNAUTHORIZED);
     assert_eq!(wrong.body, unknown.body);
-    assert_eq!(wrong.json(), json!({"error": "invalid username or password"}));
+    assert_eq!(
+        wrong.json(),
+        json!({"error": "invalid username or password"})
+    );
     // Both paths ran one bcrypt verification (the unknown user's against the dummy hash).
     let before = s.service.passwords.computations();
     s.login("nobody-else", "password1").await;
@@ -128,7 +161,10 @@ async fn register_with_existing_username_is_409_username_exists() {
     let s = start().await;
     s.register("erin", "password1").await;
     let again = s
-        .post("/auth/register", json!({"username": "erin", "password": "another-pw"}))
+        .post(
+            "/auth/register",
+            json!({"username": "erin", "password": "another-pw"}),
+        )
         .await;
     assert_eq!(again.status, StatusCode::CONFLICT);
     assert_eq!(again.json(), json!({"error": "username exists"}));
@@ -150,7 +186,12 @@ async fn register_rejects_bad_lengths_and_shapes_with_400() {
     ];
     for body in cases {
         let reply = s.post("/auth/register", body.clone()).await;
-        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{body}: {}", reply.text());
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{body}: {}",
+            reply.text()
+        );
         assert!(!reply.error().is_empty(), "{body}");
     }
     assert_eq!(s.db.count("SELECT count(*) FROM users"), 0);
@@ -161,8 +202,12 @@ async fn register_rejects_bad_lengths_and_shapes_with_400() {
 #[tokio::test]
 async fn duplicate_email_is_409() {
     let s = start().await;
-    let body = |u: &str| json!({"username": u, "password": "password1", "email": "same@example.com"});
-    assert_eq!(s.post("/auth/register", body("gail")).await.status, StatusCode::CREATED);
+    let body =
+        |u: &str| json!({"username": u, "password": "password1", "email": "same@example.com"});
+    assert_eq!(
+        s.post("/auth/register", body("gail")).await.status,
+        StatusCode::CREATED
+    );
     let again = s.post("/auth/register", body("gina")).await;
     assert_eq!(again.status, StatusCode::CONFLICT);
     assert_eq!(again.error(), "email exists");
@@ -175,17 +220,28 @@ async fn refresh_rejects_access_tokens_garbage_and_expired_tokens() {
     let access = pair["access_token"].as_str().unwrap();
     let refresh = pair["refresh_token"].as_str().unwrap();
 
-    let as_access = s.post("/auth/refresh", json!({ "refresh_token": access })).await;
+    let as_access = s
+        .post("/auth/refresh", json!({ "refresh_token": access }))
+        .await;
     assert_eq!(as_access.status, StatusCode::UNAUTHORIZED);
     assert_eq!(as_access.json(), json!({"error": "token invalid"}));
-    let garbage = s.post("/auth/refresh", json!({ "refresh_token": "a.b.c" })).await;
+    let garbage = s
+        .post("/auth/refresh", json!({ "refresh_token": "a.b.c" }))
+        .await;
     assert_eq!(garbage.status, StatusCode::UNAUTHORIZED);
     assert_eq!(garbage.json(), json!({"error": "token invalid"}));
 
     s.clock.advance(30 * 86_400 - 1);
-    assert_eq!(s.post("/auth/refresh", json!({ "refresh_token": refresh })).await.status, StatusCode::OK);
+    assert_eq!(
+        s.post("/auth/refresh", json!({ "refresh_token": refresh }))
+            .await
+            .status,
+        StatusCode::OK
+    );
     s.clock.advance(1);
-    let expired = s.post("/auth/refresh", json!({ "refresh_token": refresh })).await;
+    let expired = s
+        .post("/auth/refresh", json!({ "refresh_token": refresh }))
+        .await;
     assert_eq!(expired.status, StatusCode::UNAUTHORIZED);
     assert_eq!(expired.json(), json!({"error": "token expired"}));
 
@@ -198,14 +254,28 @@ async fn refresh_reloads_the_user_so_a_new_role_takes_effect() {
     let s = start().await;
     let pair = s.register("ivan", "password1").await;
     let access = pair["access_token"].as_str().unwrap();
-    assert_eq!(s.get_bearer("/api/admin/users", access).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        s.get_bearer("/api/admin/users", access).await.status,
+        StatusCode::FORBIDDEN
+    );
     s.db.connect()
-        .execute("UPDATE users SET role = 'admin' WHERE username = 'ivan'", [])
+        .execute(
+            "UPDATE users SET role = 'admin' WHERE username = 'ivan'",
+            [],
+        )
         .unwrap();
-    let renewed = s.post("/auth/refresh", json!({ "refresh_token": pair["refresh_token"] })).await;
+    let renewed = s
+        .post(
+            "/auth/refresh",
+            json!({ "refresh_token": pair["refresh_token"] }),
+        )
+        .await;
     let new_access = renewed.str("access_token");
     assert_eq!(payload(&new_access)["role"], "admin");
-    assert_eq!(s.get_bearer("/api/admin/users", &new_access).await.status, StatusCode::OK);
+    assert_eq!(
+        s.get_bearer("/api/admin/users", &new_access).await.status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]
@@ -226,7 +296,11 @@ async fn admin_route_lists_users_without_hashes_and_refuses_other_roles() {
         .map(|u| u["username"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["root", "vera", "judy"]);
-    assert!(!list.text().contains("$2b$"), "hash leaked: {}", list.text());
+    assert!(
+        !list.text().contains("$2b$"),
+        "hash leaked: {}",
+        list.text()
+    );
     assert!(!list.text().contains("password"), "{}", list.text());
 
     let vip = s.login("vera", "verapassword").await.str("access_token");
@@ -236,8 +310,14 @@ async fn admin_route_lists_users_without_hashes_and_refuses_other_roles() {
         assert_eq!(refused.json(), json!({"error": "insufficient permission"}));
     }
     // Any role may read its profile.
-    assert_eq!(s.get_bearer("/api/user/profile", &vip).await.status, StatusCode::OK);
-    assert_eq!(s.get_bearer("/api/user/profile", &admin).await.status, StatusCode::OK);
+    assert_eq!(
+        s.get_bearer("/api/user/profile", &vip).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        s.get_bearer("/api/user/profile", &admin).await.status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]
@@ -245,21 +325,33 @@ async fn simple_login_returns_one_token_valid_24_hours() {
     let s = start().await;
     s.register("kate", "password1").await;
     let reply = s
-        .post("/auth/token", json!({"username": "kate", "password": "password1"}))
+        .post(
+            "/auth/token",
+            json!({"username": "kate", "password": "password1"}),
+        )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     let body = reply.json();
     assert_eq!(body.as_object().unwrap().len(), 1);
     let token = body["token"].as_str().unwrap();
     let claims = payload(token);
-    assert_eq!(claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(), 86_400);
+    assert_eq!(
+        claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(),
+        86_400
+    );
     s.clock.advance(86_400 - 1);
-    assert_eq!(s.get_bearer("/api/user/profile", token).await.status, StatusCode::OK);
+    assert_eq!(
+        s.get_bearer("/api/user/profile", token).await.status,
+        StatusCode::OK
+    );
     s.clock.advance(1);
     let expired = s.get_bearer("/api/user/profile", token).await;
     assert_eq!(expired.json(), json!({"error": "token expired"}));
     let wrong = s
-        .post("/auth/token", json!({"username": "kate", "password": "password2"}))
+        .post(
+            "/auth/token",
+            json!({"username": "kate", "password": "password2"}),
+        )
         .await;
     assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
 }
@@ -277,7 +369,10 @@ async fn expired_blacklist_rows_are_pruned_periodically() {
     s.clock.advance(3600);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     while s.db.count("SELECT count(*) FROM token_blacklist") != 0 {
-        assert!(tokio::time::Instant::now() < deadline, "blacklist row never pruned");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "blacklist row never pruned"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
@@ -295,7 +390,13 @@ async fn malformed_json_bodies_are_400_and_the_server_keeps_serving() {
         )
         .await;
         assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{path}");
-        assert!(reply.error().starts_with("request body must be a JSON object"), "{}", reply.text());
+        assert!(
+            reply
+                .error()
+                .starts_with("request body must be a JSON object"),
+            "{}",
+            reply.text()
+        );
     }
     s.register("mia", "password1").await;
 }

@@ -21,7 +21,11 @@ fn b64(bytes: &[u8]) -> String {
 /// (which is what an attacker who guessed our secret — or a confused
 /// verifier — would produce).
 fn forge(secret: &[u8], header: &str, payload: &serde_json::Value) -> String {
-    let input = format!("{}.{}", b64(header.as_bytes()), b64(payload.to_string().as_bytes()));
+    let input = format!(
+        "{}.{}",
+        b64(header.as_bytes()),
+        b64(payload.to_string().as_bytes())
+    );
     let sig = Hs256::new(secret).signature(input.as_bytes());
     format!("{input}.{sig}")
 }
@@ -34,9 +38,17 @@ async fn setup() -> (token_auth_support::AuthServer, serde_json::Value) {
 
 async fn assert_refused(s: &token_auth_support::AuthServer, path: &str, token: &str, error: &str) {
     let reply = s.get_bearer(path, token).await;
-    assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{token}: {}", reply.text());
+    assert_eq!(
+        reply.status,
+        StatusCode::UNAUTHORIZED,
+        "{token}: {}",
+        reply.text()
+    );
     assert_eq!(reply.json(), json!({ "error": error }), "{token}");
-    assert!(reply.header("www-authenticate").unwrap_or("").starts_with("Bearer"));
+    assert!(reply
+        .header("www-authenticate")
+        .unwrap_or("")
+        .starts_with("Bearer"));
 }
 
 #[tokio::test]
@@ -54,7 +66,11 @@ async fn alg_none_token_is_invalid() {
 async fn hs512_header_is_invalid_even_with_a_valid_hs256_mac() {
     let (s, pair) = setup().await;
     let claims = payload(pair["access_token"].as_str().unwrap());
-    let token = forge(TEST_SECRET.as_bytes(), r#"{"alg":"HS512","typ":"JWT"}"#, &claims);
+    let token = forge(
+        TEST_SECRET.as_bytes(),
+        r#"{"alg":"HS512","typ":"JWT"}"#,
+        &claims,
+    );
     assert_refused(&s, "/api/user/profile", &token, "token invalid").await;
 }
 
@@ -65,10 +81,19 @@ async fn tampered_payload_escalating_to_admin_is_invalid() {
     let mut claims = payload(token);
     claims["role"] = json!("admin");
     let parts: Vec<&str> = token.split('.').collect();
-    let tampered = format!("{}.{}.{}", parts[0], b64(claims.to_string().as_bytes()), parts[2]);
+    let tampered = format!(
+        "{}.{}.{}",
+        parts[0],
+        b64(claims.to_string().as_bytes()),
+        parts[2]
+    );
     assert_refused(&s, "/api/admin/users", &tampered, "token invalid").await;
     // The same claims signed with a wrong secret: also invalid.
-    let resigned = forge(b"not the server's secret, but 32+ bytes", r#"{"alg":"HS256"}"#, &claims);
+    let resigned = forge(
+        b"not the server's secret, but 32+ bytes",
+        r#"{"alg":"HS256"}"#,
+        &claims,
+    );
     assert_refused(&s, "/api/admin/users", &resigned, "token invalid").await;
 }
 
@@ -77,7 +102,10 @@ async fn expired_access_token_is_expired() {
     let (s, pair) = setup().await;
     let token = pair["access_token"].as_str().unwrap();
     s.clock.advance(3599);
-    assert_eq!(s.get_bearer("/api/user/profile", token).await.status, StatusCode::OK);
+    assert_eq!(
+        s.get_bearer("/api/user/profile", token).await.status,
+        StatusCode::OK
+    );
     s.clock.advance(1);
     assert_refused(&s, "/api/user/profile", token, "token expired").await;
 }
@@ -117,12 +145,19 @@ async fn authorization_headers_not_starting_with_bearer_space_are_token_not_prov
     for value in cases {
         let reply = s.get_auth("/api/user/profile", Some(&value)).await;
         assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{value:?}");
-        assert_eq!(reply.json(), json!({"error": "token not provided"}), "{value:?}");
+        assert_eq!(
+            reply.json(),
+            json!({"error": "token not provided"}),
+            "{value:?}"
+        );
     }
     let absent = s.get_auth("/api/user/profile", None).await;
     assert_eq!(absent.status, StatusCode::UNAUTHORIZED);
     assert_eq!(absent.json(), json!({"error": "token not provided"}));
-    assert_eq!(absent.header("www-authenticate"), Some("Bearer realm=\"token-auth\""));
+    assert_eq!(
+        absent.header("www-authenticate"),
+        Some("Bearer realm=\"token-auth\"")
+    );
 }
 
 #[tokio::test]
@@ -149,11 +184,22 @@ async fn token_for_the_right_user_with_a_wrong_type_claim_is_invalid() {
     let (s, pair) = setup().await;
     let mut claims = payload(pair["access_token"].as_str().unwrap());
     claims["type"] = json!("id");
-    let token = forge(TEST_SECRET.as_bytes(), r#"{"alg":"HS256","typ":"JWT"}"#, &claims);
+    let token = forge(
+        TEST_SECRET.as_bytes(),
+        r#"{"alg":"HS256","typ":"JWT"}"#,
+        &claims,
+    );
     assert_refused(&s, "/api/user/profile", &token, "token invalid").await;
     // Sanity: the forge helper does produce accepted tokens when nothing is wrong.
-    let good = forge(TEST_SECRET.as_bytes(), r#"{"alg":"HS256","typ":"JWT"}"#, &payload(pair["access_token"].as_str().unwrap()));
-    assert_eq!(s.get_bearer("/api/user/profile", &good).await.status, StatusCode::OK);
+    let good = forge(
+        TEST_SECRET.as_bytes(),
+        r#"{"alg":"HS256","typ":"JWT"}"#,
+        &payload(pair["access_token"].as_str().unwrap()),
+    );
+    assert_eq!(
+        s.get_bearer("/api/user/profile", &good).await.status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]

@@ -15,18 +15,31 @@ fn ip(last: u8) -> Option<IpAddr> {
 }
 
 async fn login_from(s: &AuthServer, username: &str, password: &str, from: Option<IpAddr>) -> Reply {
-    s.post_from("/login", json!({ "username": username, "password": password }), from)
-        .await
+    s.post_from(
+        "/login",
+        json!({ "username": username, "password": password }),
+        from,
+    )
+    .await
 }
 
 fn assert_too_many(reply: &Reply, what: &str) {
-    assert_eq!(reply.status, StatusCode::TOO_MANY_REQUESTS, "{what}: {}", reply.text());
+    assert_eq!(
+        reply.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{what}: {}",
+        reply.text()
+    );
     assert_eq!(
         reply.json(),
         json!({"error": "too many login attempts, try again in 1 minute"}),
         "{what}"
     );
-    let retry: u64 = reply.header("retry-after").expect("Retry-After").parse().unwrap();
+    let retry: u64 = reply
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
     assert!((1..=60).contains(&retry), "{what}: Retry-After {retry}");
 }
 
@@ -42,10 +55,16 @@ async fn sixth_login_attempt_per_minute_from_one_ip_is_429() {
     let sixth = login_from(&s, "ann", "password1", ip(1)).await;
     assert_too_many(&sixth, "6th from 127.0.0.1");
     // Another client is not affected.
-    assert_eq!(login_from(&s, "ann", "password1", ip(2)).await.status, StatusCode::OK);
+    assert_eq!(
+        login_from(&s, "ann", "password1", ip(2)).await.status,
+        StatusCode::OK
+    );
     // A minute later the first client may try again.
     s.clock.advance(60);
-    assert_eq!(login_from(&s, "ann", "password1", ip(1)).await.status, StatusCode::OK);
+    assert_eq!(
+        login_from(&s, "ann", "password1", ip(1)).await.status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]
@@ -60,9 +79,15 @@ async fn sixth_login_attempt_per_minute_for_one_username_is_429_from_any_ip() {
     assert_too_many(&sixth, "6th for bob");
     assert_eq!(sixth.header("retry-after"), Some("60"));
     s.clock.advance(30);
-    assert_eq!(sixth.status, login_from(&s, "bob", "password1", ip(10)).await.status);
+    assert_eq!(
+        sixth.status,
+        login_from(&s, "bob", "password1", ip(10)).await.status
+    );
     s.clock.advance(30);
-    assert_eq!(login_from(&s, "bob", "password1", ip(11)).await.status, StatusCode::OK);
+    assert_eq!(
+        login_from(&s, "bob", "password1", ip(11)).await.status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]
@@ -70,11 +95,17 @@ async fn the_simple_token_login_shares_the_limits() {
     let s = start().await;
     for _ in 0..5 {
         let reply = s
-            .post("/auth/token", json!({"username": "carl", "password": "password1"}))
+            .post(
+                "/auth/token",
+                json!({"username": "carl", "password": "password1"}),
+            )
             .await;
         assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
     }
-    assert_too_many(&s.login("carl", "password1").await, "/login after 5 on /auth/token");
+    assert_too_many(
+        &s.login("carl", "password1").await,
+        "/login after 5 on /auth/token",
+    );
 }
 
 #[tokio::test]
@@ -93,7 +124,10 @@ async fn captcha_is_required_after_three_consecutive_failures() {
     s.clock.advance(60);
     assert_eq!(s.login("dora", "password1").await.status, StatusCode::OK);
     let after = s.login("dora", "wrong-password").await;
-    assert_eq!(after.json(), json!({"error": "invalid username or password"}));
+    assert_eq!(
+        after.json(),
+        json!({"error": "invalid username or password"})
+    );
 }
 
 #[tokio::test]
@@ -109,7 +143,12 @@ async fn ten_failures_lock_the_account_for_30_minutes_even_with_the_right_passwo
     }
     s.clock.advance(60);
     let locked = s.login("eve", "password1").await;
-    assert_eq!(locked.status, StatusCode::TOO_MANY_REQUESTS, "{}", locked.text());
+    assert_eq!(
+        locked.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        locked.text()
+    );
     assert_eq!(
         locked.json(),
         json!({"error": "account locked after too many failed logins, try again in 30 minutes"})
@@ -117,7 +156,11 @@ async fn ten_failures_lock_the_account_for_30_minutes_even_with_the_right_passwo
     assert_eq!(locked.header("retry-after"), Some("1740"));
     // Also through the simple login, and from another IP.
     let other = s
-        .post_from("/auth/token", json!({"username": "eve", "password": "password1"}), ip(7))
+        .post_from(
+            "/auth/token",
+            json!({"username": "eve", "password": "password1"}),
+            ip(7),
+        )
         .await;
     assert_eq!(other.status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(other.error(), locked.error());

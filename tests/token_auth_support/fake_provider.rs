@@ -72,7 +72,8 @@ struct State {
 pub struct FakeProvider {
     pub addr: SocketAddr,
     state: Arc<State>,
-    _stop: tokio::sync::oneshot::Sender<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    accept_loop: tokio::task::JoinHandle<()>,
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -101,7 +102,7 @@ impl FakeProvider {
         });
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let shared = Arc::clone(&state);
-        tokio::spawn(async move {
+        let accept_loop = tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
                     accepted = listener.accept() => accepted,
@@ -123,8 +124,15 @@ impl FakeProvider {
         FakeProvider {
             addr,
             state,
-            _stop: stop,
+            stop,
+            accept_loop,
         }
+    }
+
+    /// Stop listening; when this returns, new connections are refused.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.accept_loop.await;
     }
 
     /// Register the client's callback; `/authorize` and `/token` insist on it.
@@ -205,12 +213,30 @@ fn authorize(state: &State, q: &[(String, String)]) -> Response<Full<Bytes>> {
     let registered = state.redirect_uri.lock().unwrap().clone();
     let checks = [
         (form::get(q, "appid") == Some(&state.appid), "unknown appid"),
-        (form::get(q, "redirect_uri") == Some(&registered), "redirect_uri is not the registered one"),
-        (form::get(q, "response_type") == Some("code"), "response_type must be code"),
-        (form::get(q, "code_challenge_method") == Some("S256"), "PKCE S256 required"),
-        (form::get(q, "code_challenge").is_some_and(|c| c.len() == 43), "code_challenge missing"),
-        (form::get(q, "scope").is_some_and(|s| !s.is_empty()), "scope missing"),
-        (form::get(q, "state").is_some_and(|s| !s.is_empty()), "state missing"),
+        (
+            form::get(q, "redirect_uri") == Some(&registered),
+            "redirect_uri is not the registered one",
+        ),
+        (
+            form::get(q, "response_type") == Some("code"),
+            "response_type must be code",
+        ),
+        (
+            form::get(q, "code_challenge_method") == Some("S256"),
+            "PKCE S256 required",
+        ),
+        (
+            form::get(q, "code_challenge").is_some_and(|c| c.len() == 43),
+            "code_challenge missing",
+        ),
+        (
+            form::get(q, "scope").is_some_and(|s| !s.is_empty()),
+            "scope missing",
+        ),
+        (
+            form::get(q, "state").is_some_and(|s| !s.is_empty()),
+            "state missing",
+        ),
     ];
     if let Some((_, why)) = checks.iter().find(|(ok, _)| !ok) {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", why);
@@ -220,7 +246,9 @@ fn authorize(state: &State, q: &[(String, String)]) -> Response<Full<Bytes>> {
     state.codes.lock().unwrap().insert(
         code.clone(),
         IssuedCode {
-            challenge: form::get(q, "code_challenge").unwrap_or_default().to_string(),
+            challenge: form::get(q, "code_challenge")
+                .unwrap_or_default()
+                .to_string(),
             redirect_uri: registered.clone(),
             openid,
         },
@@ -257,20 +285,33 @@ fn token(state: &State, f: &[(String, String)]) -> Response<Full<Bytes>> {
     if form::get(f, "grant_type") != Some("authorization_code") {
         return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type", "");
     }
-    if form::get(f, "appid") != Some(&state.appid) || form::get(f, "secret") != Some(&state.secret) {
+    if form::get(f, "appid") != Some(&state.appid) || form::get(f, "secret") != Some(&state.secret)
+    {
         return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", "appid/secret");
     }
     // Single use: the code is gone from here on, even if the checks below fail.
     let issued = form::get(f, "code").and_then(|c| state.codes.lock().unwrap().remove(c));
     let Some(issued) = issued else {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "unknown or used code");
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "unknown or used code",
+        );
     };
     if form::get(f, "redirect_uri") != Some(&issued.redirect_uri) {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "redirect_uri mismatch");
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "redirect_uri mismatch",
+        );
     }
     let verifier = form::get(f, "code_verifier").unwrap_or_default();
     if challenge_s256(verifier) != issued.challenge {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "PKCE verification failed");
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "PKCE verification failed",
+        );
     }
     let access_token = format!("fake-at-{}", random_hex(16));
     state
@@ -297,7 +338,11 @@ fn userinfo(state: &State, auth: Option<&str>, q: &[(String, String)]) -> Respon
     }
     let token = auth.and_then(|a| a.strip_prefix("Bearer ")).unwrap_or("");
     let Some(openid) = state.tokens.lock().unwrap().get(token).cloned() else {
-        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_token", "unknown access token");
+        return oauth_error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_token",
+            "unknown access token",
+        );
     };
     if form::get(q, "openid").is_some_and(|asked| asked != openid) {
         return oauth_error(StatusCode::FORBIDDEN, "invalid_request", "openid mismatch");

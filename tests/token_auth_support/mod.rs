@@ -101,7 +101,9 @@ pub async fn start_with(customize: impl FnOnce(&mut Settings, &str)) -> AuthServ
         .expect("service starts");
     let service = Arc::new(service);
     let maintenance = service.spawn_maintenance();
-    let app = routes::engine(Arc::clone(&service)).expect("routes").build();
+    let app = routes::engine(Arc::clone(&service))
+        .expect("routes")
+        .build();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         let _ = server::serve(listener, app, Options::default(), async {
@@ -144,7 +146,10 @@ impl Reply {
     }
     /// The `error` member of a JSON body.
     pub fn error(&self) -> String {
-        self.json()["error"].as_str().unwrap_or_default().to_string()
+        self.json()["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     }
     pub fn str(&self, key: &str) -> String {
         self.json()[key]
@@ -193,14 +198,29 @@ impl AuthServer {
         self.post_from(path, body, None).await
     }
 
-    pub async fn post_from(&self, path: &str, body: serde_json::Value, from: Option<IpAddr>) -> Reply {
+    pub async fn post_from(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+        from: Option<IpAddr>,
+    ) -> Reply {
         let headers = [("content-type", "application/json")];
-        request(Method::POST, &self.url(path), &headers, body.to_string(), from).await
+        request(
+            Method::POST,
+            &self.url(path),
+            &headers,
+            body.to_string(),
+            from,
+        )
+        .await
     }
 
     /// GET with an `Authorization` header value (or none).
     pub async fn get_auth(&self, path: &str, authorization: Option<&str>) -> Reply {
-        let headers: Vec<(&str, &str)> = authorization.map(|a| ("authorization", a)).into_iter().collect();
+        let headers: Vec<(&str, &str)> = authorization
+            .map(|a| ("authorization", a))
+            .into_iter()
+            .collect();
         request(Method::GET, &self.url(path), &headers, Bytes::new(), None).await
     }
 
@@ -212,14 +232,27 @@ impl AuthServer {
     /// POST `/auth/logout` with a bearer token and a body.
     pub async fn logout(&self, token: &str, body: &str) -> Reply {
         let auth = format!("Bearer {token}");
-        let headers = [("authorization", auth.as_str()), ("content-type", "application/json")];
-        request(Method::POST, &self.url("/auth/logout"), &headers, body.to_string(), None).await
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("content-type", "application/json"),
+        ];
+        request(
+            Method::POST,
+            &self.url("/auth/logout"),
+            &headers,
+            body.to_string(),
+            None,
+        )
+        .await
     }
 
     /// Register `username` with `password`; panics unless 201.
     pub async fn register(&self, username: &str, password: &str) -> serde_json::Value {
         let reply = self
-            .post("/auth/register", serde_json::json!({ "username": username, "password": password }))
+            .post(
+                "/auth/register",
+                serde_json::json!({ "username": username, "password": password }),
+            )
             .await;
         assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
         reply.json()
@@ -227,13 +260,21 @@ impl AuthServer {
 
     /// Log in; the raw reply.
     pub async fn login(&self, username: &str, password: &str) -> Reply {
-        self.post("/login", serde_json::json!({ "username": username, "password": password }))
-            .await
+        self.post(
+            "/login",
+            serde_json::json!({ "username": username, "password": password }),
+        )
+        .await
     }
 
     /// Create a user with `role` straight in the store (as `create-admin` does).
     pub async fn create_user(&self, username: &str, password: &str, role: Role) -> User {
-        let hash = self.service.passwords.hash(password.to_string()).await.expect("hash");
+        let hash = self
+            .service
+            .passwords
+            .hash(password.to_string())
+            .await
+            .expect("hash");
         self.service
             .store
             .create_user(NewUser {

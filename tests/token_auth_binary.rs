@@ -1,0 +1,236 @@
+//! The `token-auth` binary itself: start-up errors name what to fix,
+//! `create-admin` reads the password from stdin, and the binary hashes with
+//! bcrypt cost 12 (read back from the database as the `$2b$12$` prefix).
+
+mod token_auth_support;
+
+use http::StatusCode;
+use serde_json::json;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use token_auth_support::TempDb;
+
+const BIN: &str = env!("CARGO_BIN_EXE_token-auth");
+const SECRET: &str = "binary-test secret, long enough: 0123456789";
+
+fn command() -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env_remove("TOKEN_AUTH_SECRET")
+        .env_remove("TOKEN_AUTH_ENC_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Run to completion; (success, stderr).
+fn run(cmd: &mut Command) -> (bool, String) {
+    let out = cmd.output().expect("run token-auth");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn create_admin(db: &TempDb, username: &str, password_line: &str) -> (bool, String) {
+    let mut child = command()
+        .args(["create-admin", "--username", username, "--db"])
+        .arg(&db.path)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("spawn create-admin");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(password_line.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn hash_of(db: &TempDb, username: &str) -> String {
+    db.connect()
+        .query_row(
+            "SELECT password_hash FROM users WHERE username = ?1",
+            [username],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+fn config_file(db: &TempDb, yaml: &str) -> std::path::PathBuf {
+    let path = db.path.with_extension("yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+const PROVIDERS: &str = "\
+oauth:
+  github:
+    appid: app
+    secret: s
+    auth_url: http://127.0.0.1:9/authorize
+    token_url: http://127.0.0.1:9/token
+    userinfo_url: http://127.0.0.1:9/userinfo
+    redirect_uri: http://127.0.0.1:8000/auth/oauth/github/callback
+    scope: profile
+";
+
+#[test]
+fn missing_or_short_secret_is_a_startup_error_naming_the_variable() {
+    let db = TempDb::new("bin-secret");
+    let (ok, err) = run(command()
+        .args(["--addr", "127.0.0.1:0", "--db"])
+        .arg(&db.path));
+    assert!(!ok);
+    assert!(err.contains("TOKEN_AUTH_SECRET is not set"), "{err}");
+    let (ok, err) = run(command()
+        .env("TOKEN_AUTH_SECRET", "31 bytes ......................")
+        .args(["--addr", "127.0.0.1:0", "--db"])
+        .arg(&db.path));
+    assert!(!ok);
+    assert!(err.contains("TOKEN_AUTH_SECRET"), "{err}");
+    assert!(err.contains("at least 32"), "{err}");
+}
+
+#[test]
+fn providers_without_enc_key_and_bad_configs_are_startup_errors_naming_the_key() {
+    let db = TempDb::new("bin-config");
+    let good = config_file(&db, PROVIDERS);
+    let (ok, err) = run(command()
+        .env("TOKEN_AUTH_SECRET", SECRET)
+        .args(["--addr", "127.0.0.1:0", "--config"])
+        .arg(&good)
+        .arg("--db")
+        .arg(&db.path));
+    assert!(!ok);
+    assert!(err.contains("TOKEN_AUTH_ENC_KEY is required"), "{err}");
+
+    let bad = config_file(
+        &db,
+        &PROVIDERS.replace("http://127.0.0.1:9/token", "ftp://x/token"),
+    );
+    let (ok, err) = run(command()
+        .env("TOKEN_AUTH_SECRET", SECRET)
+        .arg("--config")
+        .arg(&bad)
+        .arg("--db")
+        .arg(&db.path));
+    assert!(!ok);
+    assert!(err.contains("oauth.github.token_url"), "{err}");
+    let _ = std::fs::remove_file(good);
+
+    let (ok, err) = run(command()
+        .env("TOKEN_AUTH_SECRET", SECRET)
+        .args(["--adr", "x"]));
+    assert!(!ok);
+    assert!(err.contains("--adr"), "{err}");
+}
+
+#[test]
+fn create_admin_reads_the_password_from_stdin_and_hashes_with_cost_12() {
+    let db = TempDb::new("bin-admin");
+    let (ok, err) = create_admin(&db, "root", "correct horse battery\n");
+    assert!(ok, "{err}");
+    let hash = hash_of(&db, "root");
+    assert!(hash.starts_with("$2b$12$"), "{hash}");
+    assert!(bcrypt::verify("correct horse battery", &hash).unwrap());
+    let role: String = db
+        .connect()
+        .query_row("SELECT role FROM users WHERE username = 'root'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(role, "admin");
+
+    let (ok, err) = create_admin(&db, "root", "another password\n");
+    assert!(!ok);
+    assert!(err.contains("username exists"), "{err}");
+    let (ok, err) = create_admin(&db, "root2", "short\n");
+    assert!(!ok);
+    assert!(err.contains("at least 8"), "{err}");
+    let (ok, err) = run(command().arg("create-admin"));
+    assert!(!ok);
+    assert!(err.contains("--username"), "{err}");
+}
+
+/// The served binary, killed on drop.
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn served_binary_registers_with_cost_12_and_serves_the_admin_route() {
+    let db = TempDb::new("bin-serve");
+    let (ok, err) = create_admin(&db, "root", "rootpassword\n");
+    assert!(ok, "{err}");
+    let mut child = command()
+        .env("TOKEN_AUTH_SECRET", SECRET)
+        .args(["--addr", "127.0.0.1:0", "--db"])
+        .arg(&db.path)
+        .spawn()
+        .expect("spawn token-auth");
+    let stdout = child.stdout.take().unwrap();
+    let served = Served(child);
+    let addr = tokio::task::spawn_blocking(move || {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("read stdout");
+            if let Some(addr) = line.strip_prefix("token-auth listening on http://") {
+                return addr.to_string();
+            }
+        }
+        panic!("token-auth exited before listening");
+    })
+    .await
+    .unwrap();
+    let url = |path: &str| format!("http://{addr}{path}");
+    let post = |path: &str, body: serde_json::Value| {
+        let url = url(path);
+        async move {
+            token_auth_support::request(
+                http::Method::POST,
+                &url,
+                &[("content-type", "application/json")],
+                body.to_string(),
+                None,
+            )
+            .await
+        }
+    };
+
+    let reg = post(
+        "/auth/register",
+        json!({"username": "ann", "password": "password1"}),
+    )
+    .await;
+    assert_eq!(reg.status, StatusCode::CREATED, "{}", reg.text());
+    assert!(hash_of(&db, "ann").starts_with("$2b$12$"));
+
+    let admin = post(
+        "/login",
+        json!({"username": "root", "password": "rootpassword"}),
+    )
+    .await;
+    assert_eq!(admin.status, StatusCode::OK, "{}", admin.text());
+    let auth = format!("Bearer {}", admin.str("access_token"));
+    let users = token_auth_support::request(
+        http::Method::GET,
+        &url("/api/admin/users"),
+        &[("authorization", &auth)],
+        bytes::Bytes::new(),
+        None,
+    )
+    .await;
+    assert_eq!(users.status, StatusCode::OK, "{}", users.text());
+    assert_eq!(users.json()["users"].as_array().unwrap().len(), 2);
+    drop(served);
+}

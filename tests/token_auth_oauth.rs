@@ -1,0 +1,346 @@
+//! The OAuth authorization-code flow (spec §5.7) end to end: our server, a
+//! real loopback identity provider (tests/token_auth_support/fake_provider.rs)
+//! and a client playing the browser, over real HTTP.
+
+mod token_auth_support;
+
+use bytes::Bytes;
+use handwire::auth::clock::Clock;
+use handwire::auth::config::{Provider, ProviderConfig};
+use handwire::auth::oauth::form;
+use handwire::auth::service::{AuthService, Settings};
+use handwire::auth::store::NO_PASSWORD;
+use http::{Method, StatusCode};
+use serde_json::json;
+use token_auth_support::fake_provider::{Failure, FakeProvider, FakeUser};
+use token_auth_support::{request, start, start_with, AuthServer, Reply, TEST_ENC_KEY};
+
+const APPID: &str = "test-app";
+const SECRET: &str = "test-app-secret";
+
+fn octocat() -> FakeUser {
+    FakeUser {
+        openid: "octo-1".into(),
+        nickname: "The Octocat".into(),
+        avatar: "http://127.0.0.1/octocat.png".into(),
+    }
+}
+
+fn provider_config(provider_base: &str, server_base: &str) -> ProviderConfig {
+    ProviderConfig {
+        appid: APPID.into(),
+        secret: SECRET.into(),
+        auth_url: format!("{provider_base}/authorize"),
+        token_url: format!("{provider_base}/token"),
+        userinfo_url: format!("{provider_base}/userinfo"),
+        redirect_uri: format!("{server_base}/auth/oauth/github/callback"),
+        scope: "profile".into(),
+    }
+}
+
+async fn setup() -> (AuthServer, FakeProvider) {
+    let provider = FakeProvider::start("127.0.0.1:0", APPID, SECRET, octocat()).await;
+    let base = provider.base();
+    let s = start_with(|settings, server_base| {
+        settings
+            .providers
+            .insert(Provider::Github, provider_config(&base, server_base));
+        settings.enc_key = Some(TEST_ENC_KEY.into());
+    })
+    .await;
+    provider.register_redirect_uri(&s.url("/auth/oauth/github/callback"));
+    (s, provider)
+}
+
+async fn get(url: &str) -> Reply {
+    request(Method::GET, url, &[], Bytes::new(), None).await
+}
+
+fn query_of(url: &str) -> Vec<(String, String)> {
+    form::parse(url.split_once('?').map_or("", |(_, q)| q)).expect("well-formed query")
+}
+
+/// Start a sign-in at our server; the provider URL it redirects to.
+async fn begin(s: &AuthServer) -> String {
+    let reply = get(&s.url("/auth/oauth/github/login")).await;
+    assert_eq!(reply.status, StatusCode::FOUND, "{}", reply.text());
+    reply.header("location").expect("Location").to_string()
+}
+
+/// Play the browser at the provider: the callback URL it sends us back to.
+async fn approve(authorize_url: &str) -> String {
+    let reply = get(authorize_url).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::FOUND,
+        "provider: {}",
+        reply.text()
+    );
+    reply.header("location").expect("Location").to_string()
+}
+
+async fn sign_in(s: &AuthServer) -> Reply {
+    let callback = approve(&begin(s).await).await;
+    get(&callback).await
+}
+
+fn stored_rows(s: &AuthServer) -> (i64, i64) {
+    (
+        s.db.count("SELECT count(*) FROM users"),
+        s.db.count("SELECT count(*) FROM user_auth_providers"),
+    )
+}
+
+#[tokio::test]
+async fn login_redirects_to_the_provider_with_state_and_pkce() {
+    let (s, _provider) = setup().await;
+    let location = begin(&s).await;
+    assert!(location.starts_with(&format!(
+        "http://127.0.0.1:{}/authorize?",
+        _provider.addr.port()
+    )));
+    let q = query_of(&location);
+    assert_eq!(form::get(&q, "appid"), Some(APPID));
+    let redirect_uri = s.url("/auth/oauth/github/callback");
+    assert_eq!(form::get(&q, "redirect_uri"), Some(redirect_uri.as_str()));
+    assert_eq!(form::get(&q, "response_type"), Some("code"));
+    assert_eq!(form::get(&q, "scope"), Some("profile"));
+    assert_eq!(form::get(&q, "code_challenge_method"), Some("S256"));
+    assert_eq!(form::get(&q, "code_challenge").map(str::len), Some(43));
+    let state = form::get(&q, "state").unwrap();
+    assert!(state.len() >= 43, "state {state:?}");
+    assert_ne!(
+        query_of(&begin(&s).await),
+        q,
+        "each sign-in gets its own state"
+    );
+}
+
+#[tokio::test]
+async fn callback_creates_a_local_user_and_returns_a_token_object() {
+    let (s, provider) = setup().await;
+    let reply = sign_in(&s).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(reply.json()["token_type"], "Bearer");
+    assert_eq!(reply.json()["expires_in"], 3600);
+    let profile = s
+        .get_bearer("/api/user/profile", &reply.str("access_token"))
+        .await;
+    assert_eq!(profile.status, StatusCode::OK);
+    assert_eq!(profile.json()["user"]["username"], "github_TheOctocat");
+    assert_eq!(profile.json()["user"]["role"], "user");
+
+    let (provider_name, openid, nickname, avatar, sealed, sealed_refresh, expires_at): (
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+        i64,
+    ) = s
+        .db
+        .connect()
+        .query_row(
+            "SELECT provider, provider_user_id, nickname, avatar_url, access_token, refresh_token, expires_at \
+             FROM user_auth_providers",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (provider_name.as_str(), openid.as_str()),
+        ("github", "octo-1")
+    );
+    assert_eq!(
+        (nickname.as_str(), avatar.as_str()),
+        ("The Octocat", "http://127.0.0.1/octocat.png")
+    );
+    assert_eq!(expires_at as u64, s.clock.now() + 7200);
+    // Provider tokens are stored sealed, never in clear.
+    let plain = provider.issued_access_tokens();
+    assert_eq!(plain.len(), 1);
+    assert!(
+        sealed.starts_with("v1:") && !sealed.contains(&plain[0]),
+        "{sealed}"
+    );
+    assert!(sealed_refresh.starts_with("v1:") && !sealed_refresh.contains("fake-rt-"));
+    let cipher = s.service.oauth.as_ref().unwrap().cipher();
+    assert_eq!(
+        cipher.open(&sealed, "github/octo-1/access_token").unwrap(),
+        plain[0]
+    );
+    // The account has no password: password login cannot work.
+    let hash: String =
+        s.db.connect()
+            .query_row("SELECT password_hash FROM users", [], |r| r.get(0))
+            .unwrap();
+    assert_eq!(hash, NO_PASSWORD);
+    assert_eq!(
+        s.login("github_TheOctocat", NO_PASSWORD).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test]
+async fn signing_in_again_updates_the_same_local_user() {
+    let (s, provider) = setup().await;
+    let first = sign_in(&s).await;
+    let mut renamed = octocat();
+    renamed.nickname = "Octo Renamed".into();
+    provider.set_user(renamed);
+    let second = sign_in(&s).await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.text());
+    let id = |r: &Reply| token_auth_support::payload(&r.str("access_token"))["user_id"].clone();
+    assert_eq!(id(&first), id(&second));
+    assert_eq!(stored_rows(&s), (1, 1));
+    let nickname: String =
+        s.db.connect()
+            .query_row("SELECT nickname FROM user_auth_providers", [], |r| r.get(0))
+            .unwrap();
+    assert_eq!(nickname, "Octo Renamed");
+}
+
+#[tokio::test]
+async fn reused_unknown_missing_or_expired_state_is_400_invalid_state() {
+    let (s, provider) = setup().await;
+    let callback = approve(&begin(&s).await).await;
+    assert_eq!(get(&callback).await.status, StatusCode::OK);
+    let replay = get(&callback).await;
+    assert_eq!(replay.status, StatusCode::BAD_REQUEST);
+    assert_eq!(replay.json(), json!({"error": "invalid state"}));
+
+    let code = form::get(&query_of(&callback), "code").unwrap().to_string();
+    let base = s.url("/auth/oauth/github/callback");
+    for url in [
+        format!("{base}?code={code}&state=forged"),
+        format!("{base}?code={code}"),
+        format!("{base}?code={code}&state="),
+    ] {
+        let reply = get(&url).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{url}");
+        assert_eq!(reply.json(), json!({"error": "invalid state"}), "{url}");
+    }
+
+    let late = approve(&begin(&s).await).await;
+    s.clock.advance(10 * 60);
+    let reply = get(&late).await;
+    assert_eq!(reply.json(), json!({"error": "invalid state"}));
+    // None of the refused callbacks reached the provider's token endpoint.
+    assert_eq!(provider.token_calls(), 1);
+    assert_eq!(stored_rows(&s), (1, 1));
+}
+
+#[tokio::test]
+async fn an_authorization_code_is_single_use() {
+    let (s, provider) = setup().await;
+    let first = approve(&begin(&s).await).await;
+    assert_eq!(get(&first).await.status, StatusCode::OK);
+    let used_code = form::get(&query_of(&first), "code").unwrap().to_string();
+    // A fresh, valid state with the already used code: the provider refuses it.
+    let second = approve(&begin(&s).await).await;
+    let state = form::get(&query_of(&second), "state").unwrap().to_string();
+    let url = format!(
+        "{}?{}",
+        s.url("/auth/oauth/github/callback"),
+        form::encode_pairs([("code", used_code.as_str()), ("state", state.as_str())])
+    );
+    let reply = get(&url).await;
+    assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{}", reply.text());
+    assert!(reply.error().contains("invalid_grant"), "{}", reply.text());
+    assert_eq!(provider.token_calls(), 2);
+}
+
+#[tokio::test]
+async fn provider_failures_are_502_and_store_nothing() {
+    let (s, provider) = setup().await;
+    let cases = [
+        (Failure::TokenServerError, "HTTP 500"),
+        (Failure::TokenErrcode, "errcode 40029"),
+        (Failure::TokenGarbage, "not JSON"),
+        (Failure::UserinfoServerError, "HTTP 500"),
+    ];
+    for (failure, detail) in cases {
+        provider.fail_with(Some(failure));
+        let reply = sign_in(&s).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_GATEWAY,
+            "{failure:?}: {}",
+            reply.text()
+        );
+        let error = reply.error();
+        assert!(
+            error.starts_with("identity provider failed"),
+            "{failure:?}: {error}"
+        );
+        assert!(error.contains(detail), "{failure:?}: {error}");
+        assert!(!error.contains(SECRET), "secret leaked: {error}");
+        assert_eq!(stored_rows(&s), (0, 0), "{failure:?}");
+    }
+    assert_eq!(provider.userinfo_calls(), 1);
+    provider.fail_with(None);
+    assert_eq!(sign_in(&s).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn unreachable_provider_is_502_and_stores_nothing() {
+    let (s, provider) = setup().await;
+    let callback = approve(&begin(&s).await).await;
+    provider.stop().await;
+    let reply = get(&callback).await;
+    assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{}", reply.text());
+    assert!(reply.error().contains("unreachable"), "{}", reply.text());
+    assert_eq!(stored_rows(&s), (0, 0));
+}
+
+#[tokio::test]
+async fn provider_denial_is_400_and_unknown_providers_are_404() {
+    let (s, provider) = setup().await;
+    let location = begin(&s).await;
+    let state = form::get(&query_of(&location), "state")
+        .unwrap()
+        .to_string();
+    let url = format!(
+        "{}?{}",
+        s.url("/auth/oauth/github/callback"),
+        form::encode_pairs([("error", "access_denied"), ("state", state.as_str())])
+    );
+    let denied = get(&url).await;
+    assert_eq!(denied.status, StatusCode::BAD_REQUEST);
+    assert!(
+        denied.error().contains("access_denied"),
+        "{}",
+        denied.text()
+    );
+    assert_eq!(provider.token_calls(), 0);
+
+    for path in [
+        "/auth/oauth/google/login",
+        "/auth/oauth/facebook/login",
+        "/auth/oauth/google/callback?state=x&code=y",
+    ] {
+        let reply = get(&s.url(path)).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(reply.json(), json!({"error": "unknown provider"}), "{path}");
+    }
+    let plain = start().await;
+    let reply = get(&plain.url("/auth/oauth/github/login")).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+}
+
+#[test]
+fn providers_without_an_encryption_key_refuse_to_start_naming_the_variable() {
+    let db = token_auth_support::TempDb::new("no-enc-key");
+    let mut settings = Settings::new(token_auth_support::TEST_SECRET, db.path.clone());
+    settings.bcrypt_cost = token_auth_support::TEST_COST;
+    settings.providers.insert(
+        Provider::Github,
+        provider_config("http://127.0.0.1:1", "http://127.0.0.1:2"),
+    );
+    let err = AuthService::open(settings.clone()).unwrap_err().to_string();
+    assert!(err.contains("TOKEN_AUTH_ENC_KEY"), "{err}");
+    settings.enc_key = Some("too-short".into());
+    let err = AuthService::open(settings).unwrap_err().to_string();
+    assert!(err.contains("TOKEN_AUTH_ENC_KEY"), "{err}");
+}
