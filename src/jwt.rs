@@ -21,8 +21,8 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use std::fmt;
 
@@ -184,10 +184,12 @@ impl Hs256 {
 
         // Phase 3: meaning. Only a token we signed gets its payload parsed.
         let payload = decode_part(payload_b64, "payload")?;
-        let value: serde_json::Value =
+        if !is_json_object(&payload) {
+            return Err(Invalid::Json("payload").into());
+        }
+        let probe: ExpiryProbe =
             serde_json::from_slice(&payload).map_err(|_| Invalid::Json("payload"))?;
-        let object = value.as_object().ok_or(Invalid::Json("payload"))?;
-        if let Some(exp) = object.get("exp") {
+        if let Some(exp) = probe.exp {
             let exp = exp
                 .as_u64()
                 .ok_or_else(|| Invalid::Claims("exp is not a non-negative integer".into()))?;
@@ -195,8 +197,32 @@ impl Hs256 {
                 return Err(JwtError::Expired);
             }
         }
-        serde_json::from_value(value).map_err(|e| Invalid::Claims(e.to_string()).into())
+        serde_json::from_slice(&payload).map_err(|e| Invalid::Claims(e.to_string()).into())
     }
+}
+
+/// The registered header members the verifier looks at. Reading into a
+/// struct rather than a map also refuses a member given twice (which two
+/// parsers could otherwise read differently).
+#[derive(Deserialize)]
+struct HeaderProbe {
+    alg: Option<serde_json::Value>,
+    typ: Option<serde_json::Value>,
+    crit: Option<IgnoredAny>,
+}
+
+/// The `exp` claim, read before the caller's claims type.
+#[derive(Deserialize)]
+struct ExpiryProbe {
+    exp: Option<serde_json::Value>,
+}
+
+/// Whether `json` starts (after whitespace) with `{`. serde would otherwise
+/// happily fill a struct from a JSON array, field by position.
+fn is_json_object(json: &[u8]) -> bool {
+    json.iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .is_some_and(|&b| b == b'{')
 }
 
 /// Decode one part as canonical base64url without padding.
@@ -212,21 +238,23 @@ fn decode_part(part: &str, name: &'static str) -> Result<Vec<u8>, Invalid> {
 /// informational members; refuse `crit`, which would oblige us to understand
 /// extensions we do not implement (RFC 7515 §4.1.11).
 fn check_header(header: &[u8]) -> Result<(), Invalid> {
-    let value: serde_json::Value =
+    if !is_json_object(header) {
+        return Err(Invalid::Json("header"));
+    }
+    let header: HeaderProbe =
         serde_json::from_slice(header).map_err(|_| Invalid::Json("header"))?;
-    let object = value.as_object().ok_or(Invalid::Json("header"))?;
-    match object.get("alg") {
+    match header.alg {
         Some(serde_json::Value::String(alg)) if alg == "HS256" => {}
-        Some(serde_json::Value::String(alg)) => return Err(Invalid::Algorithm(alg.clone())),
+        Some(serde_json::Value::String(alg)) => return Err(Invalid::Algorithm(alg)),
         Some(other) => return Err(Invalid::Algorithm(other.to_string())),
         None => return Err(Invalid::Algorithm("(missing)".into())),
     }
-    match object.get("typ") {
+    match header.typ {
         None => {}
         Some(serde_json::Value::String(typ)) if typ.eq_ignore_ascii_case("JWT") => {}
         Some(_) => return Err(Invalid::Header("typ is not JWT")),
     }
-    if object.contains_key("crit") {
+    if header.crit.is_some() {
         return Err(Invalid::Header("has crit extensions, none are supported"));
     }
     Ok(())
@@ -235,7 +263,6 @@ fn check_header(header: &[u8]) -> Result<(), Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::Deserialize;
 
     /// RFC 7515 Appendix A.1: the JWK `k` of the example HMAC key.
     const RFC_KEY_B64: &str =
@@ -443,6 +470,21 @@ mod tests {
         assert_eq!(
             rfc_key().verify::<serde_json::Value>(&twisted, 1),
             Err(JwtError::Invalid(Invalid::Base64("signature")))
+        );
+    }
+
+    #[test]
+    fn duplicate_header_or_exp_members_are_invalid() {
+        let key = rfc_key();
+        let twice_alg = forge(&key, r#"{"alg":"none","alg":"HS256"}"#, r#"{"exp":9}"#);
+        assert_eq!(
+            key.verify::<serde_json::Value>(&twice_alg, 1),
+            Err(JwtError::Invalid(Invalid::Json("header")))
+        );
+        let twice_exp = forge(&key, r#"{"alg":"HS256"}"#, r#"{"exp":1,"exp":99}"#);
+        assert_eq!(
+            key.verify::<serde_json::Value>(&twice_exp, 5),
+            Err(JwtError::Invalid(Invalid::Json("payload")))
         );
     }
 
