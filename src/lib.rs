@@ -1,1 +1,2 @@
 //! handwire
+pub mod config;
