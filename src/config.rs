@@ -112,21 +112,38 @@ pub struct Cache {
 #[derive(Debug)]
 pub enum ConfigError {
     /// The file could not be read.
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The text is not YAML.
     Syntax { message: String },
     /// A section (or the document) is not a mapping of keys.
     NotAMapping { key: String, found: &'static str },
     /// A key that is not one of [`KEYS`] or their sections.
-    UnknownKey { key: String, known: Vec<&'static str> },
+    UnknownKey {
+        key: String,
+        known: Vec<&'static str>,
+    },
     /// One of [`KEYS`] is absent (or has no value).
     MissingKey { key: &'static str },
     /// A value that should be a string is a mapping, list or boolean.
-    NotAScalar { key: &'static str, found: &'static str },
+    NotAScalar {
+        key: &'static str,
+        found: &'static str,
+    },
     /// A duration that does not parse.
-    InvalidDuration { key: &'static str, value: String, reason: &'static str },
+    InvalidDuration {
+        key: &'static str,
+        value: String,
+        reason: &'static str,
+    },
     /// A network name outside the supported list.
-    UnsupportedNetwork { key: &'static str, value: String, supported: &'static [&'static str] },
+    UnsupportedNetwork {
+        key: &'static str,
+        value: String,
+        supported: &'static [&'static str],
+    },
     /// An address that is not `host:port`.
     InvalidAddress { key: &'static str, value: String },
     /// A database driver that is not built in.
@@ -143,13 +160,20 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::Syntax { message } => write!(f, "invalid YAML: {message}"),
             ConfigError::NotAMapping { key, found } if key.is_empty() => {
-                write!(f, "the config file must be a mapping of keys, found {found}")
+                write!(
+                    f,
+                    "the config file must be a mapping of keys, found {found}"
+                )
             }
             ConfigError::NotAMapping { key, found } => {
                 write!(f, "{key}: expected a mapping of keys, found {found}")
             }
             ConfigError::UnknownKey { key, known } => {
-                write!(f, "{key}: unknown key (known keys here: {})", known.join(", "))
+                write!(
+                    f,
+                    "{key}: unknown key (known keys here: {})",
+                    known.join(", ")
+                )
             }
             ConfigError::MissingKey { key } => write!(f, "{key}: missing required key"),
             ConfigError::NotAScalar { key, found } => {
@@ -159,7 +183,11 @@ impl fmt::Display for ConfigError {
                 f,
                 "{key}: invalid duration {value:?} ({reason}; write e.g. 1s, 0.2s, 500ms, 1m)"
             ),
-            ConfigError::UnsupportedNetwork { key, value, supported } => write!(
+            ConfigError::UnsupportedNetwork {
+                key,
+                value,
+                supported,
+            } => write!(
                 f,
                 "{key}: unsupported network {value:?} (supported: {})",
                 supported.join(", ")

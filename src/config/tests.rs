@@ -213,7 +213,10 @@ fn unsupported_driver_lists_the_supported_ones() {
 #[test]
 fn empty_source_is_rejected() {
     let e = error_of(&with("source:", "    source: \"\""));
-    assert_eq!(e, "data.database.source: empty; give a file path or :memory:");
+    assert_eq!(
+        e,
+        "data.database.source: empty; give a file path or :memory:"
+    );
 }
 
 #[test]

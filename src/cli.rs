@@ -1,0 +1,79 @@
+//! A tiny `--flag value` argument parser shared by the binaries.
+//!
+//! The binaries take a handful of options each; a dependency for that would
+//! outweigh the code. Unknown flags and missing values are errors that name
+//! the flag, so a typo never silently falls back to a default.
+
+use std::collections::HashMap;
+
+/// Parsed arguments: `--name value` / `--name=value` pairs and positionals.
+#[derive(Debug, Default)]
+pub struct Args {
+    flags: HashMap<String, String>,
+    /// Arguments that are not flags, in order (sub-commands).
+    pub positional: Vec<String>,
+}
+
+impl Args {
+    /// Parse `args` (without the program name), accepting only `known` flags
+    /// (names without the leading `--`).
+    pub fn parse(args: impl IntoIterator<Item = String>, known: &[&str]) -> Result<Args, String> {
+        let mut out = Args::default();
+        let mut it = args.into_iter();
+        while let Some(arg) = it.next() {
+            let Some(flag) = arg.strip_prefix("--") else {
+                out.positional.push(arg);
+                continue;
+            };
+            let (name, value) = match flag.split_once('=') {
+                Some((n, v)) => (n.to_string(), v.to_string()),
+                None => {
+                    let v = it.next().ok_or_else(|| format!("--{flag} needs a value"))?;
+                    (flag.to_string(), v)
+                }
+            };
+            if !known.contains(&name.as_str()) {
+                return Err(format!(
+                    "unknown option --{name} (known: {})",
+                    known
+                        .iter()
+                        .map(|k| format!("--{k}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            out.flags.insert(name, value);
+        }
+        Ok(out)
+    }
+
+    /// The value of `--name`, if given.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.flags.get(name).map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Args;
+
+    fn parse(v: &[&str]) -> Result<Args, String> {
+        Args::parse(v.iter().map(|s| s.to_string()), &["addr", "db"])
+    }
+
+    #[test]
+    fn flags_take_space_or_equals_values_and_keep_positionals() {
+        let a = parse(&["create-admin", "--addr", "127.0.0.1:1", "--db=x.db"]).unwrap();
+        assert_eq!(a.get("addr"), Some("127.0.0.1:1"));
+        assert_eq!(a.get("db"), Some("x.db"));
+        assert_eq!(a.positional, vec!["create-admin"]);
+    }
+
+    #[test]
+    fn unknown_flags_and_missing_values_are_errors_naming_the_flag() {
+        assert!(parse(&["--adr", "x"]).unwrap_err().contains("--adr"));
+        assert!(parse(&["--addr"])
+            .unwrap_err()
+            .contains("--addr needs a value"));
+    }
+}

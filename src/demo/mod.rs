@@ -1,0 +1,1 @@
+//! Area B placeholder

@@ -1,0 +1,146 @@
+//! The two default middleware: request logger and panic recovery.
+//!
+//! Both are ordinary [`Handler`](crate::chain::Handler)s that wrap
+//! `c.next().await`, which is the whole point of the Next mechanism: code
+//! before `next()` runs on the way in, code after it on the way out.
+
+use std::any::Any;
+use std::future::Future;
+use std::io::Write;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use http::StatusCode;
+
+use crate::chain::Context;
+use crate::server::BoxFuture;
+
+/// Logs one line per request after the rest of the chain has run:
+/// `[handwire] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello"`
+pub fn logger(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        let start = Instant::now();
+        c.next().await;
+        let line = format!(
+            "[handwire] {} | {:3} | {:>12?} | {:>15} | {:<7} \"{}\"\n",
+            utc_timestamp(SystemTime::now()),
+            c.response_status().as_u16(),
+            start.elapsed(),
+            c.client_ip(),
+            c.method().as_str(),
+            c.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/"),
+        );
+        // One write call per line so concurrent requests do not interleave.
+        let _ = std::io::stdout().lock().write_all(line.as_bytes());
+    })
+}
+
+/// Turns a panic anywhere later in the chain into a 500 and a log line; the
+/// connection and the server keep going.
+pub fn recovery(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        let outcome = CatchUnwind(c.next()).await;
+        if let Err(payload) = outcome {
+            eprintln!(
+                "[recovery] {} {} panicked: {}",
+                c.method(),
+                c.path(),
+                panic_message(payload.as_ref())
+            );
+            c.response.body.clear();
+            c.response.headers.clear();
+            c.response.written = false;
+            c.abort_with_status(StatusCode::INTERNAL_SERVER_ERROR);
+        }
+    })
+}
+
+/// The text of a panic payload (`panic!("...")` gives `&str` or `String`).
+pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "non-string panic payload"
+    }
+}
+
+/// A future adapter that catches a panic raised while polling the inner
+/// future (the futures crate's `catch_unwind`, in ten lines).
+struct CatchUnwind<F>(F);
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *inner).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(payload) => Poll::Ready(Err(payload)),
+        }
+    }
+}
+
+/// `YYYY/MM/DD - HH:MM:SS` in UTC, as Gin's logger prints.
+pub fn utc_timestamp(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}/{m:02}/{d:02} - {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn log_timestamps_are_utc_calendar_dates() {
+        let cases = [
+            (0, "1970/01/01 - 00:00:00"),
+            (951_782_400, "2000/02/29 - 00:00:00"),
+            (1_795_301_999, "2026/11/21 - 22:59:59"),
+            (4_107_542_400, "2100/03/01 - 00:00:00"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(utc_timestamp(UNIX_EPOCH + Duration::from_secs(secs)), want);
+        }
+    }
+
+    #[test]
+    fn panic_message_reads_str_and_string_payloads() {
+        let a: Box<dyn Any + Send> = Box::new("boom");
+        let b: Box<dyn Any + Send> = Box::new(String::from("bang"));
+        let c: Box<dyn Any + Send> = Box::new(7u8);
+        assert_eq!(panic_message(a.as_ref()), "boom");
+        assert_eq!(panic_message(b.as_ref()), "bang");
+        assert_eq!(panic_message(c.as_ref()), "non-string panic payload");
+    }
+}

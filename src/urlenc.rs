@@ -1,0 +1,112 @@
+//! Percent-decoding and `application/x-www-form-urlencoded` parsing.
+//!
+//! Shared by the query accessors of the chain and by form binding. Decoding is
+//! lenient the way Go's `url.QueryUnescape` users expect from a demo server: a
+//! malformed escape (`%zz`, a lone `%`) is kept literally rather than failing
+//! the whole request, and bytes that do not form UTF-8 are replaced.
+
+use std::borrow::Cow;
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn decode(s: &str, plus_is_space: bool) -> Cow<'_, str> {
+    let bytes = s.as_bytes();
+    if !bytes
+        .iter()
+        .any(|&b| b == b'%' || (plus_is_space && b == b'+'))
+    {
+        return Cow::Borrowed(s);
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h << 4 | l);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' if plus_is_space => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    match String::from_utf8(out) {
+        Ok(s) => Cow::Owned(s),
+        Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    }
+}
+
+/// Decode `%XX` escapes (a path segment: `+` stays `+`).
+pub fn percent_decode(s: &str) -> Cow<'_, str> {
+    decode(s, false)
+}
+
+/// Decode a form or query component: `%XX` escapes and `+` as space.
+pub fn form_decode(s: &str) -> Cow<'_, str> {
+    decode(s, true)
+}
+
+/// Iterate the decoded `(key, value)` pairs of a query string or form body.
+/// Empty pieces (`a=1&&b=2`) are skipped; a key without `=` has value "".
+pub fn pairs(input: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> {
+    input.split('&').filter(|p| !p.is_empty()).map(|p| {
+        let (k, v) = p.split_once('=').unwrap_or((p, ""));
+        (form_decode(k), form_decode(v))
+    })
+}
+
+/// The first decoded value of `key` in a query string or form body.
+pub fn find(input: &str, key: &str) -> Option<String> {
+    pairs(input)
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_escapes_decode_and_malformed_ones_stay_literal() {
+        let cases = [
+            ("plain", "plain"),
+            ("a%20b", "a b"),
+            ("a+b", "a+b"),
+            ("%E4%BD%A0%E5%A5%BD", "你好"),
+            ("100%", "100%"),
+            ("%zz", "%zz"),
+            ("%4", "%4"),
+            ("%", "%"),
+            ("%ff", "\u{fffd}"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(percent_decode(input), want, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn form_decoding_turns_plus_into_space() {
+        assert_eq!(form_decode("a+b%2Bc"), "a b+c");
+    }
+
+    #[test]
+    fn find_returns_first_value_and_handles_keys_without_values() {
+        let q = "name=jack&name=lily&flag&weight=1%2E5kg&&=x";
+        assert_eq!(find(q, "name").as_deref(), Some("jack"));
+        assert_eq!(find(q, "flag").as_deref(), Some(""));
+        assert_eq!(find(q, "weight").as_deref(), Some("1.5kg"));
+        assert_eq!(find(q, "missing"), None);
+        assert_eq!(find(q, "").as_deref(), Some("x"));
+    }
+}
