@@ -95,7 +95,7 @@ impl GreeterUsecase {
 
     /// Logs the name, stores a greeting row, returns `Hello <name>`.
     pub async fn say_hello(&self, name: &str) -> Result<String, Error> {
-        log(&format!("SayHello name={name:?}"));
+        log(&format!("SayHello name={}", preview(name)));
         self.repo.save_greeting(name.to_owned()).await?;
         Ok(format!("Hello {name}"))
     }
@@ -140,6 +140,16 @@ impl UserUsecase {
     /// All users, oldest first.
     pub async fn list(&self) -> Result<Vec<User>, Error> {
         self.repo.list().await
+    }
+}
+
+/// A value quoted for a log line, cut at 64 characters so a huge request
+/// cannot flood the log.
+fn preview(value: &str) -> String {
+    const MAX: usize = 64;
+    match value.char_indices().nth(MAX) {
+        None => format!("{value:?}"),
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
     }
 }
 

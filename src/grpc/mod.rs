@@ -7,10 +7,12 @@
 //! - [`body`]: response bodies (DATA then trailers) and Trailers-Only errors.
 //! - [`server`]: request checks, unary and streaming dispatch, the [`Server`].
 //! - [`descriptor`]: a tiny `.proto` parser producing `FileDescriptorProto`s.
+//! - [`drift`]: checks hand-written prost structs against a parsed `.proto`.
 //! - [`reflection`]: the server reflection service (v1 and v1alpha).
 
 pub mod body;
 pub mod descriptor;
+pub mod drift;
 pub mod frame;
 pub mod reflection;
 pub mod server;
