@@ -9,16 +9,23 @@ use std::net::SocketAddr;
 use bytes::{BufMut, Bytes, BytesMut};
 use greeter_common::{greetings_for, start, start_with, user_rows, WriteLock};
 use handwire::greeter::api::{
-    Empty, HelloReply, HelloRequest, User, UserListResponse, UserRegisterRequest, UserRegisterResponse,
+    Empty, HelloReply, HelloRequest, User, UserListResponse, UserRegisterRequest,
+    UserRegisterResponse,
 };
-use handwire::grpc::reflection::{MessageRequest, MessageResponse, ServerReflectionRequest, ServerReflectionResponse};
+use handwire::grpc::reflection::{
+    MessageRequest, MessageResponse, ServerReflectionRequest, ServerReflectionResponse,
+};
 use handwire::grpc::{Code, Frame, Status};
 use http::HeaderMap;
 use prost::Message;
 
 // ---- tonic client -------------------------------------------------------
 
-async fn tonic_call<Req, Resp>(addr: SocketAddr, method: &'static str, req: Req) -> Result<Resp, tonic::Status>
+async fn tonic_call<Req, Resp>(
+    addr: SocketAddr,
+    method: &'static str,
+    req: Req,
+) -> Result<Resp, tonic::Status>
 where
     Req: Message + Send + Sync + 'static,
     Resp: Message + Default + Send + Sync + 'static,
@@ -32,7 +39,9 @@ where
     grpc.ready().await.unwrap();
     let path = http::uri::PathAndQuery::from_static(method);
     let codec = tonic_prost::ProstCodec::<Req, Resp>::default();
-    grpc.unary(tonic::Request::new(req), path, codec).await.map(|r| r.into_inner())
+    grpc.unary(tonic::Request::new(req), path, codec)
+        .await
+        .map(|r| r.into_inner())
 }
 
 const SAY_HELLO: &str = "/helloworld.v1.Greeter/SayHello";
@@ -49,9 +58,15 @@ fn register_req(username: &str, password: &str) -> UserRegisterRequest {
 #[tokio::test]
 async fn say_hello_returns_hello_name_and_stores_a_greeting_row() {
     let g = start().await;
-    let reply: HelloReply = tonic_call(g.grpc, SAY_HELLO, HelloRequest { name: "gRPC wörld".into() })
-        .await
-        .unwrap();
+    let reply: HelloReply = tonic_call(
+        g.grpc,
+        SAY_HELLO,
+        HelloRequest {
+            name: "gRPC wörld".into(),
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(reply.message, "Hello gRPC wörld");
     assert_eq!(greetings_for(&g.db, "gRPC wörld"), 1);
 }
@@ -59,9 +74,14 @@ async fn say_hello_returns_hello_name_and_stores_a_greeting_row() {
 #[tokio::test]
 async fn user_register_stores_age_one_and_answers_success() {
     let g = start().await;
-    let reply: UserRegisterResponse = tonic_call(g.grpc, REGISTER, register_req("ann", "pw")).await.unwrap();
+    let reply: UserRegisterResponse = tonic_call(g.grpc, REGISTER, register_req("ann", "pw"))
+        .await
+        .unwrap();
     assert_eq!(reply.result, "success");
-    assert_eq!(user_rows(&g.db), vec![(1, "ann".to_owned(), "pw".to_owned(), 1)]);
+    assert_eq!(
+        user_rows(&g.db),
+        vec![(1, "ann".to_owned(), "pw".to_owned(), 1)]
+    );
 }
 
 #[tokio::test]
@@ -80,7 +100,9 @@ async fn user_register_with_empty_field_is_invalid_argument() {
 #[tokio::test]
 async fn duplicate_username_is_already_exists() {
     let g = start().await;
-    let _: UserRegisterResponse = tonic_call(g.grpc, REGISTER, register_req("ann", "pw")).await.unwrap();
+    let _: UserRegisterResponse = tonic_call(g.grpc, REGISTER, register_req("ann", "pw"))
+        .await
+        .unwrap();
     let err = tonic_call::<_, UserRegisterResponse>(g.grpc, REGISTER, register_req("ann", "other"))
         .await
         .unwrap_err();
@@ -94,14 +116,19 @@ async fn user_list_returns_all_users_in_id_order() {
     let empty: UserListResponse = tonic_call(g.grpc, LIST, Empty {}).await.unwrap();
     assert!(empty.users.is_empty());
     for (u, p) in [("zed", "z1"), ("amy", "a1"), ("max", "m1")] {
-        let _: UserRegisterResponse = tonic_call(g.grpc, REGISTER, register_req(u, p)).await.unwrap();
+        let _: UserRegisterResponse = tonic_call(g.grpc, REGISTER, register_req(u, p))
+            .await
+            .unwrap();
     }
     let list: UserListResponse = tonic_call(g.grpc, LIST, Empty {}).await.unwrap();
     let user = |u: &str, p: &str| User {
         username: u.into(),
         password: p.into(),
     };
-    assert_eq!(list.users, vec![user("zed", "z1"), user("amy", "a1"), user("max", "m1")]);
+    assert_eq!(
+        list.users,
+        vec![user("zed", "z1"), user("amy", "a1"), user("max", "m1")]
+    );
 }
 
 // ---- raw h2 client ------------------------------------------------------
@@ -132,7 +159,12 @@ async fn h2_client(addr: SocketAddr) -> h2::client::SendRequest<Bytes> {
     client.ready().await.unwrap()
 }
 
-fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> http::Request<()> {
+fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> http::Request<()> {
     let mut b = http::Request::builder()
         .method(method)
         .uri(format!("http://{addr}{path}"))
@@ -167,9 +199,17 @@ async fn read_reply(response: h2::client::ResponseFuture) -> Reply {
 }
 
 /// One call: headers, then `body` as one DATA frame ending the stream.
-async fn raw_call(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+async fn raw_call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
     let mut client = h2_client(addr).await;
-    let (response, mut send) = client.send_request(request(addr, method, path, headers), false).unwrap();
+    let (response, mut send) = client
+        .send_request(request(addr, method, path, headers), false)
+        .unwrap();
     send.send_data(Bytes::copy_from_slice(body), true).unwrap();
     read_reply(response).await
 }
@@ -194,41 +234,83 @@ async fn unary_success_is_headers_then_one_message_then_ok_trailers() {
     assert_eq!(reply.http_status, 200);
     assert!(!reply.trailers_only);
     assert_eq!(reply.headers["content-type"], "application/grpc");
-    assert!(reply.headers.get("grpc-status").is_none(), "status belongs in trailers");
+    assert!(
+        reply.headers.get("grpc-status").is_none(),
+        "status belongs in trailers"
+    );
     let mut decoder = handwire::grpc::frame::Decoder::new(1 << 20);
     decoder.push(&reply.data);
     let frame = decoder.next_frame().unwrap().unwrap();
     assert!(decoder.next_frame().unwrap().is_none());
-    assert_eq!(HelloReply::decode(frame.message).unwrap().message, "Hello raw");
+    assert_eq!(
+        HelloReply::decode(frame.message).unwrap().message,
+        "Hello raw"
+    );
     assert_eq!(reply.trailers.as_ref().unwrap()["grpc-status"], "0");
 }
 
 #[tokio::test]
 async fn application_grpc_proto_content_type_is_accepted() {
     let g = start().await;
-    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[("content-type", "application/grpc+proto")], &hello_frame("x")).await;
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("content-type", "application/grpc+proto")],
+        &hello_frame("x"),
+    )
+    .await;
     assert_eq!(reply.status().code, Code::Ok);
 }
 
 #[tokio::test]
 async fn unknown_service_is_unimplemented() {
     let g = start().await;
-    let reply = raw_call(g.grpc, "POST", "/helloworld.v1.Nope/SayHello", &[], &hello_frame("x")).await;
-    assert_trailers_only(&reply, Code::Unimplemented, "unknown service helloworld.v1.Nope");
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        "/helloworld.v1.Nope/SayHello",
+        &[],
+        &hello_frame("x"),
+    )
+    .await;
+    assert_trailers_only(
+        &reply,
+        Code::Unimplemented,
+        "unknown service helloworld.v1.Nope",
+    );
 }
 
 #[tokio::test]
 async fn unknown_method_is_unimplemented() {
     let g = start().await;
-    let reply = raw_call(g.grpc, "POST", "/helloworld.v1.Greeter/SayGoodbye", &[], &hello_frame("x")).await;
-    assert_trailers_only(&reply, Code::Unimplemented, "unknown method SayGoodbye for service helloworld.v1.Greeter");
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        "/helloworld.v1.Greeter/SayGoodbye",
+        &[],
+        &hello_frame("x"),
+    )
+    .await;
+    assert_trailers_only(
+        &reply,
+        Code::Unimplemented,
+        "unknown method SayGoodbye for service helloworld.v1.Greeter",
+    );
 }
 
 #[tokio::test]
 async fn wrong_content_type_is_http_415() {
     let g = start().await;
     for ct in ["application/json", "application/grpc+json", "text/plain"] {
-        let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[("content-type", ct)], &hello_frame("x")).await;
+        let reply = raw_call(
+            g.grpc,
+            "POST",
+            SAY_HELLO,
+            &[("content-type", ct)],
+            &hello_frame("x"),
+        )
+        .await;
         assert_eq!(reply.http_status, 415, "{ct}");
         assert!(reply.status().message.contains(ct), "{ct}");
     }
@@ -248,14 +330,29 @@ async fn compressed_flag_without_grpc_encoding_is_unimplemented() {
     let mut frame = hello_frame("x").to_vec();
     frame[0] = 1;
     let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &frame).await;
-    assert_trailers_only(&reply, Code::Unimplemented, "compressed message received without a supported grpc-encoding");
+    assert_trailers_only(
+        &reply,
+        Code::Unimplemented,
+        "compressed message received without a supported grpc-encoding",
+    );
 }
 
 #[tokio::test]
 async fn unsupported_grpc_encoding_is_unimplemented_with_accept_encoding() {
     let g = start().await;
-    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[("grpc-encoding", "gzip")], &hello_frame("x")).await;
-    assert_trailers_only(&reply, Code::Unimplemented, "grpc-encoding \"gzip\" is not supported");
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("grpc-encoding", "gzip")],
+        &hello_frame("x"),
+    )
+    .await;
+    assert_trailers_only(
+        &reply,
+        Code::Unimplemented,
+        "grpc-encoding \"gzip\" is not supported",
+    );
     assert_eq!(reply.headers["grpc-accept-encoding"], "identity");
 }
 
@@ -264,7 +361,11 @@ async fn truncated_frame_is_internal() {
     let g = start().await;
     let frame = hello_frame("truncated");
     let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &frame[..frame.len() - 3]).await;
-    assert_trailers_only(&reply, Code::Internal, "request stream ended inside a message");
+    assert_trailers_only(
+        &reply,
+        Code::Internal,
+        "request stream ended inside a message",
+    );
     let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &[0, 0]).await;
     assert_trailers_only(&reply, Code::Internal, "got 2 of 5 bytes");
 }
@@ -273,7 +374,14 @@ async fn truncated_frame_is_internal() {
 async fn undecodable_message_is_internal() {
     let g = start().await;
     // Field 1 with wire type 7, which does not exist.
-    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &Frame::encode(&[0x0f, 0x00])).await;
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[],
+        &Frame::encode(&[0x0f, 0x00]),
+    )
+    .await;
     assert_trailers_only(&reply, Code::Internal, "cannot decode request message");
 }
 
@@ -298,7 +406,9 @@ async fn two_request_messages_on_unary_is_unimplemented() {
 async fn message_over_4_mib_is_resource_exhausted_before_it_is_sent() {
     let g = start().await;
     let mut client = h2_client(g.grpc).await;
-    let (response, mut send) = client.send_request(request(g.grpc, "POST", SAY_HELLO, &[]), false).unwrap();
+    let (response, mut send) = client
+        .send_request(request(g.grpc, "POST", SAY_HELLO, &[]), false)
+        .unwrap();
     // Announce 4 MiB + 1 and send only the prefix and a few bytes, keeping
     // the stream open: the answer can only come from the prefix.
     let mut head = BytesMut::new();
@@ -307,7 +417,11 @@ async fn message_over_4_mib_is_resource_exhausted_before_it_is_sent() {
     head.put_slice(b"abc");
     send.send_data(head.freeze(), false).unwrap();
     let reply = read_reply(response).await;
-    assert_trailers_only(&reply, Code::ResourceExhausted, "received message larger than max (4194305 vs. 4194304)");
+    assert_trailers_only(
+        &reply,
+        Code::ResourceExhausted,
+        "received message larger than max (4194305 vs. 4194304)",
+    );
 }
 
 #[tokio::test]
@@ -324,8 +438,19 @@ async fn message_of_exactly_4_mib_is_accepted() {
 async fn client_grpc_timeout_below_server_timeout_sets_the_deadline() {
     let g = start_with("1s", "1s").await;
     let lock = WriteLock::take(&g.db);
-    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[("grpc-timeout", "100m")], &hello_frame("slow")).await;
-    assert_trailers_only(&reply, Code::DeadlineExceeded, "deadline exceeded after 100ms");
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("grpc-timeout", "100m")],
+        &hello_frame("slow"),
+    )
+    .await;
+    assert_trailers_only(
+        &reply,
+        Code::DeadlineExceeded,
+        "deadline exceeded after 100ms",
+    );
     drop(lock);
 }
 
@@ -333,11 +458,29 @@ async fn client_grpc_timeout_below_server_timeout_sets_the_deadline() {
 async fn server_timeout_below_client_grpc_timeout_sets_the_deadline() {
     let g = start_with("1s", "150ms").await;
     let lock = WriteLock::take(&g.db);
-    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[("grpc-timeout", "10S")], &hello_frame("slow")).await;
-    assert_trailers_only(&reply, Code::DeadlineExceeded, "deadline exceeded after 150ms");
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("grpc-timeout", "10S")],
+        &hello_frame("slow"),
+    )
+    .await;
+    assert_trailers_only(
+        &reply,
+        Code::DeadlineExceeded,
+        "deadline exceeded after 150ms",
+    );
     drop(lock);
     // Without the lock the same call succeeds.
-    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[("grpc-timeout", "10S")], &hello_frame("fast")).await;
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("grpc-timeout", "10S")],
+        &hello_frame("fast"),
+    )
+    .await;
     assert_eq!(reply.status().code, Code::Ok);
 }
 
@@ -345,7 +488,14 @@ async fn server_timeout_below_client_grpc_timeout_sets_the_deadline() {
 async fn every_grpc_timeout_unit_is_understood() {
     let g = start().await;
     for t in ["1H", "1M", "5S", "900m", "900000u", "99999999n"] {
-        let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[("grpc-timeout", t)], &hello_frame("x")).await;
+        let reply = raw_call(
+            g.grpc,
+            "POST",
+            SAY_HELLO,
+            &[("grpc-timeout", t)],
+            &hello_frame("x"),
+        )
+        .await;
         assert_eq!(reply.status().code, Code::Ok, "{t}");
     }
 }
@@ -353,7 +503,14 @@ async fn every_grpc_timeout_unit_is_understood() {
 #[tokio::test]
 async fn malformed_grpc_timeout_is_internal() {
     let g = start().await;
-    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[("grpc-timeout", "5x")], &hello_frame("x")).await;
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("grpc-timeout", "5x")],
+        &hello_frame("x"),
+    )
+    .await;
     assert_trailers_only(&reply, Code::Internal, "malformed grpc-timeout \"5x\"");
 }
 
@@ -361,10 +518,22 @@ async fn malformed_grpc_timeout_is_internal() {
 async fn grpc_message_is_percent_encoded_on_the_wire() {
     let g = start().await;
     let body = Frame::encode_message(&register_req("jürgen", "pw"));
-    assert_eq!(raw_call(g.grpc, "POST", REGISTER, &[], &body).await.status().code, Code::Ok);
+    assert_eq!(
+        raw_call(g.grpc, "POST", REGISTER, &[], &body)
+            .await
+            .status()
+            .code,
+        Code::Ok
+    );
     let reply = raw_call(g.grpc, "POST", REGISTER, &[], &body).await;
-    assert_eq!(reply.headers["grpc-message"], "username \"j%C3%BCrgen\" is already registered");
-    assert_eq!(reply.status().message, "username \"jürgen\" is already registered");
+    assert_eq!(
+        reply.headers["grpc-message"],
+        "username \"j%C3%BCrgen\" is already registered"
+    );
+    assert_eq!(
+        reply.status().message,
+        "username \"jürgen\" is already registered"
+    );
     assert_eq!(reply.status().code, Code::AlreadyExists);
 }
 
@@ -372,7 +541,15 @@ async fn grpc_message_is_percent_encoded_on_the_wire() {
 async fn server_keeps_serving_after_bad_calls() {
     let g = start().await;
     let _ = raw_call(g.grpc, "POST", SAY_HELLO, &[], &[9, 9, 9, 9, 9, 9]).await;
-    let reply: HelloReply = tonic_call(g.grpc, SAY_HELLO, HelloRequest { name: "still".into() }).await.unwrap();
+    let reply: HelloReply = tonic_call(
+        g.grpc,
+        SAY_HELLO,
+        HelloRequest {
+            name: "still".into(),
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(reply.message, "Hello still");
 }
 
@@ -381,7 +558,9 @@ async fn server_keeps_serving_after_bad_calls() {
 async fn reflection_roundtrips(addr: SocketAddr, version: &str) {
     let mut client = h2_client(addr).await;
     let path = format!("/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo");
-    let (response, mut send) = client.send_request(request(addr, "POST", &path, &[]), false).unwrap();
+    let (response, mut send) = client
+        .send_request(request(addr, "POST", &path, &[]), false)
+        .unwrap();
     let mut decoder = handwire::grpc::frame::Decoder::new(1 << 20);
     let response = response.await.unwrap();
     assert_eq!(response.status(), 200);
@@ -415,22 +594,31 @@ async fn reflection_roundtrips(addr: SocketAddr, version: &str) {
             let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
             assert_eq!(
                 names,
-                ["grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection", "helloworld.v1.Greeter"]
+                [
+                    "grpc.reflection.v1.ServerReflection",
+                    "grpc.reflection.v1alpha.ServerReflection",
+                    "helloworld.v1.Greeter"
+                ]
             );
         }
         other => panic!("{other:?}"),
     }
-    next(MessageRequest::FileContainingSymbol("helloworld.v1.Greeter".into()));
+    next(MessageRequest::FileContainingSymbol(
+        "helloworld.v1.Greeter".into(),
+    ));
     match recv().await.message_response {
         Some(MessageResponse::FileDescriptorResponse(files)) => {
-            let fd = prost_types::FileDescriptorProto::decode(&files.file_descriptor_proto[0][..]).unwrap();
+            let fd = prost_types::FileDescriptorProto::decode(&files.file_descriptor_proto[0][..])
+                .unwrap();
             assert_eq!(fd.name(), "helloworld/v1/greeter.proto");
             let methods: Vec<&str> = fd.service[0].method.iter().map(|m| m.name()).collect();
             assert_eq!(methods, ["SayHello", "UserRegister", "UserList"]);
         }
         other => panic!("{other:?}"),
     }
-    next(MessageRequest::FileContainingSymbol("helloworld.v1.Nope".into()));
+    next(MessageRequest::FileContainingSymbol(
+        "helloworld.v1.Nope".into(),
+    ));
     match recv().await.message_response {
         Some(MessageResponse::ErrorResponse(e)) => assert_eq!(e.error_code, Code::NotFound as i32),
         other => panic!("{other:?}"),

@@ -8,7 +8,9 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 
 use bytes::Bytes;
-use greeter_common::{config_text, greetings_for, start, start_with, user_rows, TempDir, WriteLock};
+use greeter_common::{
+    config_text, greetings_for, start, start_with, user_rows, TempDir, WriteLock,
+};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -30,7 +32,8 @@ async fn send(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, S
         .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default();
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    let value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
     (status, ct, value)
 }
 
@@ -62,7 +65,13 @@ async fn register_then_list_in_id_order() {
     let (status, _, body) = send(g.http, "GET", "/v1/users", "").await;
     assert_eq!((status, body), (200, json!({ "users": [] })));
     for (u, p) in [("zed", "z1"), ("amy", "a1")] {
-        let (status, _, body) = send(g.http, "POST", "/v1/users", &json!({"username": u, "password": p}).to_string()).await;
+        let (status, _, body) = send(
+            g.http,
+            "POST",
+            "/v1/users",
+            &json!({"username": u, "password": p}).to_string(),
+        )
+        .await;
         assert_eq!((status, body), (200, json!({ "result": "success" })));
     }
     let (status, _, body) = send(g.http, "GET", "/v1/users", "").await;
@@ -79,9 +88,21 @@ async fn register_then_list_in_id_order() {
 async fn empty_or_missing_fields_are_400_kratos_errors() {
     let g = start().await;
     let cases = [
-        (json!({"username": "", "password": "pw"}), "USERNAME_EMPTY", "username must not be empty"),
-        (json!({"password": "pw"}), "USERNAME_EMPTY", "username must not be empty"),
-        (json!({"username": "ann"}), "PASSWORD_EMPTY", "password must not be empty"),
+        (
+            json!({"username": "", "password": "pw"}),
+            "USERNAME_EMPTY",
+            "username must not be empty",
+        ),
+        (
+            json!({"password": "pw"}),
+            "USERNAME_EMPTY",
+            "username must not be empty",
+        ),
+        (
+            json!({"username": "ann"}),
+            "PASSWORD_EMPTY",
+            "password must not be empty",
+        ),
     ];
     for (input, reason, message) in cases {
         let (status, _, body) = send(g.http, "POST", "/v1/users", &input.to_string()).await;
@@ -94,7 +115,12 @@ async fn empty_or_missing_fields_are_400_kratos_errors() {
 #[tokio::test]
 async fn malformed_json_is_400_codec_error() {
     let g = start().await;
-    for input in ["{not json", "[1,2]", "{\"username\": 5, \"password\": \"x\"}", ""] {
+    for input in [
+        "{not json",
+        "[1,2]",
+        "{\"username\": 5, \"password\": \"x\"}",
+        "",
+    ] {
         let (status, _, body) = send(g.http, "POST", "/v1/users", input).await;
         assert_eq!(status, 400, "{input}");
         assert_eq!(body["code"], 400);
@@ -110,7 +136,14 @@ async fn duplicate_username_is_409() {
     assert_eq!(send(g.http, "POST", "/v1/users", &input).await.0, 200);
     let (status, _, body) = send(g.http, "POST", "/v1/users", &input).await;
     assert_eq!(status, 409);
-    assert_eq!(body, kratos_error(409, "USER_ALREADY_EXISTS", "username \"ann\" is already registered"));
+    assert_eq!(
+        body,
+        kratos_error(
+            409,
+            "USER_ALREADY_EXISTS",
+            "username \"ann\" is already registered"
+        )
+    );
 }
 
 #[tokio::test]
@@ -118,7 +151,10 @@ async fn unknown_route_is_404_kratos_error() {
     let g = start().await;
     let (status, _, body) = send(g.http, "GET", "/nope", "").await;
     assert_eq!(status, 404);
-    assert_eq!(body, kratos_error(404, "NOT_FOUND", "no route for GET /nope"));
+    assert_eq!(
+        body,
+        kratos_error(404, "NOT_FOUND", "no route for GET /nope")
+    );
 }
 
 #[tokio::test]
@@ -135,7 +171,14 @@ async fn request_past_http_timeout_is_504_kratos_error() {
     let lock = WriteLock::take(&g.db);
     let (status, _, body) = send(g.http, "GET", "/helloworld/slow", "").await;
     assert_eq!(status, 504);
-    assert_eq!(body, kratos_error(504, "DEADLINE_EXCEEDED", "request exceeded server.http.timeout"));
+    assert_eq!(
+        body,
+        kratos_error(
+            504,
+            "DEADLINE_EXCEEDED",
+            "request exceeded server.http.timeout"
+        )
+    );
     drop(lock);
     assert_eq!(send(g.http, "GET", "/helloworld/fast", "").await.0, 200);
 }
@@ -149,7 +192,10 @@ fn write_config(dir: &TempDir, text: &str) -> std::path::PathBuf {
 }
 
 fn run_greeter(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_greeter")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_greeter"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -160,7 +206,10 @@ fn bad_config_is_a_startup_error_naming_the_key() {
     let out = run_greeter(&["--config", path.to_str().unwrap()]);
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("server.http.timeout: invalid duration \"1x\""), "{err}");
+    assert!(
+        err.contains("server.http.timeout: invalid duration \"1x\""),
+        "{err}"
+    );
 }
 
 #[test]
@@ -168,7 +217,10 @@ fn unreadable_config_is_a_startup_error_naming_the_path() {
     let out = run_greeter(&["--config", "/nonexistent/greeter.yaml"]);
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot read config file /nonexistent/greeter.yaml"), "{err}");
+    assert!(
+        err.contains("cannot read config file /nonexistent/greeter.yaml"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -188,7 +240,10 @@ fn port_in_use_is_a_startup_error_naming_the_address() {
     let out = run_greeter(&["--config", path.to_str().unwrap()]);
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("server.http.addr: cannot listen on {addr}")), "{err}");
+    assert!(
+        err.contains(&format!("server.http.addr: cannot listen on {addr}")),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -205,13 +260,19 @@ async fn binary_prints_both_addresses_serves_and_stops_on_sigterm() {
     let mut addr_of = |label: &str| -> SocketAddr {
         let line = lines.next().unwrap().unwrap();
         let prefix = format!("greeter: {label} listening on ");
-        line.strip_prefix(&prefix).unwrap_or_else(|| panic!("{line}")).parse().unwrap()
+        line.strip_prefix(&prefix)
+            .unwrap_or_else(|| panic!("{line}"))
+            .parse()
+            .unwrap()
     };
     let http = addr_of("HTTP");
     let _grpc = addr_of("gRPC");
     let (status, _, body) = send(http, "GET", "/helloworld/bin", "").await;
     assert_eq!((status, body), (200, json!({"message": "Hello bin"})));
-    let kill = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(kill.success());
     let status = child.wait().unwrap();
     assert!(status.success(), "graceful exit: {status:?}");

@@ -19,10 +19,19 @@ macro_rules! named {
 fn rust_messages_match_greeter_proto() {
     let fd = api::file_descriptor().unwrap();
     let samples: Vec<(&str, Vec<u8>)> = vec![
-        ("HelloRequest", named!(HelloRequest { name }).encode_to_vec()),
+        (
+            "HelloRequest",
+            named!(HelloRequest { name }).encode_to_vec(),
+        ),
         ("HelloReply", named!(HelloReply { message }).encode_to_vec()),
-        ("UserRegisterRequest", named!(UserRegisterRequest { username, password }).encode_to_vec()),
-        ("UserRegisterResponse", named!(UserRegisterResponse { result }).encode_to_vec()),
+        (
+            "UserRegisterRequest",
+            named!(UserRegisterRequest { username, password }).encode_to_vec(),
+        ),
+        (
+            "UserRegisterResponse",
+            named!(UserRegisterResponse { result }).encode_to_vec(),
+        ),
         ("Empty", Empty {}.encode_to_vec()),
         ("User", named!(User { username, password }).encode_to_vec()),
         (
@@ -39,9 +48,17 @@ fn rust_messages_match_greeter_proto() {
     }
     let sampled: BTreeSet<&str> = samples.iter().map(|s| s.0).collect();
     for m in &fd.message_type {
-        assert!(sampled.contains(m.name()), "message {} of the .proto has no Rust struct sample", m.name());
+        assert!(
+            sampled.contains(m.name()),
+            "message {} of the .proto has no Rust struct sample",
+            m.name()
+        );
         for number in field_numbers(&fd, m.name()) {
-            assert!(seen.contains(&(m.name().to_owned(), number)), "{}.{number} not covered", m.name());
+            assert!(
+                seen.contains(&(m.name().to_owned(), number)),
+                "{}.{number} not covered",
+                m.name()
+            );
         }
     }
 }
@@ -63,11 +80,17 @@ fn greeter_proto_declares_the_spec_fields() {
     let s = |n: &str, i| (n.to_owned(), i, Type::String);
     assert_eq!(fields("HelloRequest"), [s("name", 1)]);
     assert_eq!(fields("HelloReply"), [s("message", 1)]);
-    assert_eq!(fields("UserRegisterRequest"), [s("username", 1), s("password", 2)]);
+    assert_eq!(
+        fields("UserRegisterRequest"),
+        [s("username", 1), s("password", 2)]
+    );
     assert_eq!(fields("UserRegisterResponse"), [s("result", 1)]);
     assert_eq!(fields("User"), [s("username", 1), s("password", 2)]);
     assert_eq!(fields("Empty"), []);
-    assert_eq!(fields("UserListResponse"), [("users".to_owned(), 1, Type::Message)]);
+    assert_eq!(
+        fields("UserListResponse"),
+        [("users".to_owned(), 1, Type::Message)]
+    );
     let service = &fd.service[0];
     assert_eq!(service.name(), "Greeter");
     let methods: Vec<(&str, &str, &str)> = service
@@ -78,15 +101,31 @@ fn greeter_proto_declares_the_spec_fields() {
     assert_eq!(
         methods,
         [
-            ("SayHello", ".helloworld.v1.HelloRequest", ".helloworld.v1.HelloReply"),
-            ("UserRegister", ".helloworld.v1.UserRegisterRequest", ".helloworld.v1.UserRegisterResponse"),
-            ("UserList", ".helloworld.v1.Empty", ".helloworld.v1.UserListResponse"),
+            (
+                "SayHello",
+                ".helloworld.v1.HelloRequest",
+                ".helloworld.v1.HelloReply"
+            ),
+            (
+                "UserRegister",
+                ".helloworld.v1.UserRegisterRequest",
+                ".helloworld.v1.UserRegisterResponse"
+            ),
+            (
+                "UserList",
+                ".helloworld.v1.Empty",
+                ".helloworld.v1.UserListResponse"
+            ),
         ]
     );
 }
 
 #[test]
 fn embedded_proto_is_the_file_on_disk() {
-    let on_disk = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/proto/helloworld/v1/greeter.proto")).unwrap();
+    let on_disk = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/proto/helloworld/v1/greeter.proto"
+    ))
+    .unwrap();
     assert_eq!(api::PROTO_SOURCE, on_disk);
 }

@@ -177,14 +177,11 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn error(&self, message: impl Into<String>) -> ProtoError {
+        // The line of the token just consumed (or the last one at end of file).
         let line = self
             .tokens
-            .get(
-                self.pos
-                    .saturating_sub(1)
-                    .max(0)
-                    .min(self.tokens.len().saturating_sub(1)),
-            )
+            .get(self.pos.saturating_sub(1))
+            .or(self.tokens.last())
             .map_or(0, |t| t.1);
         ProtoError {
             file: self.file.to_owned(),

@@ -33,13 +33,22 @@ pub fn field_numbers(fd: &FileDescriptorProto, name: &str) -> BTreeSet<i32> {
 
 /// Checks one encoded sample of message `name`; returns the `(message,
 /// field number)` pairs it exercised, nested messages included.
-pub fn check_sample(fd: &FileDescriptorProto, name: &str, encoded: &[u8]) -> Result<BTreeSet<(String, i32)>, String> {
+pub fn check_sample(
+    fd: &FileDescriptorProto,
+    name: &str,
+    encoded: &[u8],
+) -> Result<BTreeSet<(String, i32)>, String> {
     let mut seen = BTreeSet::new();
     check(fd, name, encoded, &mut seen)?;
     Ok(seen)
 }
 
-fn check(fd: &FileDescriptorProto, name: &str, mut buf: &[u8], seen: &mut BTreeSet<(String, i32)>) -> Result<(), String> {
+fn check(
+    fd: &FileDescriptorProto,
+    name: &str,
+    mut buf: &[u8],
+    seen: &mut BTreeSet<(String, i32)>,
+) -> Result<(), String> {
     let m = message(fd, name).ok_or_else(|| format!("message {name} is not in {}", fd.name()))?;
     while !buf.is_empty() {
         let key = varint(&mut buf)?;
@@ -83,24 +92,37 @@ fn check(fd: &FileDescriptorProto, name: &str, mut buf: &[u8], seen: &mut BTreeS
                             expect_number(&what, n, number)?;
                         }
                     }
-                    other => return Err(format!("{what}: declared {other:?} but encoded length-delimited")),
+                    other => {
+                        return Err(format!(
+                            "{what}: declared {other:?} but encoded length-delimited"
+                        ))
+                    }
                 }
             }
-            other => return Err(format!("{what}: declared {ty:?} but encoded with wire type {other}")),
+            other => {
+                return Err(format!(
+                    "{what}: declared {ty:?} but encoded with wire type {other}"
+                ))
+            }
         }
     }
     Ok(())
 }
 
 fn is_varint(ty: Type) -> bool {
-    matches!(ty, Type::Int32 | Type::Int64 | Type::Uint32 | Type::Uint64 | Type::Bool)
+    matches!(
+        ty,
+        Type::Int32 | Type::Int64 | Type::Uint32 | Type::Uint64 | Type::Bool
+    )
 }
 
 fn expect_number(what: &str, n: u64, number: i32) -> Result<(), String> {
     if n == number as u64 {
         Ok(())
     } else {
-        Err(format!("{what}: the Rust struct put {n} here; samples must hold the field number"))
+        Err(format!(
+            "{what}: the Rust struct put {n} here; samples must hold the field number"
+        ))
     }
 }
 

@@ -347,13 +347,23 @@ fn call_streaming(
     let (tx, response) = streaming_response(8);
     let sink = Sink { tx: tx.clone() };
     tokio::spawn(async move {
-        let call = handler(requests, sink);
+        // The handler runs in its own task so that a panic ends the call
+        // with INTERNAL trailers instead of a stream without a status.
+        let mut task = AbortOnDrop(tokio::spawn(handler(requests, sink)));
+        let call = async {
+            match (&mut task.0).await {
+                Ok(result) => result,
+                Err(e) if e.is_panic() => Err(Status::internal("handler panicked")),
+                Err(_) => Err(Status::new(Code::Cancelled, "call cancelled")),
+            }
+        };
         let result = match deadline {
             None => call.await,
             Some(d) => tokio::time::timeout(d, call)
                 .await
                 .unwrap_or_else(|_| Err(deadline_exceeded(d))),
         };
+        drop(task);
         let mut trailers = HeaderMap::new();
         result
             .err()

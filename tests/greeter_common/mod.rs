@@ -104,14 +104,20 @@ impl Drop for WriteLock {
 /// Number of greeting rows stored for `name`, read with a separate connection.
 pub fn greetings_for(db: &std::path::Path, name: &str) -> i64 {
     let conn = rusqlite::Connection::open(db).unwrap();
-    conn.query_row("SELECT COUNT(*) FROM greetings WHERE name = ?1", [name], |r| r.get(0))
-        .unwrap()
+    conn.query_row(
+        "SELECT COUNT(*) FROM greetings WHERE name = ?1",
+        [name],
+        |r| r.get(0),
+    )
+    .unwrap()
 }
 
 /// The (id, username, password, age) rows of the users table.
 pub fn user_rows(db: &std::path::Path) -> Vec<(i64, String, String, i64)> {
     let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn.prepare("SELECT id, username, password, age FROM users ORDER BY id").unwrap();
+    let mut stmt = conn
+        .prepare("SELECT id, username, password, age FROM users ORDER BY id")
+        .unwrap();
     stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .unwrap()
         .collect::<Result<_, _>>()

@@ -33,12 +33,18 @@ fn sample_file_parses_into_a_descriptor() {
     assert_eq!(fd.name(), "demo/v1/echo.proto");
     assert_eq!(fd.package(), "demo.v1");
     assert_eq!(fd.syntax(), "proto3");
-    assert_eq!(fd.options.as_ref().unwrap().go_package(), "example/demo/v1;v1");
+    assert_eq!(
+        fd.options.as_ref().unwrap().go_package(),
+        "example/demo/v1;v1"
+    );
 
     let echo = &fd.service[0];
     assert_eq!(echo.name(), "Echo");
     let say = &echo.method[0];
-    assert_eq!((say.name(), say.input_type(), say.output_type()), ("Say", ".demo.v1.Ping", ".demo.v1.Pong"));
+    assert_eq!(
+        (say.name(), say.input_type(), say.output_type()),
+        ("Say", ".demo.v1.Ping", ".demo.v1.Pong")
+    );
     assert!(!say.client_streaming() && !say.server_streaming());
     let chat = &echo.method[1];
     assert!(chat.client_streaming() && chat.server_streaming());
@@ -71,17 +77,57 @@ fn json_names_follow_protoc() {
 #[test]
 fn unsupported_constructs_are_errors_naming_the_line() {
     let cases = [
-        ("syntax = \"proto2\";", 1, "only syntax \"proto3\" is supported"),
-        ("syntax = \"proto3\";\nimport \"x.proto\";", 2, "unsupported top-level statement starting with `import`"),
-        ("syntax = \"proto3\";\nenum E { A = 0; }", 2, "unsupported top-level statement starting with `enum`"),
-        ("syntax = \"proto3\";\nmessage M {\n optional string a = 1; }", 3, "`optional` is not supported"),
-        ("syntax = \"proto3\";\nmessage M { string a = 1 [deprecated = true]; }", 2, "field options on a are not supported"),
-        ("syntax = \"proto3\";\noption cc_enable_arenas = true;", 2, "unsupported file option `cc_enable_arenas`"),
-        ("syntax = \"proto3\";\nmessage M { string a = 0; }", 2, "invalid field number `0` for field a"),
-        ("syntax = \"proto3\";\nmessage M { string a = 1; string b = 1; }", 2, "message M: field number 1 used twice"),
+        (
+            "syntax = \"proto2\";",
+            1,
+            "only syntax \"proto3\" is supported",
+        ),
+        (
+            "syntax = \"proto3\";\nimport \"x.proto\";",
+            2,
+            "unsupported top-level statement starting with `import`",
+        ),
+        (
+            "syntax = \"proto3\";\nenum E { A = 0; }",
+            2,
+            "unsupported top-level statement starting with `enum`",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M {\n optional string a = 1; }",
+            3,
+            "`optional` is not supported",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M { string a = 1 [deprecated = true]; }",
+            2,
+            "field options on a are not supported",
+        ),
+        (
+            "syntax = \"proto3\";\noption cc_enable_arenas = true;",
+            2,
+            "unsupported file option `cc_enable_arenas`",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M { string a = 0; }",
+            2,
+            "invalid field number `0` for field a",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M { string a = 1; string b = 1; }",
+            2,
+            "message M: field number 1 used twice",
+        ),
         ("message M {}", 1, "missing `syntax = \"proto3\";`"),
-        ("syntax = \"proto3\";\nmessage M { string a = 1;", 2, "unexpected end of file"),
-        ("syntax = \"proto3\";\n/* open", 2, "unterminated /* comment"),
+        (
+            "syntax = \"proto3\";\nmessage M { string a = 1;",
+            2,
+            "unexpected end of file",
+        ),
+        (
+            "syntax = \"proto3\";\n/* open",
+            2,
+            "unterminated /* comment",
+        ),
     ];
     for (src, line, want) in cases {
         let err = parse_proto("t.proto", src).unwrap_err();
@@ -97,14 +143,23 @@ fn unknown_message_reference_is_an_error() {
         "syntax = \"proto3\";\nservice S { rpc A (Missing) returns (Missing); }",
     )
     .unwrap_err();
-    assert_eq!(err.to_string(), "t.proto:0: unknown type `Missing` (only messages of this file can be referenced)");
+    assert_eq!(
+        err.to_string(),
+        "t.proto:0: unknown type `Missing` (only messages of this file can be referenced)"
+    );
 }
 
 #[test]
 fn the_crate_proto_files_parse() {
     for (name, src) in [
-        ("grpc/reflection/v1/reflection.proto", crate::grpc::reflection::REFLECTION_V1_PROTO),
-        ("grpc/reflection/v1alpha/reflection.proto", crate::grpc::reflection::REFLECTION_V1ALPHA_PROTO),
+        (
+            "grpc/reflection/v1/reflection.proto",
+            crate::grpc::reflection::REFLECTION_V1_PROTO,
+        ),
+        (
+            "grpc/reflection/v1alpha/reflection.proto",
+            crate::grpc::reflection::REFLECTION_V1ALPHA_PROTO,
+        ),
     ] {
         let fd = parse_proto(name, src).unwrap();
         assert_eq!(fd.service[0].name(), "ServerReflection");

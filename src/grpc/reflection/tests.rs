@@ -27,25 +27,50 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
         extension_number: 2,
     };
     vec![
-        ("ServerReflectionRequest", request(MessageRequest::FileByFilename(s("file_by_filename"))).encode_to_vec()),
-        ("ServerReflectionRequest", request(MessageRequest::FileContainingSymbol(s("file_containing_symbol"))).encode_to_vec()),
-        ("ServerReflectionRequest", request(MessageRequest::FileContainingExtension(ext.clone())).encode_to_vec()),
-        ("ServerReflectionRequest", request(MessageRequest::AllExtensionNumbersOfType(s("all_extension_numbers_of_type"))).encode_to_vec()),
-        ("ServerReflectionRequest", request(MessageRequest::ListServices(s("list_services"))).encode_to_vec()),
+        (
+            "ServerReflectionRequest",
+            request(MessageRequest::FileByFilename(s("file_by_filename"))).encode_to_vec(),
+        ),
+        (
+            "ServerReflectionRequest",
+            request(MessageRequest::FileContainingSymbol(s(
+                "file_containing_symbol",
+            )))
+            .encode_to_vec(),
+        ),
+        (
+            "ServerReflectionRequest",
+            request(MessageRequest::FileContainingExtension(ext.clone())).encode_to_vec(),
+        ),
+        (
+            "ServerReflectionRequest",
+            request(MessageRequest::AllExtensionNumbersOfType(s(
+                "all_extension_numbers_of_type",
+            )))
+            .encode_to_vec(),
+        ),
+        (
+            "ServerReflectionRequest",
+            request(MessageRequest::ListServices(s("list_services"))).encode_to_vec(),
+        ),
         ("ExtensionRequest", ext.encode_to_vec()),
         (
             "ServerReflectionResponse",
-            response(MessageResponse::FileDescriptorResponse(FileDescriptorResponse {
-                file_descriptor_proto: vec![b"file_descriptor_proto".to_vec()],
-            }))
+            response(MessageResponse::FileDescriptorResponse(
+                FileDescriptorResponse {
+                    file_descriptor_proto: vec![b"file_descriptor_proto".to_vec()],
+                },
+            ))
             .encode_to_vec(),
         ),
         (
             "ServerReflectionResponse",
-            response(MessageResponse::AllExtensionNumbersResponse(ExtensionNumberResponse {
-                base_type_name: s("base_type_name"),
-                extension_number: vec![2, 2],
-            }))
+            response(MessageResponse::AllExtensionNumbersResponse(
+                ExtensionNumberResponse {
+                    base_type_name: s("base_type_name"),
+                    extension_number: vec![2, 2],
+                },
+            ))
             .encode_to_vec(),
         ),
         (
@@ -68,15 +93,24 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
 
 #[test]
 fn reflection_structs_match_both_proto_files() {
-    for (file, src) in [("v1.proto", REFLECTION_V1_PROTO), ("v1alpha.proto", REFLECTION_V1ALPHA_PROTO)] {
+    for (file, src) in [
+        ("v1.proto", REFLECTION_V1_PROTO),
+        ("v1alpha.proto", REFLECTION_V1ALPHA_PROTO),
+    ] {
         let fd = parse_proto(file, src).unwrap();
         let mut seen = BTreeSet::new();
         for (message, bytes) in samples() {
-            seen.extend(check_sample(&fd, message, &bytes).unwrap_or_else(|e| panic!("{file}: {e}")));
+            seen.extend(
+                check_sample(&fd, message, &bytes).unwrap_or_else(|e| panic!("{file}: {e}")),
+            );
         }
         for m in &fd.message_type {
             for number in field_numbers(&fd, m.name()) {
-                assert!(seen.contains(&(m.name().to_owned(), number)), "{file}: {}.{number} never sampled", m.name());
+                assert!(
+                    seen.contains(&(m.name().to_owned(), number)),
+                    "{file}: {}.{number} never sampled",
+                    m.name()
+                );
             }
         }
     }
@@ -91,15 +125,31 @@ fn drift_check_catches_a_swapped_tag() {
         host: String,
     }
     let fd = parse_proto("v1.proto", REFLECTION_V1_PROTO).unwrap();
-    let err = check_sample(&fd, "ServerReflectionRequest", &Drifted { host: s("host") }.encode_to_vec()).unwrap_err();
-    assert!(err.contains("the .proto names this field \"file_by_filename\""), "{err}");
+    let err = check_sample(
+        &fd,
+        "ServerReflectionRequest",
+        &Drifted { host: s("host") }.encode_to_vec(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("the .proto names this field \"file_by_filename\""),
+        "{err}"
+    );
     #[derive(Clone, PartialEq, Message)]
     struct Extra {
         #[prost(string, tag = "9")]
         extra: String,
     }
-    let err = check_sample(&fd, "ServiceResponse", &Extra { extra: s("extra") }.encode_to_vec()).unwrap_err();
-    assert!(err.contains("field number 9, which the .proto does not declare"), "{err}");
+    let err = check_sample(
+        &fd,
+        "ServiceResponse",
+        &Extra { extra: s("extra") }.encode_to_vec(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("field number 9, which the .proto does not declare"),
+        "{err}"
+    );
 }
 
 fn reflection() -> Reflection {
@@ -127,7 +177,12 @@ fn file_names(response: MessageResponse) -> Vec<String> {
         MessageResponse::FileDescriptorResponse(files) => files
             .file_descriptor_proto
             .iter()
-            .map(|b| FileDescriptorProto::decode(&b[..]).unwrap().name().to_owned())
+            .map(|b| {
+                FileDescriptorProto::decode(&b[..])
+                    .unwrap()
+                    .name()
+                    .to_owned()
+            })
             .collect(),
         other => panic!("expected files, got {other:?}"),
     }
@@ -140,7 +195,11 @@ fn list_services_names_every_service_including_reflection() {
             let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
             assert_eq!(
                 names,
-                ["demo.v1.Demo", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]
+                [
+                    "demo.v1.Demo",
+                    "grpc.reflection.v1.ServerReflection",
+                    "grpc.reflection.v1alpha.ServerReflection"
+                ]
             );
         }
         other => panic!("{other:?}"),
@@ -150,11 +209,22 @@ fn list_services_names_every_service_including_reflection() {
 #[test]
 fn file_containing_symbol_finds_services_methods_messages_and_fields() {
     let r = reflection();
-    for symbol in ["demo.v1.Demo", "demo.v1.Demo.Do", "demo.v1.Req", "demo.v1.Req.a"] {
-        assert_eq!(file_names(ask(&r, MessageRequest::FileContainingSymbol(s(symbol)))), ["demo/v1/demo.proto"]);
+    for symbol in [
+        "demo.v1.Demo",
+        "demo.v1.Demo.Do",
+        "demo.v1.Req",
+        "demo.v1.Req.a",
+    ] {
+        assert_eq!(
+            file_names(ask(&r, MessageRequest::FileContainingSymbol(s(symbol)))),
+            ["demo/v1/demo.proto"]
+        );
     }
     assert_eq!(
-        file_names(ask(&r, MessageRequest::FileContainingSymbol(s("grpc.reflection.v1alpha.ServerReflection")))),
+        file_names(ask(
+            &r,
+            MessageRequest::FileContainingSymbol(s("grpc.reflection.v1alpha.ServerReflection"))
+        )),
         ["grpc/reflection/v1alpha/reflection.proto"]
     );
 }
@@ -162,7 +232,13 @@ fn file_containing_symbol_finds_services_methods_messages_and_fields() {
 #[test]
 fn file_by_filename_returns_the_descriptor() {
     let r = reflection();
-    assert_eq!(file_names(ask(&r, MessageRequest::FileByFilename(s("demo/v1/demo.proto")))), ["demo/v1/demo.proto"]);
+    assert_eq!(
+        file_names(ask(
+            &r,
+            MessageRequest::FileByFilename(s("demo/v1/demo.proto"))
+        )),
+        ["demo/v1/demo.proto"]
+    );
 }
 
 #[test]
@@ -185,7 +261,10 @@ fn unknown_names_get_a_not_found_error_response() {
 
 #[test]
 fn extension_numbers_of_a_known_type_are_empty() {
-    match ask(&reflection(), MessageRequest::AllExtensionNumbersOfType(s("demo.v1.Req"))) {
+    match ask(
+        &reflection(),
+        MessageRequest::AllExtensionNumbersOfType(s("demo.v1.Req")),
+    ) {
         MessageResponse::AllExtensionNumbersResponse(r) => {
             assert_eq!(r.base_type_name, "demo.v1.Req");
             assert!(r.extension_number.is_empty());
