@@ -110,6 +110,7 @@ impl Context {
 
     /// Run the rest of the chain now; returns when it has finished (or was
     /// aborted), so the caller's remaining code runs afterwards.
+    #[allow(clippy::should_implement_trait)] // Gin's name, on purpose
     pub fn next(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.index += 1;

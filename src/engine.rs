@@ -30,6 +30,9 @@ use crate::server::{self, Body, BoxFuture, Service};
 /// Default request body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
 
+/// Builds the response sent when a request exceeds the engine's timeout.
+pub type TimeoutResponse = fn() -> Response<Body>;
+
 /// Context key under which the trailing-slash redirect target is stored.
 const TSR_LOCATION: &str = "handwire.tsr_location";
 
@@ -40,7 +43,7 @@ pub struct Engine {
     no_route: Vec<Handler>,
     no_method: Vec<Handler>,
     body_limit: usize,
-    timeout: Option<(Duration, fn() -> Response<Body>)>,
+    timeout: Option<(Duration, TimeoutResponse)>,
 }
 
 impl Default for Engine {
@@ -156,7 +159,7 @@ impl Engine {
 
     /// Give each request at most `d`; past it the chain is dropped and
     /// `on_timeout()` answers instead.
-    pub fn timeout(&mut self, d: Duration, on_timeout: fn() -> Response<Body>) {
+    pub fn timeout(&mut self, d: Duration, on_timeout: TimeoutResponse) {
         self.timeout = Some((d, on_timeout));
     }
 
@@ -245,7 +248,7 @@ pub struct App {
     method_not_allowed: Arc<[Handler]>,
     redirect: Arc<[Handler]>,
     body_limit: usize,
-    timeout: Option<(Duration, fn() -> Response<Body>)>,
+    timeout: Option<(Duration, TimeoutResponse)>,
 }
 
 impl Service for App {

@@ -1,1 +1,38 @@
-fn main() {}
+//! `router-demo [--addr HOST:PORT] [--redirect-target URL]`: the Area B server.
+
+use std::process::ExitCode;
+
+use handwire::cli::Args;
+use handwire::demo::{self, DemoOptions};
+use handwire::server::{self, Options};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("router-demo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let args = Args::parse(std::env::args().skip(1), &["addr", "redirect-target"])?;
+    let addr = args.get("addr").unwrap_or("0.0.0.0:8000");
+    let mut opts = DemoOptions::default();
+    if let Some(t) = args.get("redirect-target") {
+        opts.redirect_target = t.to_string();
+    }
+    let app = demo::engine(opts)
+        .map_err(|e| format!("bad route table: {e}"))?
+        .build();
+    let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("router-demo listening on http://{local}");
+    server::serve(listener, app, Options::default(), server::shutdown_signal())
+        .await
+        .map_err(|e| e.to_string())?;
+    println!("router-demo stopped");
+    Ok(())
+}

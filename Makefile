@@ -1,0 +1,55 @@
+# handwire — the commands a newcomer needs. `make run` and `make test` first.
+CARGO ?= cargo
+# DEVELOPMENT ONLY secret for `make run-auth`. Never use it anywhere real:
+# set TOKEN_AUTH_SECRET yourself (at least 32 random bytes) outside local demos.
+DEV_TOKEN_AUTH_SECRET := dev-only-INSECURE-secret-change-me-0123456789
+
+.PHONY: run run-router run-auth test test-grpcurl lint bench fuzz build clean
+
+## Area A: the greeter with ./config.yaml (HTTP :8000, gRPC :9000)
+run:
+	$(CARGO) run --bin greeter -- --config config.yaml
+
+## Area B: the Gin-style router demo on :8000
+run-router:
+	$(CARGO) run --bin router-demo
+
+## Area C: token-auth on :8000 with a DEVELOPMENT secret (loudly insecure)
+run-auth:
+	@echo "WARNING: using the development-only TOKEN_AUTH_SECRET; do not deploy this" >&2
+	TOKEN_AUTH_SECRET=$${TOKEN_AUTH_SECRET:-$(DEV_TOKEN_AUTH_SECRET)} $(CARGO) run --bin token-auth
+
+build:
+	$(CARGO) build --all-targets
+
+## Every unit and black-box test, then the grpcurl script when grpcurl is there
+test:
+	$(CARGO) test --all-targets
+	$(CARGO) test --doc
+	@$(MAKE) --no-print-directory test-grpcurl
+
+test-grpcurl:
+	@if [ -f tests/grpcurl.sh ]; then \
+		if [ -n "$${GRPCURL:-}" ] || command -v grpcurl >/dev/null 2>&1; then \
+			$(CARGO) build --bin greeter && bash tests/grpcurl.sh; \
+		elif [ -n "$${REQUIRE_GRPCURL:-}" ]; then \
+			echo "grpcurl not found (set GRPCURL or run tests/install-grpcurl.sh)" >&2; exit 1; \
+		else \
+			echo "skipping tests/grpcurl.sh: grpcurl not installed (tests/install-grpcurl.sh installs it)"; \
+		fi; \
+	fi
+
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+## Criterion benches: our matcher vs matchit, our JWT vs jsonwebtoken
+bench:
+	$(CARGO) bench
+
+## Coverage-guided fuzzing of the hand-written parsers (needs cargo-fuzz)
+fuzz:
+	bash fuzz/run.sh
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,531 @@
+//! The middleware and routing rules of the spec ("Middleware and routing
+//! rules" 1–8), each proved against a real server with a real client. The
+//! handlers record what they do into a shared log, and the tests assert the
+//! exact order of entries and exits.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Method, StatusCode};
+use serde_json::json;
+
+use handwire::chain::{handler, Context, Engine, Handler};
+use handwire::server::BoxFuture;
+use support::{get, send, start, Proto, BOTH};
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+fn new_log() -> Log {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+fn push(log: &Log, entry: impl Into<String>) {
+    log.lock().unwrap().push(entry.into());
+}
+
+fn take(log: &Log) -> Vec<String> {
+    std::mem::take(&mut *log.lock().unwrap())
+}
+
+/// Middleware that logs `name>` on the way in and `<name` on the way out.
+fn wrap(log: &Log, name: &'static str) -> Handler {
+    let log = log.clone();
+    handler(move |c| {
+        let log = log.clone();
+        Box::pin(async move {
+            push(&log, format!("{name}>"));
+            c.next().await;
+            push(&log, format!("<{name}"));
+        })
+    })
+}
+
+/// Middleware that logs `name` and returns without calling next.
+fn no_next(log: &Log, name: &'static str) -> Handler {
+    let log = log.clone();
+    handler(move |c| {
+        let log = log.clone();
+        Box::pin(async move {
+            let _ = &c;
+            push(&log, name);
+        })
+    })
+}
+
+/// Middleware that aborts, then logs `name: after abort (aborted=..)`.
+fn aborting(log: &Log, name: &'static str) -> Handler {
+    let log = log.clone();
+    handler(move |c| {
+        let log = log.clone();
+        Box::pin(async move {
+            push(&log, format!("{name}>"));
+            c.abort();
+            push(
+                &log,
+                format!("{name}: after abort (aborted={})", c.is_aborted()),
+            );
+        })
+    })
+}
+
+/// Final handler: logs `name` and writes `name` as the body.
+fn endpoint(log: &Log, name: &'static str) -> Handler {
+    let log = log.clone();
+    handler(move |c| {
+        let log = log.clone();
+        Box::pin(async move {
+            push(&log, name);
+            c.string(StatusCode::OK, name);
+        })
+    })
+}
+
+#[tokio::test]
+async fn rule1_chain_is_global_then_group_then_route_middleware_then_handler() {
+    let log = new_log();
+    let mut e = Engine::bare();
+    e.use_middleware(wrap(&log, "global"));
+    let mut g = e.group("/g");
+    g.use_middleware(wrap(&log, "group"));
+    g.handle(
+        Method::GET,
+        "/r",
+        vec![wrap(&log, "route"), endpoint(&log, "handler")],
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    for proto in BOTH {
+        let r = get(proto, srv.addr, "/g/r").await;
+        assert_eq!(r.text(), "handler");
+        assert_eq!(
+            take(&log),
+            ["global>", "group>", "route>", "handler", "<route", "<group", "<global"]
+        );
+    }
+}
+
+#[tokio::test]
+async fn rule2_logger_and_recovery_run_by_default_and_a_panic_becomes_500() {
+    let mut e = Engine::new();
+    e.get(
+        "/panic",
+        handler(|c| {
+            Box::pin(async move {
+                c.string(StatusCode::OK, "partial");
+                panic!("handler exploded");
+            })
+        }),
+    )
+    .unwrap();
+    e.get(
+        "/ok",
+        handler(|c| Box::pin(async move { c.string(StatusCode::OK, "fine") })),
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    for proto in BOTH {
+        let r = get(proto, srv.addr, "/panic").await;
+        assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(
+            r.body.is_empty(),
+            "partial body must be discarded: {:?}",
+            r.text()
+        );
+        // The server keeps serving, on a new connection and with both protocols.
+        let r = get(proto, srv.addr, "/ok").await;
+        assert_eq!((r.status, r.text().as_str()), (StatusCode::OK, "fine"));
+    }
+}
+
+#[tokio::test]
+async fn rule3_next_runs_rest_of_chain_then_returns_to_caller() {
+    let log = new_log();
+    let mut e = Engine::bare();
+    e.handle(
+        Method::GET,
+        "/",
+        vec![wrap(&log, "a"), wrap(&log, "b"), endpoint(&log, "h")],
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    get(Proto::H1, srv.addr, "/").await;
+    assert_eq!(take(&log), ["a>", "b>", "h", "<b", "<a"]);
+}
+
+#[tokio::test]
+async fn rule4_middleware_without_next_still_continues_chain() {
+    let log = new_log();
+    let mut e = Engine::bare();
+    e.handle(
+        Method::GET,
+        "/",
+        vec![wrap(&log, "a"), no_next(&log, "quiet"), endpoint(&log, "h")],
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    let r = get(Proto::H1, srv.addr, "/").await;
+    assert_eq!(r.text(), "h");
+    // "quiet" returns before "h" runs: the loop in next(), not "quiet", runs h.
+    assert_eq!(take(&log), ["a>", "quiet", "h", "<a"]);
+}
+
+#[tokio::test]
+async fn rule5_abort_stops_chain_but_runs_rest_of_aborting_middleware() {
+    let log = new_log();
+    let mut e = Engine::bare();
+    e.handle(
+        Method::GET,
+        "/",
+        vec![
+            wrap(&log, "outer"),
+            aborting(&log, "guard"),
+            endpoint(&log, "h"),
+        ],
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    for proto in BOTH {
+        let r = get(proto, srv.addr, "/").await;
+        assert_eq!(
+            take(&log),
+            [
+                "outer>",
+                "guard>",
+                "guard: after abort (aborted=true)",
+                "<outer"
+            ]
+        );
+        // Abort with nothing written: 200 and an empty body.
+        assert_eq!(r.status, StatusCode::OK);
+        assert!(r.body.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn rule5_abort_inside_next_stops_the_callers_loop_too() {
+    // A middleware that aborts *after* next() returned must not make the
+    // outer loop re-run anything; one that aborts in a nested position stops
+    // the handlers after it even though the outer middleware called next().
+    let log = new_log();
+    let mut e = Engine::bare();
+    e.handle(
+        Method::GET,
+        "/",
+        vec![
+            wrap(&log, "a"),
+            no_next(&log, "b"),
+            aborting(&log, "c"),
+            endpoint(&log, "h"),
+        ],
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    get(Proto::H1, srv.addr, "/").await;
+    assert_eq!(
+        take(&log),
+        ["a>", "b", "c>", "c: after abort (aborted=true)", "<a"]
+    );
+}
+
+#[tokio::test]
+async fn rule5_abort_helpers_set_status_and_json_body() {
+    let mut e = Engine::bare();
+    e.handle(
+        Method::GET,
+        "/status",
+        vec![
+            handler(|c| Box::pin(async move { c.abort_with_status(StatusCode::UNAUTHORIZED) })),
+            handler(|c| Box::pin(async move { c.string(StatusCode::OK, "must not run") })),
+        ],
+    )
+    .unwrap();
+    e.handle(
+        Method::GET,
+        "/json",
+        vec![
+            handler(|c| {
+                Box::pin(
+                    async move { c.abort_with_json(StatusCode::FORBIDDEN, json!({"msg": "no"})) },
+                )
+            }),
+            handler(|c| Box::pin(async move { c.string(StatusCode::OK, "must not run") })),
+        ],
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    let r = get(Proto::H1, srv.addr, "/status").await;
+    assert_eq!((r.status, r.body.len()), (StatusCode::UNAUTHORIZED, 0));
+    let r = get(Proto::H2, srv.addr, "/json").await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(r.json(), json!({"msg": "no"}));
+}
+
+#[tokio::test]
+async fn rule6_values_set_by_middleware_are_readable_by_later_handlers() {
+    let mut e = Engine::bare();
+    e.use_middleware(handler(|c| {
+        Box::pin(async move {
+            c.set("middle", "from global".to_string());
+            c.set("count", 41u32);
+            c.next().await;
+        })
+    }));
+    e.handle(
+        Method::GET,
+        "/",
+        vec![
+            handler(|c| {
+                Box::pin(async move {
+                    let n = *c.get::<u32>("count").unwrap();
+                    c.set("count", n + 1);
+                })
+            }),
+            handler(|c| {
+                Box::pin(async move {
+                    let body = format!(
+                        "{} {} {:?}",
+                        c.get::<String>("middle").unwrap(),
+                        c.get::<u32>("count").unwrap(),
+                        c.get::<u64>("count"), // wrong type: None, not a panic
+                    );
+                    c.string(StatusCode::OK, body);
+                })
+            }),
+        ],
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    assert_eq!(
+        get(Proto::H1, srv.addr, "/").await.text(),
+        "from global 42 None"
+    );
+}
+
+#[tokio::test]
+async fn rule7_groups_prefix_routes_add_middleware_and_nest() {
+    let log = new_log();
+    let mut e = Engine::bare();
+    {
+        let mut api = e.group("/api");
+        api.use_middleware(wrap(&log, "api"));
+        api.get("/ping", endpoint(&log, "ping")).unwrap();
+        let mut v1 = api.group("/v1");
+        v1.use_middleware(wrap(&log, "v1"));
+        v1.get("/users", endpoint(&log, "users")).unwrap();
+    }
+    e.get("/ping", endpoint(&log, "root ping")).unwrap();
+    let srv = start(e.build()).await;
+    assert_eq!(
+        get(Proto::H1, srv.addr, "/api/v1/users").await.text(),
+        "users"
+    );
+    assert_eq!(take(&log), ["api>", "v1>", "users", "<v1", "<api"]);
+    assert_eq!(get(Proto::H1, srv.addr, "/api/ping").await.text(), "ping");
+    assert_eq!(take(&log), ["api>", "ping", "<api"]);
+    assert_eq!(get(Proto::H1, srv.addr, "/ping").await.text(), "root ping");
+    assert_eq!(take(&log), ["root ping"]);
+    assert_eq!(
+        get(Proto::H1, srv.addr, "/v1/users").await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn rule8_matching_is_by_method_and_path_and_colon_segments_are_params() {
+    fn show(c: &mut Context) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let body = format!(
+                "{} {} {}",
+                c.method(),
+                c.param("id").unwrap_or("-"),
+                c.param("name").unwrap_or("-")
+            );
+            c.string(StatusCode::OK, body);
+        })
+    }
+    let mut e = Engine::bare();
+    e.get("/book/:id", handler(show)).unwrap();
+    e.post("/book/:id/author/:name", handler(show)).unwrap();
+    let srv = start(e.build()).await;
+    for proto in BOTH {
+        assert_eq!(get(proto, srv.addr, "/book/42").await.text(), "GET 42 -");
+        assert_eq!(
+            get(proto, srv.addr, "/book/caf%C3%A9").await.text(),
+            "GET café -"
+        );
+        let r = send(proto, srv.addr, Method::POST, "/book/7/author/ann", &[], "").await;
+        assert_eq!(r.text(), "POST 7 ann");
+        let r = send(proto, srv.addr, Method::POST, "/book/42", &[], "").await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    }
+}
+
+#[tokio::test]
+async fn unmatched_requests_get_404_and_405_with_allow_and_global_middleware_sees_them() {
+    let log = new_log();
+    let mut e = Engine::bare();
+    e.use_middleware(wrap(&log, "global"));
+    e.get("/thing", endpoint(&log, "get")).unwrap();
+    e.put("/thing", endpoint(&log, "put")).unwrap();
+    let srv = start(e.build()).await;
+    for proto in BOTH {
+        let r = get(proto, srv.addr, "/missing").await;
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (StatusCode::NOT_FOUND, "404 page not found")
+        );
+        assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+        assert_eq!(take(&log), ["global>", "<global"]);
+        let r = send(proto, srv.addr, Method::DELETE, "/thing", &[], "").await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(r.text(), "405 method not allowed");
+        assert_eq!(r.header("allow"), Some("GET, PUT"));
+        assert_eq!(take(&log), ["global>", "<global"]);
+    }
+}
+
+#[tokio::test]
+async fn not_found_and_method_not_allowed_handlers_are_replaceable() {
+    let mut e = Engine::bare();
+    e.get(
+        "/thing",
+        handler(|c| Box::pin(async move { c.string(StatusCode::OK, "x") })),
+    )
+    .unwrap();
+    e.no_route(vec![handler(|c| {
+        Box::pin(async move { c.json(StatusCode::NOT_FOUND, &json!({"error": "no such route"})) })
+    })]);
+    e.no_method(vec![handler(|c| {
+        Box::pin(async move {
+            c.json(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &json!({"error": "wrong method"}),
+            )
+        })
+    })]);
+    let srv = start(e.build()).await;
+    let r = get(Proto::H1, srv.addr, "/nope").await;
+    assert_eq!(r.json(), json!({"error": "no such route"}));
+    let r = send(Proto::H1, srv.addr, Method::POST, "/thing", &[], "").await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(r.header("allow"), Some("GET"));
+    assert_eq!(r.json(), json!({"error": "wrong method"}));
+}
+
+#[tokio::test]
+async fn trailing_slash_redirects_301_for_get_and_307_otherwise() {
+    let mut e = Engine::bare();
+    let ok = || handler(|c| Box::pin(async move { c.string(StatusCode::OK, "ok") }));
+    e.get("/a", ok()).unwrap();
+    e.post("/b/", ok()).unwrap();
+    let srv = start(e.build()).await;
+    let r = get(Proto::H1, srv.addr, "/a/?x=1").await;
+    assert_eq!(r.status, StatusCode::MOVED_PERMANENTLY);
+    assert_eq!(r.header("location"), Some("/a?x=1"));
+    let r = send(Proto::H1, srv.addr, Method::POST, "/b", &[], "").await;
+    assert_eq!(r.status, StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(r.header("location"), Some("/b/"));
+}
+
+#[tokio::test]
+async fn route_registration_conflicts_are_errors_naming_the_path() {
+    let mut e = Engine::bare();
+    let ok = || handler(|c| Box::pin(async move { c.string(StatusCode::OK, "ok") }));
+    e.get("/book/:id", ok()).unwrap();
+    let err = e.get("/book/:id", ok()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "handlers are already registered for path '/book/:id'"
+    );
+    // Same path under another method is fine.
+    e.post("/book/:id", ok()).unwrap();
+}
+
+#[tokio::test]
+async fn middleware_registered_after_a_route_does_not_apply_to_it_as_in_gin() {
+    let log = new_log();
+    let mut e = Engine::bare();
+    e.get("/early", endpoint(&log, "early")).unwrap();
+    e.use_middleware(wrap(&log, "late"));
+    e.get("/later", endpoint(&log, "later")).unwrap();
+    let srv = start(e.build()).await;
+    get(Proto::H1, srv.addr, "/early").await;
+    assert_eq!(take(&log), ["early"]);
+    get(Proto::H1, srv.addr, "/later").await;
+    assert_eq!(take(&log), ["late>", "later", "<late"]);
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_get_413_json_and_the_server_keeps_serving() {
+    let mut e = Engine::bare();
+    e.body_limit(1024);
+    e.post(
+        "/echo",
+        handler(|c| {
+            Box::pin(async move {
+                let n = c.body().len();
+                c.string(StatusCode::OK, n.to_string())
+            })
+        }),
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    for proto in BOTH {
+        let r = send(
+            proto,
+            srv.addr,
+            Method::POST,
+            "/echo",
+            &[],
+            vec![b'x'; 1024],
+        )
+        .await;
+        assert_eq!(r.text(), "1024");
+        let r = send(
+            proto,
+            srv.addr,
+            Method::POST,
+            "/echo",
+            &[],
+            vec![b'x'; 1025],
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(r.json()["error"].as_str().unwrap().contains("too large"));
+    }
+}
+
+#[tokio::test]
+async fn per_request_timeout_answers_with_the_timeout_response() {
+    fn on_timeout() -> http::Response<handwire::server::Body> {
+        let mut r = http::Response::new(handwire::server::full("too slow"));
+        *r.status_mut() = StatusCode::GATEWAY_TIMEOUT;
+        r
+    }
+    let mut e = Engine::bare();
+    e.timeout(Duration::from_millis(50), on_timeout);
+    e.get(
+        "/slow",
+        handler(|c| {
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                c.string(StatusCode::OK, "late");
+            })
+        }),
+    )
+    .unwrap();
+    e.get(
+        "/fast",
+        handler(|c| Box::pin(async move { c.string(StatusCode::OK, "quick") })),
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    let r = get(Proto::H1, srv.addr, "/slow").await;
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (StatusCode::GATEWAY_TIMEOUT, "too slow")
+    );
+    assert_eq!(get(Proto::H2, srv.addr, "/fast").await.text(), "quick");
+}

@@ -1,0 +1,357 @@
+//! Area B black-box tests: every row of spec §4.2 against the demo routes on
+//! a real server, over HTTP/1.1 and HTTP/2, plus the `router-demo` binary
+//! itself (start-up line, request log, port-in-use error).
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use http::{Method, StatusCode};
+use serde_json::json;
+
+use handwire::demo::{self, DemoOptions, MIDDLE_VALUE};
+use support::{get, send, start, Proto, TestServer, BOTH};
+
+const TARGET: &str = "https://target.example/landing?a=1&b=2";
+
+async fn demo_server() -> TestServer {
+    let opts = DemoOptions {
+        redirect_target: TARGET.to_string(),
+    };
+    start(demo::engine(opts).expect("demo routes register").build()).await
+}
+
+fn assert_text(r: &support::Reply, want: &str) {
+    assert_eq!(r.status, StatusCode::OK, "body: {}", r.text());
+    assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+    assert_eq!(r.text(), want);
+}
+
+#[tokio::test]
+async fn plain_text_routes_answer_with_their_greeting_and_parameters() {
+    let srv = demo_server().await;
+    for proto in BOTH {
+        assert_text(
+            &get(proto, srv.addr, "/api/gin-test").await,
+            "Hello, gin-test!",
+        );
+        assert_text(&get(proto, srv.addr, "/hello").await, "Hello World!");
+        assert_text(
+            &get(proto, srv.addr, "/book/42").await,
+            "You are reading book 42",
+        );
+        assert_text(
+            &get(proto, srv.addr, "/user?name=Ann%20Lee").await,
+            "The user name is Ann Lee",
+        );
+        assert_text(
+            &get(proto, srv.addr, "/food/apple?weight=2kg").await,
+            "The food apple weighs 2kg",
+        );
+    }
+}
+
+#[tokio::test]
+async fn v1_group_is_get_and_v2_group_is_post_with_default_names() {
+    let srv = demo_server().await;
+    for proto in BOTH {
+        assert_text(&get(proto, srv.addr, "/v1/login").await, "hello jack\n");
+        assert_text(&get(proto, srv.addr, "/v1/submit").await, "hello lily\n");
+        assert_text(
+            &get(proto, srv.addr, "/v1/login?name=bob").await,
+            "hello bob\n",
+        );
+        for (path, want) in [
+            ("/v2/login", "hello jack\n"),
+            ("/v2/submit", "hello lily\n"),
+            ("/v2/submit?name=eve", "hello eve\n"),
+        ] {
+            let r = send(proto, srv.addr, Method::POST, path, &[], "").await;
+            assert_text(&r, want);
+        }
+        // Versions differ by method (spec §9.2).
+        let r = get(proto, srv.addr, "/v2/login").await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(r.header("allow"), Some("POST"));
+        let r = send(proto, srv.addr, Method::POST, "/v1/login", &[], "").await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    }
+}
+
+#[tokio::test]
+async fn json_envelope_routes_use_string_code_90200() {
+    let srv = demo_server().await;
+    for proto in BOTH {
+        for path in ["/users", "/books"] {
+            let r = get(proto, srv.addr, path).await;
+            assert_eq!(r.status, StatusCode::OK);
+            let v = r.json();
+            assert_eq!(v["code"], json!("90200"));
+            assert_eq!(v["data"], json!(null));
+            assert!(v["msg"].is_string());
+        }
+        let v = get(proto, srv.addr, "/Global").await.json();
+        assert_eq!(v["code"], json!("90200"));
+        assert_eq!(v["data"], json!(MIDDLE_VALUE));
+    }
+}
+
+#[tokio::test]
+async fn remove_redirects_301_to_the_configured_target_with_html_link() {
+    let srv = demo_server().await;
+    for proto in BOTH {
+        let r = get(proto, srv.addr, "/remove").await;
+        assert_eq!(r.status, StatusCode::MOVED_PERMANENTLY);
+        assert_eq!(r.header("location"), Some(TARGET));
+        assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+        assert!(
+            r.text()
+                .contains("href=\"https://target.example/landing?a=1&amp;b=2\""),
+            "{}",
+            r.text()
+        );
+    }
+}
+
+#[tokio::test]
+async fn index_without_token_is_403_and_handler_does_not_run() {
+    let srv = demo_server().await;
+    for proto in BOTH {
+        for headers in [&[][..], &[("token", "")][..]] {
+            let r = send(proto, srv.addr, Method::GET, "/index", headers, "").await;
+            assert_eq!(r.status, StatusCode::FORBIDDEN);
+            let v = r.json();
+            assert!(v["msg"].is_string());
+            assert!(v.get("data").is_none(), "handler ran: {v}");
+        }
+        let r = send(
+            proto,
+            srv.addr,
+            Method::GET,
+            "/index",
+            &[("token", "anything")],
+            "",
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK);
+        let v = r.json();
+        assert_eq!(v["code"], json!("90200"));
+        assert!(v["data"].as_str().unwrap().contains("welcome"));
+    }
+}
+
+fn login_ok(v: &serde_json::Value, user: &str, pass: &str) {
+    assert_eq!(v["code"], json!(90200), "{v}");
+    assert_eq!(v["data"], json!({"username": user, "password": pass}));
+    assert!(v["msg"].is_string());
+}
+
+fn login_missing(v: &serde_json::Value, field: &str) {
+    assert_eq!(v["code"], json!(90400), "{v}");
+    assert_eq!(v["data"], json!(null));
+    let want = format!(
+        "Key: 'Login.{field}' Error:Field validation for '{field}' failed on the 'required' tag"
+    );
+    assert!(v["msg"].as_str().unwrap().contains(&want), "{v}");
+}
+
+#[tokio::test]
+async fn login_binds_json_form_multipart_and_query_and_reports_missing_fields() {
+    let srv = demo_server().await;
+    let json_ct = [("content-type", "application/json")];
+    let form_ct = [("content-type", "application/x-www-form-urlencoded")];
+    let mp_ct = [("content-type", "multipart/form-data; boundary=B0uNd")];
+    let mp = |fields: &[(&str, &str)]| {
+        let mut s = String::new();
+        for (k, v) in fields {
+            s.push_str(&format!(
+                "--B0uNd\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n"
+            ));
+        }
+        s.push_str("--B0uNd--\r\n");
+        s
+    };
+    for proto in BOTH {
+        let r = send(
+            proto,
+            srv.addr,
+            Method::POST,
+            "/login",
+            &json_ct,
+            r#"{"username":"ann","password":"s3cret"}"#,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK);
+        login_ok(&r.json(), "ann", "s3cret");
+        let r = send(
+            proto,
+            srv.addr,
+            Method::POST,
+            "/login",
+            &form_ct,
+            "username=ann&password=a+b%21",
+        )
+        .await;
+        login_ok(&r.json(), "ann", "a b!");
+        let r = send(
+            proto,
+            srv.addr,
+            Method::POST,
+            "/login",
+            &mp_ct,
+            mp(&[("username", "ann"), ("password", "pw")]),
+        )
+        .await;
+        login_ok(&r.json(), "ann", "pw");
+        let r = get(proto, srv.addr, "/login?username=ann&password=pw").await;
+        login_ok(&r.json(), "ann", "pw");
+
+        // Missing or empty fields: still 200, code 90400, validator message.
+        let r = send(
+            proto,
+            srv.addr,
+            Method::POST,
+            "/login",
+            &json_ct,
+            r#"{"username":"ann"}"#,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK);
+        login_missing(&r.json(), "Password");
+        let r = send(
+            proto,
+            srv.addr,
+            Method::POST,
+            "/login",
+            &form_ct,
+            "username=&password=pw",
+        )
+        .await;
+        login_missing(&r.json(), "Username");
+        let r = send(
+            proto,
+            srv.addr,
+            Method::POST,
+            "/login",
+            &mp_ct,
+            mp(&[("password", "pw")]),
+        )
+        .await;
+        login_missing(&r.json(), "Username");
+        let r = get(proto, srv.addr, "/login").await;
+        let v = r.json();
+        login_missing(&v, "Username");
+        login_missing(&v, "Password");
+    }
+}
+
+#[tokio::test]
+async fn login_with_malformed_bodies_reports_an_error_and_keeps_serving() {
+    let srv = demo_server().await;
+    let cases: [(&str, &[u8]); 6] = [
+        ("application/json", b"{\"username\":"),
+        ("application/json", b"[1,2,3]"),
+        (
+            "application/json",
+            b"{\"username\": 5, \"password\": \"x\"}",
+        ),
+        ("application/x-www-form-urlencoded", b"username=\xff\xfe"),
+        ("multipart/form-data; boundary=B", b"--B\r\nno headers end"),
+        ("multipart/form-data", b"--B\r\n\r\n--B--"),
+    ];
+    for proto in BOTH {
+        for (ct, body) in cases {
+            let r = send(
+                proto,
+                srv.addr,
+                Method::POST,
+                "/login",
+                &[("content-type", ct)],
+                body.to_vec(),
+            )
+            .await;
+            assert_eq!(r.status, StatusCode::OK);
+            let v = r.json();
+            assert_eq!(v["code"], json!(90400), "{ct}: {v}");
+            assert!(
+                v["msg"].as_str().unwrap().starts_with("login failed: "),
+                "{v}"
+            );
+        }
+        assert_text(&get(proto, srv.addr, "/hello").await, "Hello World!");
+    }
+}
+
+#[tokio::test]
+async fn responses_are_served_over_the_protocol_the_client_chose() {
+    let srv = demo_server().await;
+    assert_eq!(
+        get(Proto::H1, srv.addr, "/hello").await.version,
+        http::Version::HTTP_11
+    );
+    assert_eq!(
+        get(Proto::H2, srv.addr, "/hello").await.version,
+        http::Version::HTTP_2
+    );
+}
+
+fn router_demo() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_router-demo"))
+}
+
+#[test]
+fn binary_prints_its_address_serves_and_logs_each_request() {
+    let mut child = router_demo()
+        .args(["--addr", "127.0.0.1:0", "--redirect-target", TARGET])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start router-demo");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("router-demo listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .parse()
+        .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let r = rt.block_on(get(Proto::H1, addr, "/book/7?x=1"));
+    assert_eq!(r.text(), "You are reading book 7");
+    let r = rt.block_on(get(Proto::H2, addr, "/nope"));
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    for want in [" | 200 | ", " | 404 | "] {
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        assert!(line.starts_with("[handwire] "), "{line}");
+        assert!(line.contains(want), "{line}");
+        assert!(line.contains(" 127.0.0.1 | GET "), "{line}");
+    }
+    assert!(line.contains("GET     \"/nope\""), "{line}");
+    // SIGTERM: graceful shutdown, exit 0.
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn binary_exits_nonzero_naming_the_address_when_the_port_is_in_use() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = router_demo().args(["--addr", &addr]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
+}
+
+#[test]
+fn binary_rejects_unknown_options() {
+    let out = router_demo().args(["--adr", "x"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option --adr"));
+}
