@@ -13,6 +13,9 @@
 //! - [`cli`]: the tiny `--flag value` parser the binaries share.
 //! - [`jwt`]: HS256 JSON Web Tokens, signed and verified by hand.
 //! - [`demo`]: Area B, the router-demo routes.
+//! - [`config`]: the greeter's YAML configuration (Kratos layout).
+//! - [`grpc`]: gRPC over h2 by hand: frames, status, dispatch, reflection.
+//! - [`greeter`]: Area A, the greeter (HTTP + gRPC over a SQLite store).
 //! - [`auth`]: Area C, the token-auth service.
 //!
 //! Service areas depend on the core modules, never on each other.
@@ -21,8 +24,11 @@ pub mod auth;
 pub mod bind;
 pub mod chain;
 pub mod cli;
+pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod greeter;
+pub mod grpc;
 pub mod jwt;
 pub mod middleware;
 pub mod router;

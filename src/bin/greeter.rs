@@ -1,1 +1,62 @@
-fn main() {}
+//! `greeter [--config PATH]`: the Area A service (HTTP + gRPC over SQLite).
+//!
+//! Reads the YAML config (default `./config.yaml`), opens the store, binds
+//! both listeners, prints their addresses and serves until SIGINT/SIGTERM.
+//! Any start-up problem is one line on stderr and exit status 1.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use handwire::cli::Args;
+use handwire::config::Config;
+use handwire::greeter::Greeter;
+use handwire::server::shutdown_signal;
+
+const USAGE: &str = "usage: greeter [--config PATH]   (default ./config.yaml)";
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let args = match Args::parse(argv, &["config"]) {
+        Ok(args) if args.positional.is_empty() => args,
+        Ok(args) => {
+            return fail(&format!(
+                "unexpected argument {:?}\n{USAGE}",
+                args.positional[0]
+            ))
+        }
+        Err(e) => return fail(&format!("{e}\n{USAGE}")),
+    };
+    let path = PathBuf::from(args.get("config").unwrap_or("config.yaml"));
+    let config = match Config::load(&path) {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("config {}: {e}", path.display())),
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the runtime: {e}")),
+    };
+    runtime.block_on(async {
+        let greeter = match Greeter::bind(&config).await {
+            Ok(g) => g,
+            Err(e) => return fail(&e.to_string()),
+        };
+        println!("greeter: HTTP listening on {}", greeter.http_addr());
+        println!("greeter: gRPC listening on {}", greeter.grpc_addr());
+        match greeter.serve(shutdown_signal()).await {
+            Ok(()) => {
+                println!("greeter: stopped");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e.to_string()),
+        }
+    })
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("greeter: {message}");
+    ExitCode::FAILURE
+}

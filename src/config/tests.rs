@@ -1,0 +1,260 @@
+//! Unit tests of the configuration walk: the demo file parses, and every kind
+//! of error names its key.
+
+use super::*;
+
+const DEMO: &str = "\
+server:
+  http:
+    network: tcp
+    addr: 0.0.0.0:8000
+    timeout: 1s
+  grpc:
+    network: tcp
+    addr: 0.0.0.0:9000
+    timeout: 1s
+data:
+  database:
+    driver: sqlite3
+    source: greeter.db
+  cache:
+    network: tcp
+    addr: 127.0.0.1:6379
+    read_timeout: 0.2s
+    write_timeout: 0.2s
+";
+
+/// The demo text with one line replaced (matched by its trimmed start).
+fn with(line_start: &str, replacement: &str) -> String {
+    let mut found = false;
+    let text: Vec<String> = DEMO
+        .lines()
+        .map(|l| {
+            if !found && l.trim_start().starts_with(line_start) {
+                found = true;
+                replacement.to_owned()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    assert!(found, "no line starts with {line_start}");
+    text.join("\n")
+}
+
+fn error_of(text: &str) -> String {
+    match Config::from_yaml(text) {
+        Ok(c) => panic!("accepted: {c:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn demo_config_parses_all_twelve_keys() {
+    let c = Config::from_yaml(DEMO).unwrap();
+    assert_eq!(c.server.http.network, "tcp");
+    assert_eq!(c.server.http.addr, "0.0.0.0:8000");
+    assert_eq!(c.server.http.timeout, Some(Duration::from_secs(1)));
+    assert_eq!(c.server.grpc.network, "tcp");
+    assert_eq!(c.server.grpc.addr, "0.0.0.0:9000");
+    assert_eq!(c.server.grpc.timeout, Some(Duration::from_secs(1)));
+    assert_eq!(c.data.database.driver, "sqlite3");
+    assert_eq!(c.data.database.source, "greeter.db");
+    assert_eq!(c.data.cache.network, "tcp");
+    assert_eq!(c.data.cache.addr, "127.0.0.1:6379");
+    assert_eq!(c.data.cache.read_timeout, Duration::from_millis(200));
+    assert_eq!(c.data.cache.write_timeout, Duration::from_millis(200));
+}
+
+#[test]
+fn repo_config_yaml_is_valid() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.yaml");
+    let c = Config::load(&path).unwrap();
+    assert_eq!(c.server.http.addr, "0.0.0.0:8000");
+    assert_eq!(c.server.grpc.addr, "0.0.0.0:9000");
+}
+
+#[test]
+fn durations_in_go_notation_parse() {
+    let cases = [
+        ("1s", Duration::from_secs(1)),
+        ("0.2s", Duration::from_millis(200)),
+        ("500ms", Duration::from_millis(500)),
+        ("1m", Duration::from_secs(60)),
+        ("1h30m", Duration::from_secs(5400)),
+        ("1.5h", Duration::from_secs(5400)),
+        ("250us", Duration::from_micros(250)),
+        ("250µs", Duration::from_micros(250)),
+        ("7ns", Duration::from_nanos(7)),
+        (".5s", Duration::from_millis(500)),
+        ("+2s", Duration::from_secs(2)),
+        ("0", Duration::ZERO),
+        ("0s", Duration::ZERO),
+    ];
+    for (text, want) in cases {
+        assert_eq!(parse_duration(text), Ok(want), "{text}");
+    }
+}
+
+#[test]
+fn malformed_durations_are_rejected_with_a_reason() {
+    let cases = [
+        ("", "empty"),
+        ("1", "missing unit"),
+        ("1x", "unknown unit"),
+        ("s", "expected a number"),
+        ("1..2s", "expected a number"),
+        ("-1s", "must not be negative"),
+        ("1s2", "missing unit"),
+        ("99999999999999999999999h", "too large"),
+    ];
+    for (text, reason) in cases {
+        assert_eq!(parse_duration(text), Err(reason), "{text}");
+    }
+}
+
+#[test]
+fn zero_timeout_switches_the_timeout_off() {
+    let c = Config::from_yaml(&with("timeout: 1s", "    timeout: 0")).unwrap();
+    assert_eq!(c.server.http.timeout, None);
+    assert_eq!(c.server.grpc.timeout, Some(Duration::from_secs(1)));
+}
+
+#[test]
+fn sqlite_is_an_alias_of_sqlite3() {
+    let c = Config::from_yaml(&with("driver:", "    driver: sqlite")).unwrap();
+    assert_eq!(c.data.database.driver, "sqlite3");
+}
+
+#[test]
+fn bad_duration_names_the_key_and_value() {
+    let e = error_of(&with("timeout: 1s", "    timeout: 1x"));
+    assert!(
+        e.starts_with("server.http.timeout: invalid duration \"1x\""),
+        "{e}"
+    );
+    let e = error_of(&with("write_timeout:", "    write_timeout: 5"));
+    assert!(
+        e.starts_with("data.cache.write_timeout: invalid duration \"5\" (missing unit"),
+        "{e}"
+    );
+}
+
+#[test]
+fn every_missing_key_is_named() {
+    for key in KEYS {
+        let leaf = key.rsplit('.').next().unwrap();
+        // Remove the line of this leaf inside its own section.
+        let section = key.split('.').nth(1).unwrap();
+        let mut in_section = false;
+        let text: String = DEMO
+            .lines()
+            .filter(|l| {
+                let t = l.trim_start();
+                if t.ends_with(':') && !t.contains(' ') {
+                    in_section = t.trim_end_matches(':') == section;
+                    return true;
+                }
+                !(in_section && t.starts_with(&format!("{leaf}:")))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(error_of(&text), format!("{key}: missing required key"));
+    }
+}
+
+#[test]
+fn key_without_value_is_missing() {
+    let e = error_of(&with("addr: 0.0.0.0:9000", "    addr:"));
+    assert_eq!(e, "server.grpc.addr: missing required key");
+}
+
+#[test]
+fn empty_file_reports_the_first_missing_key() {
+    assert_eq!(error_of(""), "server.http.network: missing required key");
+}
+
+#[test]
+fn unknown_key_is_named_with_its_full_path() {
+    let e = error_of(&with("timeout: 1s", "    timout: 1s"));
+    assert_eq!(
+        e,
+        "server.http.timout: unknown key (known keys here: network, addr, timeout)"
+    );
+    let e = error_of(&format!("{DEMO}logging: true\n"));
+    assert_eq!(e, "logging: unknown key (known keys here: server, data)");
+    let e = error_of(&with("cache:", "  redis:"));
+    assert!(e.starts_with("data.redis: unknown key"), "{e}");
+}
+
+#[test]
+fn section_of_wrong_shape_is_named() {
+    let e = error_of("server: 5\n");
+    assert_eq!(e, "server: expected a mapping of keys, found a number");
+    let e = error_of("- a\n- b\n");
+    assert_eq!(e, "the config file must be a mapping of keys, found a list");
+}
+
+#[test]
+fn leaf_of_wrong_shape_is_named() {
+    let e = error_of(&with("addr: 0.0.0.0:8000", "    addr: [1, 2]"));
+    assert_eq!(e, "server.http.addr: expected a single value, found a list");
+}
+
+#[test]
+fn unsupported_driver_lists_the_supported_ones() {
+    let e = error_of(&with("driver:", "    driver: mysql"));
+    assert_eq!(
+        e,
+        "data.database.driver: unsupported driver \"mysql\" (supported: sqlite3, sqlite)"
+    );
+}
+
+#[test]
+fn empty_source_is_rejected() {
+    let e = error_of(&with("source:", "    source: \"\""));
+    assert_eq!(
+        e,
+        "data.database.source: empty; give a file path or :memory:"
+    );
+}
+
+#[test]
+fn unsupported_network_is_named() {
+    let e = error_of(&with("network: tcp", "    network: udp"));
+    assert_eq!(
+        e,
+        "server.http.network: unsupported network \"udp\" (supported: tcp, tcp4, tcp6)"
+    );
+}
+
+#[test]
+fn address_without_port_is_named() {
+    let e = error_of(&with("addr: 127.0.0.1:6379", "    addr: localhost"));
+    assert_eq!(
+        e,
+        "data.cache.addr: invalid address \"localhost\" (expected host:port, e.g. 0.0.0.0:8000)"
+    );
+}
+
+#[test]
+fn yaml_syntax_error_is_reported() {
+    let e = error_of("server: [unclosed\n");
+    assert!(e.starts_with("invalid YAML: "), "{e}");
+}
+
+#[test]
+fn duplicate_key_is_a_syntax_error() {
+    let e = error_of(&format!("{DEMO}server: {{}}\n"));
+    assert!(e.starts_with("invalid YAML: "), "{e}");
+}
+
+#[test]
+fn unreadable_file_names_the_path() {
+    let e = Config::load(Path::new("/nonexistent/greeter.yaml")).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("cannot read config file /nonexistent/greeter.yaml: "),
+        "{e}"
+    );
+}

@@ -1,0 +1,24 @@
+//! gRPC over HTTP/2, framed by hand: enough of the protocol for unary calls,
+//! bidirectional streams and server reflection, with nothing service-specific.
+//!
+//! - [`frame`]: the 5-byte length prefix and a two-phase decoder.
+//! - [`status`]: status codes, `grpc-status` / percent-encoded `grpc-message`.
+//! - [`timeout`]: the `grpc-timeout` header and the call deadline.
+//! - [`body`]: response bodies (DATA then trailers) and Trailers-Only errors.
+//! - [`server`]: request checks, unary and streaming dispatch, the [`Server`].
+//! - [`descriptor`]: a tiny `.proto` parser producing `FileDescriptorProto`s.
+//! - [`drift`]: checks hand-written prost structs against a parsed `.proto`.
+//! - [`reflection`]: the server reflection service (v1 and v1alpha).
+
+pub mod body;
+pub mod descriptor;
+pub mod drift;
+pub mod frame;
+pub mod reflection;
+pub mod server;
+pub mod status;
+pub mod timeout;
+
+pub use frame::{Frame, FrameError};
+pub use server::{unary, Builder, Options, Server, Sink, Streaming};
+pub use status::{Code, Status};

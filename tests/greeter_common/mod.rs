@@ -1,0 +1,125 @@
+//! Shared by the greeter's black-box tests: start a real greeter on
+//! 127.0.0.1:0 with a temporary SQLite file, and hold a lock on that file
+//! to make store calls hang (the way to exercise time-outs without timing).
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use handwire::config::Config;
+use handwire::greeter::Greeter;
+use tokio::sync::oneshot;
+
+/// A running greeter; stops when dropped.
+pub struct Running {
+    pub http: SocketAddr,
+    pub grpc: SocketAddr,
+    pub db: PathBuf,
+    _stop: oneshot::Sender<()>,
+    _dir: TempDir,
+}
+
+/// A directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "handwire-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The config text used by the tests.
+pub fn config_text(source: &str, http_timeout: &str, grpc_timeout: &str) -> String {
+    format!(
+        "server:
+  http: {{ network: tcp, addr: 127.0.0.1:0, timeout: {http_timeout} }}
+  grpc: {{ network: tcp, addr: 127.0.0.1:0, timeout: {grpc_timeout} }}
+data:
+  database: {{ driver: sqlite3, source: {source:?} }}
+  cache: {{ network: tcp, addr: 127.0.0.1:6379, read_timeout: 0.2s, write_timeout: 0.2s }}
+"
+    )
+}
+
+/// Starts a greeter with the given time-outs.
+pub async fn start_with(http_timeout: &str, grpc_timeout: &str) -> Running {
+    let dir = TempDir::new("greeter");
+    let db = dir.0.join("greeter.db");
+    let text = config_text(&db.display().to_string(), http_timeout, grpc_timeout);
+    let config = Config::from_yaml(&text).unwrap();
+    let greeter = Greeter::bind(&config).await.unwrap();
+    let (http, grpc) = (greeter.http_addr(), greeter.grpc_addr());
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(greeter.serve(async move {
+        let _ = stopped.await;
+    }));
+    Running {
+        http,
+        grpc,
+        db,
+        _stop: stop,
+        _dir: dir,
+    }
+}
+
+/// Starts a greeter with the demo time-outs (1s each).
+pub async fn start() -> Running {
+    start_with("1s", "1s").await
+}
+
+/// Holds SQLite's write lock on the store until dropped: every write of the
+/// service then waits (up to its busy time-out), so requests outlive their
+/// deadlines deterministically.
+pub struct WriteLock(rusqlite::Connection);
+
+impl WriteLock {
+    pub fn take(db: &std::path::Path) -> WriteLock {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        WriteLock(conn)
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        let _ = self.0.execute_batch("ROLLBACK");
+    }
+}
+
+/// Number of greeting rows stored for `name`, read with a separate connection.
+pub fn greetings_for(db: &std::path::Path, name: &str) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row(
+        "SELECT COUNT(*) FROM greetings WHERE name = ?1",
+        [name],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+/// The (id, username, password, age) rows of the users table.
+pub fn user_rows(db: &std::path::Path) -> Vec<(i64, String, String, i64)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT id, username, password, age FROM users ORDER BY id")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}

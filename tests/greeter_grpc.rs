@@ -1,0 +1,643 @@
+//! Black-box tests of the greeter's gRPC server: a tonic client for the three
+//! RPCs, a raw h2 client for every error path of the hand-written framing,
+//! and reflection spoken as a real bidirectional stream.
+
+mod greeter_common;
+
+use std::net::SocketAddr;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use greeter_common::{greetings_for, start, start_with, user_rows, WriteLock};
+use handwire::greeter::api::{
+    Empty, HelloReply, HelloRequest, User, UserListResponse, UserRegisterRequest,
+    UserRegisterResponse,
+};
+use handwire::grpc::reflection::{
+    MessageRequest, MessageResponse, ServerReflectionRequest, ServerReflectionResponse,
+};
+use handwire::grpc::{Code, Frame, Status};
+use http::HeaderMap;
+use prost::Message;
+
+// ---- tonic client -------------------------------------------------------
+
+async fn tonic_call<Req, Resp>(
+    addr: SocketAddr,
+    method: &'static str,
+    req: Req,
+) -> Result<Resp, tonic::Status>
+where
+    Req: Message + Send + Sync + 'static,
+    Resp: Message + Default + Send + Sync + 'static,
+{
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let path = http::uri::PathAndQuery::from_static(method);
+    let codec = tonic_prost::ProstCodec::<Req, Resp>::default();
+    grpc.unary(tonic::Request::new(req), path, codec)
+        .await
+        .map(|r| r.into_inner())
+}
+
+const SAY_HELLO: &str = "/helloworld.v1.Greeter/SayHello";
+const REGISTER: &str = "/helloworld.v1.Greeter/UserRegister";
+const LIST: &str = "/helloworld.v1.Greeter/UserList";
+
+fn register_req(username: &str, password: &str) -> UserRegisterRequest {
+    UserRegisterRequest {
+        username: username.into(),
+        password: password.into(),
+    }
+}
+
+#[tokio::test]
+async fn say_hello_returns_hello_name_and_stores_a_greeting_row() {
+    let g = start().await;
+    let reply: HelloReply = tonic_call(
+        g.grpc,
+        SAY_HELLO,
+        HelloRequest {
+            name: "gRPC wörld".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.message, "Hello gRPC wörld");
+    assert_eq!(greetings_for(&g.db, "gRPC wörld"), 1);
+}
+
+#[tokio::test]
+async fn user_register_stores_age_one_and_answers_success() {
+    let g = start().await;
+    let reply: UserRegisterResponse = tonic_call(g.grpc, REGISTER, register_req("ann", "pw"))
+        .await
+        .unwrap();
+    assert_eq!(reply.result, "success");
+    assert_eq!(
+        user_rows(&g.db),
+        vec![(1, "ann".to_owned(), "pw".to_owned(), 1)]
+    );
+}
+
+#[tokio::test]
+async fn user_register_with_empty_field_is_invalid_argument() {
+    let g = start().await;
+    for (u, p, field) in [("", "pw", "username"), ("ann", "", "password")] {
+        let err = tonic_call::<_, UserRegisterResponse>(g.grpc, REGISTER, register_req(u, p))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::InvalidArgument);
+        assert_eq!(err.message(), format!("{field} must not be empty"));
+    }
+    assert!(user_rows(&g.db).is_empty());
+}
+
+#[tokio::test]
+async fn duplicate_username_is_already_exists() {
+    let g = start().await;
+    let _: UserRegisterResponse = tonic_call(g.grpc, REGISTER, register_req("ann", "pw"))
+        .await
+        .unwrap();
+    let err = tonic_call::<_, UserRegisterResponse>(g.grpc, REGISTER, register_req("ann", "other"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::AlreadyExists);
+    assert_eq!(err.message(), "username \"ann\" is already registered");
+}
+
+#[tokio::test]
+async fn user_list_returns_all_users_in_id_order() {
+    let g = start().await;
+    let empty: UserListResponse = tonic_call(g.grpc, LIST, Empty {}).await.unwrap();
+    assert!(empty.users.is_empty());
+    for (u, p) in [("zed", "z1"), ("amy", "a1"), ("max", "m1")] {
+        let _: UserRegisterResponse = tonic_call(g.grpc, REGISTER, register_req(u, p))
+            .await
+            .unwrap();
+    }
+    let list: UserListResponse = tonic_call(g.grpc, LIST, Empty {}).await.unwrap();
+    let user = |u: &str, p: &str| User {
+        username: u.into(),
+        password: p.into(),
+    };
+    assert_eq!(
+        list.users,
+        vec![user("zed", "z1"), user("amy", "a1"), user("max", "m1")]
+    );
+}
+
+// ---- raw h2 client ------------------------------------------------------
+
+/// What came back on one stream.
+struct Reply {
+    http_status: u16,
+    headers: HeaderMap,
+    /// True when the response HEADERS frame ended the stream (Trailers-Only).
+    trailers_only: bool,
+    data: Bytes,
+    trailers: Option<HeaderMap>,
+}
+
+impl Reply {
+    fn status(&self) -> Status {
+        let from = self.trailers.as_ref().unwrap_or(&self.headers);
+        Status::from_headers(from).expect("no grpc-status")
+    }
+}
+
+async fn h2_client(addr: SocketAddr) -> h2::client::SendRequest<Bytes> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client.ready().await.unwrap()
+}
+
+fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> http::Request<()> {
+    let mut b = http::Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"))
+        .header("te", "trailers");
+    if !headers.iter().any(|(k, _)| *k == "content-type") {
+        b = b.header("content-type", "application/grpc");
+    }
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    b.body(()).unwrap()
+}
+
+async fn read_reply(response: h2::client::ResponseFuture) -> Reply {
+    let response = response.await.unwrap();
+    let (parts, mut body) = response.into_parts();
+    let trailers_only = body.is_end_stream();
+    let mut data = BytesMut::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.unwrap();
+        let _ = body.flow_control().release_capacity(chunk.len());
+        data.extend_from_slice(&chunk);
+    }
+    let trailers = body.trailers().await.unwrap();
+    Reply {
+        http_status: parts.status.as_u16(),
+        headers: parts.headers,
+        trailers_only,
+        data: data.freeze(),
+        trailers,
+    }
+}
+
+/// One call: headers, then `body` as one DATA frame ending the stream.
+async fn raw_call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    let mut client = h2_client(addr).await;
+    let (response, mut send) = client
+        .send_request(request(addr, method, path, headers), false)
+        .unwrap();
+    send.send_data(Bytes::copy_from_slice(body), true).unwrap();
+    read_reply(response).await
+}
+
+fn hello_frame(name: &str) -> Bytes {
+    Frame::encode_message(&HelloRequest { name: name.into() })
+}
+
+fn assert_trailers_only(reply: &Reply, code: Code, message_part: &str) {
+    assert_eq!(reply.http_status, 200);
+    assert!(reply.trailers_only, "expected a Trailers-Only response");
+    assert_eq!(reply.headers["content-type"], "application/grpc");
+    let status = reply.status();
+    assert_eq!(status.code, code, "{status}");
+    assert!(status.message.contains(message_part), "{status}");
+}
+
+#[tokio::test]
+async fn unary_success_is_headers_then_one_message_then_ok_trailers() {
+    let g = start().await;
+    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &hello_frame("raw")).await;
+    assert_eq!(reply.http_status, 200);
+    assert!(!reply.trailers_only);
+    assert_eq!(reply.headers["content-type"], "application/grpc");
+    assert!(
+        reply.headers.get("grpc-status").is_none(),
+        "status belongs in trailers"
+    );
+    let mut decoder = handwire::grpc::frame::Decoder::new(1 << 20);
+    decoder.push(&reply.data);
+    let frame = decoder.next_frame().unwrap().unwrap();
+    assert!(decoder.next_frame().unwrap().is_none());
+    assert_eq!(
+        HelloReply::decode(frame.message).unwrap().message,
+        "Hello raw"
+    );
+    assert_eq!(reply.trailers.as_ref().unwrap()["grpc-status"], "0");
+}
+
+#[tokio::test]
+async fn application_grpc_proto_content_type_is_accepted() {
+    let g = start().await;
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("content-type", "application/grpc+proto")],
+        &hello_frame("x"),
+    )
+    .await;
+    assert_eq!(reply.status().code, Code::Ok);
+}
+
+#[tokio::test]
+async fn unknown_service_is_unimplemented() {
+    let g = start().await;
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        "/helloworld.v1.Nope/SayHello",
+        &[],
+        &hello_frame("x"),
+    )
+    .await;
+    assert_trailers_only(
+        &reply,
+        Code::Unimplemented,
+        "unknown service helloworld.v1.Nope",
+    );
+}
+
+#[tokio::test]
+async fn unknown_method_is_unimplemented() {
+    let g = start().await;
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        "/helloworld.v1.Greeter/SayGoodbye",
+        &[],
+        &hello_frame("x"),
+    )
+    .await;
+    assert_trailers_only(
+        &reply,
+        Code::Unimplemented,
+        "unknown method SayGoodbye for service helloworld.v1.Greeter",
+    );
+}
+
+#[tokio::test]
+async fn wrong_content_type_is_http_415() {
+    let g = start().await;
+    for ct in ["application/json", "application/grpc+json", "text/plain"] {
+        let reply = raw_call(
+            g.grpc,
+            "POST",
+            SAY_HELLO,
+            &[("content-type", ct)],
+            &hello_frame("x"),
+        )
+        .await;
+        assert_eq!(reply.http_status, 415, "{ct}");
+        assert!(reply.status().message.contains(ct), "{ct}");
+    }
+}
+
+#[tokio::test]
+async fn non_post_method_is_http_405() {
+    let g = start().await;
+    let reply = raw_call(g.grpc, "GET", SAY_HELLO, &[], b"").await;
+    assert_eq!(reply.http_status, 405);
+    assert_eq!(reply.headers["allow"], "POST");
+}
+
+#[tokio::test]
+async fn compressed_flag_without_grpc_encoding_is_unimplemented() {
+    let g = start().await;
+    let mut frame = hello_frame("x").to_vec();
+    frame[0] = 1;
+    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &frame).await;
+    assert_trailers_only(
+        &reply,
+        Code::Unimplemented,
+        "compressed message received without a supported grpc-encoding",
+    );
+}
+
+#[tokio::test]
+async fn unsupported_grpc_encoding_is_unimplemented_with_accept_encoding() {
+    let g = start().await;
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("grpc-encoding", "gzip")],
+        &hello_frame("x"),
+    )
+    .await;
+    assert_trailers_only(
+        &reply,
+        Code::Unimplemented,
+        "grpc-encoding \"gzip\" is not supported",
+    );
+    assert_eq!(reply.headers["grpc-accept-encoding"], "identity");
+}
+
+#[tokio::test]
+async fn truncated_frame_is_internal() {
+    let g = start().await;
+    let frame = hello_frame("truncated");
+    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &frame[..frame.len() - 3]).await;
+    assert_trailers_only(
+        &reply,
+        Code::Internal,
+        "request stream ended inside a message",
+    );
+    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &[0, 0]).await;
+    assert_trailers_only(&reply, Code::Internal, "got 2 of 5 bytes");
+}
+
+#[tokio::test]
+async fn undecodable_message_is_internal() {
+    let g = start().await;
+    // Field 1 with wire type 7, which does not exist.
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[],
+        &Frame::encode(&[0x0f, 0x00]),
+    )
+    .await;
+    assert_trailers_only(&reply, Code::Internal, "cannot decode request message");
+}
+
+#[tokio::test]
+async fn zero_request_messages_on_unary_is_unimplemented() {
+    let g = start().await;
+    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], b"").await;
+    assert_trailers_only(&reply, Code::Unimplemented, "no request message");
+}
+
+#[tokio::test]
+async fn two_request_messages_on_unary_is_unimplemented() {
+    let g = start().await;
+    let mut two = hello_frame("one").to_vec();
+    two.extend_from_slice(&hello_frame("two"));
+    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &two).await;
+    assert_trailers_only(&reply, Code::Unimplemented, "more than one request message");
+    assert_eq!(greetings_for(&g.db, "one"), 0, "the handler must not run");
+}
+
+#[tokio::test]
+async fn message_over_4_mib_is_resource_exhausted_before_it_is_sent() {
+    let g = start().await;
+    let mut client = h2_client(g.grpc).await;
+    let (response, mut send) = client
+        .send_request(request(g.grpc, "POST", SAY_HELLO, &[]), false)
+        .unwrap();
+    // Announce 4 MiB + 1 and send only the prefix and a few bytes, keeping
+    // the stream open: the answer can only come from the prefix.
+    let mut head = BytesMut::new();
+    head.put_u8(0);
+    head.put_u32(4 * 1024 * 1024 + 1);
+    head.put_slice(b"abc");
+    send.send_data(head.freeze(), false).unwrap();
+    let reply = read_reply(response).await;
+    assert_trailers_only(
+        &reply,
+        Code::ResourceExhausted,
+        "received message larger than max (4194305 vs. 4194304)",
+    );
+}
+
+#[tokio::test]
+async fn message_of_exactly_4_mib_is_accepted() {
+    let g = start().await;
+    let name = "n".repeat(4 * 1024 * 1024 - 5); // tag + 4-byte length + name = 4 MiB
+    let frame = hello_frame(&name);
+    assert_eq!(frame.len(), 5 + 4 * 1024 * 1024);
+    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &frame).await;
+    assert_eq!(reply.status().code, Code::Ok, "{}", reply.status());
+}
+
+#[tokio::test]
+async fn client_grpc_timeout_below_server_timeout_sets_the_deadline() {
+    let g = start_with("1s", "1s").await;
+    let lock = WriteLock::take(&g.db);
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("grpc-timeout", "100m")],
+        &hello_frame("slow"),
+    )
+    .await;
+    assert_trailers_only(
+        &reply,
+        Code::DeadlineExceeded,
+        "deadline exceeded after 100ms",
+    );
+    drop(lock);
+}
+
+#[tokio::test]
+async fn server_timeout_below_client_grpc_timeout_sets_the_deadline() {
+    let g = start_with("1s", "150ms").await;
+    let lock = WriteLock::take(&g.db);
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("grpc-timeout", "10S")],
+        &hello_frame("slow"),
+    )
+    .await;
+    assert_trailers_only(
+        &reply,
+        Code::DeadlineExceeded,
+        "deadline exceeded after 150ms",
+    );
+    drop(lock);
+    // Without the lock the same call succeeds.
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("grpc-timeout", "10S")],
+        &hello_frame("fast"),
+    )
+    .await;
+    assert_eq!(reply.status().code, Code::Ok);
+}
+
+#[tokio::test]
+async fn every_grpc_timeout_unit_is_understood() {
+    let g = start().await;
+    for t in ["1H", "1M", "5S", "900m", "900000u", "99999999n"] {
+        let reply = raw_call(
+            g.grpc,
+            "POST",
+            SAY_HELLO,
+            &[("grpc-timeout", t)],
+            &hello_frame("x"),
+        )
+        .await;
+        assert_eq!(reply.status().code, Code::Ok, "{t}");
+    }
+}
+
+#[tokio::test]
+async fn malformed_grpc_timeout_is_internal() {
+    let g = start().await;
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        SAY_HELLO,
+        &[("grpc-timeout", "5x")],
+        &hello_frame("x"),
+    )
+    .await;
+    assert_trailers_only(&reply, Code::Internal, "malformed grpc-timeout \"5x\"");
+}
+
+#[tokio::test]
+async fn grpc_message_is_percent_encoded_on_the_wire() {
+    let g = start().await;
+    let body = Frame::encode_message(&register_req("jürgen", "pw"));
+    assert_eq!(
+        raw_call(g.grpc, "POST", REGISTER, &[], &body)
+            .await
+            .status()
+            .code,
+        Code::Ok
+    );
+    let reply = raw_call(g.grpc, "POST", REGISTER, &[], &body).await;
+    assert_eq!(
+        reply.headers["grpc-message"],
+        "username \"j%C3%BCrgen\" is already registered"
+    );
+    assert_eq!(
+        reply.status().message,
+        "username \"jürgen\" is already registered"
+    );
+    assert_eq!(reply.status().code, Code::AlreadyExists);
+}
+
+#[tokio::test]
+async fn server_keeps_serving_after_bad_calls() {
+    let g = start().await;
+    let _ = raw_call(g.grpc, "POST", SAY_HELLO, &[], &[9, 9, 9, 9, 9, 9]).await;
+    let reply: HelloReply = tonic_call(
+        g.grpc,
+        SAY_HELLO,
+        HelloRequest {
+            name: "still".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.message, "Hello still");
+}
+
+// ---- reflection as a live bidirectional stream ---------------------------
+
+async fn reflection_roundtrips(addr: SocketAddr, version: &str) {
+    let mut client = h2_client(addr).await;
+    let path = format!("/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo");
+    let (response, mut send) = client
+        .send_request(request(addr, "POST", &path, &[]), false)
+        .unwrap();
+    let mut decoder = handwire::grpc::frame::Decoder::new(1 << 20);
+    let response = response.await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+
+    // Each request is answered while the request stream is still open.
+    let mut next = |req: MessageRequest| {
+        send.send_data(
+            Frame::encode_message(&ServerReflectionRequest {
+                host: String::new(),
+                message_request: Some(req),
+            }),
+            false,
+        )
+        .unwrap();
+    };
+    let mut recv = async || -> ServerReflectionResponse {
+        loop {
+            if let Some(frame) = decoder.next_frame().unwrap() {
+                return ServerReflectionResponse::decode(frame.message).unwrap();
+            }
+            let chunk = body.data().await.expect("stream ended early").unwrap();
+            let _ = body.flow_control().release_capacity(chunk.len());
+            decoder.push(&chunk);
+        }
+    };
+
+    next(MessageRequest::ListServices(String::new()));
+    match recv().await.message_response {
+        Some(MessageResponse::ListServicesResponse(list)) => {
+            let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+            assert_eq!(
+                names,
+                [
+                    "grpc.reflection.v1.ServerReflection",
+                    "grpc.reflection.v1alpha.ServerReflection",
+                    "helloworld.v1.Greeter"
+                ]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    next(MessageRequest::FileContainingSymbol(
+        "helloworld.v1.Greeter".into(),
+    ));
+    match recv().await.message_response {
+        Some(MessageResponse::FileDescriptorResponse(files)) => {
+            let fd = prost_types::FileDescriptorProto::decode(&files.file_descriptor_proto[0][..])
+                .unwrap();
+            assert_eq!(fd.name(), "helloworld/v1/greeter.proto");
+            let methods: Vec<&str> = fd.service[0].method.iter().map(|m| m.name()).collect();
+            assert_eq!(methods, ["SayHello", "UserRegister", "UserList"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    next(MessageRequest::FileContainingSymbol(
+        "helloworld.v1.Nope".into(),
+    ));
+    match recv().await.message_response {
+        Some(MessageResponse::ErrorResponse(e)) => assert_eq!(e.error_code, Code::NotFound as i32),
+        other => panic!("{other:?}"),
+    }
+    // Half-close: the server ends the stream with OK trailers.
+    send.send_data(Bytes::new(), true).unwrap();
+    assert!(body.data().await.is_none());
+    let trailers = body.trailers().await.unwrap().unwrap();
+    assert_eq!(trailers["grpc-status"], "0");
+}
+
+#[tokio::test]
+async fn reflection_v1alpha_answers_each_request_on_the_open_stream() {
+    let g = start().await;
+    reflection_roundtrips(g.grpc, "v1alpha").await;
+}
+
+#[tokio::test]
+async fn reflection_v1_answers_each_request_on_the_open_stream() {
+    let g = start().await;
+    reflection_roundtrips(g.grpc, "v1").await;
+}

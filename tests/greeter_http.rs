@@ -1,0 +1,280 @@
+//! Black-box tests of the greeter's HTTP side with a hyper client, and of the
+//! `greeter` binary's start-up and shutdown.
+
+mod greeter_common;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+
+use bytes::Bytes;
+use greeter_common::{
+    config_text, greetings_for, start, start_with, user_rows, TempDir, WriteLock,
+};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+
+async fn send(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String, Value) {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let req = http::Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .unwrap();
+    let resp = client.request(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    (status, ct, value)
+}
+
+fn kratos_error(code: u16, reason: &str, message: &str) -> Value {
+    json!({ "code": code, "reason": reason, "message": message, "metadata": {} })
+}
+
+#[tokio::test]
+async fn helloworld_returns_hello_name_as_json_and_stores_a_greeting() {
+    let g = start().await;
+    let (status, ct, body) = send(g.http, "GET", "/helloworld/kratos", "").await;
+    assert_eq!(status, 200);
+    assert!(ct.starts_with("application/json"), "{ct}");
+    assert_eq!(body, json!({ "message": "Hello kratos" }));
+    assert_eq!(greetings_for(&g.db, "kratos"), 1);
+}
+
+#[tokio::test]
+async fn helloworld_name_is_percent_decoded() {
+    let g = start().await;
+    let (status, _, body) = send(g.http, "GET", "/helloworld/w%C3%B6rld%20two", "").await;
+    assert_eq!(status, 200);
+    assert_eq!(body, json!({ "message": "Hello wörld two" }));
+}
+
+#[tokio::test]
+async fn register_then_list_in_id_order() {
+    let g = start().await;
+    let (status, _, body) = send(g.http, "GET", "/v1/users", "").await;
+    assert_eq!((status, body), (200, json!({ "users": [] })));
+    for (u, p) in [("zed", "z1"), ("amy", "a1")] {
+        let (status, _, body) = send(
+            g.http,
+            "POST",
+            "/v1/users",
+            &json!({"username": u, "password": p}).to_string(),
+        )
+        .await;
+        assert_eq!((status, body), (200, json!({ "result": "success" })));
+    }
+    let (status, _, body) = send(g.http, "GET", "/v1/users", "").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({ "users": [{"username": "zed", "password": "z1"}, {"username": "amy", "password": "a1"}] })
+    );
+    let rows = user_rows(&g.db);
+    assert!(rows.iter().all(|r| r.3 == 1), "age is 1: {rows:?}");
+}
+
+#[tokio::test]
+async fn empty_or_missing_fields_are_400_kratos_errors() {
+    let g = start().await;
+    let cases = [
+        (
+            json!({"username": "", "password": "pw"}),
+            "USERNAME_EMPTY",
+            "username must not be empty",
+        ),
+        (
+            json!({"password": "pw"}),
+            "USERNAME_EMPTY",
+            "username must not be empty",
+        ),
+        (
+            json!({"username": "ann"}),
+            "PASSWORD_EMPTY",
+            "password must not be empty",
+        ),
+    ];
+    for (input, reason, message) in cases {
+        let (status, _, body) = send(g.http, "POST", "/v1/users", &input.to_string()).await;
+        assert_eq!(status, 400, "{input}");
+        assert_eq!(body, kratos_error(400, reason, message));
+    }
+    assert!(user_rows(&g.db).is_empty());
+}
+
+#[tokio::test]
+async fn malformed_json_is_400_codec_error() {
+    let g = start().await;
+    for input in [
+        "{not json",
+        "[1,2]",
+        "{\"username\": 5, \"password\": \"x\"}",
+        "",
+    ] {
+        let (status, _, body) = send(g.http, "POST", "/v1/users", input).await;
+        assert_eq!(status, 400, "{input}");
+        assert_eq!(body["code"], 400);
+        assert_eq!(body["reason"], "CODEC");
+        assert_eq!(body["metadata"], json!({}));
+    }
+}
+
+#[tokio::test]
+async fn duplicate_username_is_409() {
+    let g = start().await;
+    let input = json!({"username": "ann", "password": "pw"}).to_string();
+    assert_eq!(send(g.http, "POST", "/v1/users", &input).await.0, 200);
+    let (status, _, body) = send(g.http, "POST", "/v1/users", &input).await;
+    assert_eq!(status, 409);
+    assert_eq!(
+        body,
+        kratos_error(
+            409,
+            "USER_ALREADY_EXISTS",
+            "username \"ann\" is already registered"
+        )
+    );
+}
+
+#[tokio::test]
+async fn unknown_route_is_404_kratos_error() {
+    let g = start().await;
+    let (status, _, body) = send(g.http, "GET", "/nope", "").await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        body,
+        kratos_error(404, "NOT_FOUND", "no route for GET /nope")
+    );
+}
+
+#[tokio::test]
+async fn wrong_method_is_405_kratos_error() {
+    let g = start().await;
+    let (status, _, body) = send(g.http, "DELETE", "/v1/users", "").await;
+    assert_eq!(status, 405);
+    assert_eq!(body["reason"], "METHOD_NOT_ALLOWED");
+}
+
+#[tokio::test]
+async fn request_past_http_timeout_is_504_kratos_error() {
+    let g = start_with("150ms", "1s").await;
+    let lock = WriteLock::take(&g.db);
+    let (status, _, body) = send(g.http, "GET", "/helloworld/slow", "").await;
+    assert_eq!(status, 504);
+    assert_eq!(
+        body,
+        kratos_error(
+            504,
+            "DEADLINE_EXCEEDED",
+            "request exceeded server.http.timeout"
+        )
+    );
+    drop(lock);
+    assert_eq!(send(g.http, "GET", "/helloworld/fast", "").await.0, 200);
+}
+
+// ---- the binary ---------------------------------------------------------
+
+fn write_config(dir: &TempDir, text: &str) -> std::path::PathBuf {
+    let path = dir.0.join("config.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run_greeter(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_greeter"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bad_config_is_a_startup_error_naming_the_key() {
+    let dir = TempDir::new("cli");
+    let text = config_text(":memory:", "1x", "1s");
+    let path = write_config(&dir, &text);
+    let out = run_greeter(&["--config", path.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("server.http.timeout: invalid duration \"1x\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn unreadable_config_is_a_startup_error_naming_the_path() {
+    let out = run_greeter(&["--config", "/nonexistent/greeter.yaml"]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot read config file /nonexistent/greeter.yaml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_argument_is_a_usage_error() {
+    let out = run_greeter(&["--conf", "x"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("usage: greeter [--config PATH]"));
+}
+
+#[test]
+fn port_in_use_is_a_startup_error_naming_the_address() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let dir = TempDir::new("cli");
+    let text = config_text(":memory:", "1s", "1s").replacen("127.0.0.1:0", &addr.to_string(), 1);
+    let path = write_config(&dir, &text);
+    let out = run_greeter(&["--config", path.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("server.http.addr: cannot listen on {addr}")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn binary_prints_both_addresses_serves_and_stops_on_sigterm() {
+    let dir = TempDir::new("cli");
+    let db = dir.0.join("g.db");
+    let path = write_config(&dir, &config_text(&db.display().to_string(), "1s", "1s"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_greeter"))
+        .args(["--config", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut addr_of = |label: &str| -> SocketAddr {
+        let line = lines.next().unwrap().unwrap();
+        let prefix = format!("greeter: {label} listening on ");
+        line.strip_prefix(&prefix)
+            .unwrap_or_else(|| panic!("{line}"))
+            .parse()
+            .unwrap()
+    };
+    let http = addr_of("HTTP");
+    let _grpc = addr_of("gRPC");
+    let (status, _, body) = send(http, "GET", "/helloworld/bin", "").await;
+    assert_eq!((status, body), (200, json!({"message": "Hello bin"})));
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "graceful exit: {status:?}");
+    assert!(lines.any(|l| l.unwrap() == "greeter: stopped"));
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# End-to-end check of the greeter's gRPC side with grpcurl: every RPC through
+# the .proto file (-proto) and through server reflection (list, describe,
+# calls), asserting the output. Starts the built binary itself on free ports
+# with a temporary config and store. Exits non-zero on any mismatch.
+#
+# grpcurl is taken from $GRPCURL, else from PATH (tests/install-grpcurl.sh
+# installs one). The greeter binary from $GREETER_BIN, else target/debug/greeter
+# (built if missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+grpcurl="${GRPCURL:-$(command -v grpcurl || true)}"
+[ -n "$grpcurl" ] && [ -x "$grpcurl" ] || { echo "grpcurl.sh: grpcurl not found (set GRPCURL or run tests/install-grpcurl.sh)" >&2; exit 2; }
+bin="${GREETER_BIN:-target/debug/greeter}"
+[ -x "$bin" ] || cargo build --quiet --bin greeter
+
+tmp="$(mktemp -d)"
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+cat > "$tmp/config.yaml" <<YAML
+server:
+  http: { network: tcp, addr: 127.0.0.1:0, timeout: 1s }
+  grpc: { network: tcp, addr: 127.0.0.1:0, timeout: 1s }
+data:
+  database: { driver: sqlite3, source: "$tmp/greeter.db" }
+  cache: { network: tcp, addr: 127.0.0.1:6379, read_timeout: 0.2s, write_timeout: 0.2s }
+YAML
+
+"$bin" --config "$tmp/config.yaml" > "$tmp/out.log" 2> "$tmp/err.log" &
+pid=$!
+addr=""
+for _ in $(seq 100); do
+  addr="$(sed -n 's/^greeter: gRPC listening on //p' "$tmp/out.log")"
+  [ -n "$addr" ] && break
+  kill -0 "$pid" 2>/dev/null || { cat "$tmp/err.log" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$addr" ] || { echo "grpcurl.sh: greeter did not start" >&2; exit 1; }
+
+failures=0
+pass() { echo "ok   - $1"; }
+fail() { echo "FAIL - $1"; echo "       expected: $2"; echo "       got:      $3"; failures=$((failures + 1)); }
+# JSON normalized (sorted keys, no whitespace) so layout does not matter.
+norm() { python3 -c 'import json,sys; print(json.dumps(json.loads(sys.stdin.read() or "null"), sort_keys=True, separators=(",", ":")))'; }
+
+reflect() { "$grpcurl" -plaintext "$@"; }
+with_proto() { "$grpcurl" -plaintext -import-path proto -proto helloworld/v1/greeter.proto "$@"; }
+
+# call NAME EXPECTED_JSON MODE DATA METHOD
+call() {
+  local name="$1" want="$2" mode="$3" data="$4" method="$5" got
+  got="$($mode -d "$data" "$addr" "helloworld.v1.Greeter/$method" 2>&1)" || true
+  if [ "$(printf '%s' "$got" | norm 2>/dev/null)" = "$(printf '%s' "$want" | norm)" ]; then pass "$name"; else fail "$name" "$want" "$got"; fi
+}
+# call_err NAME CODE MODE DATA METHOD: the call must fail with CODE.
+call_err() {
+  local name="$1" code="$2" mode="$3" data="$4" method="$5" got
+  if got="$($mode -d "$data" "$addr" "helloworld.v1.Greeter/$method" 2>&1)"; then
+    fail "$name" "Code: $code" "success: $got"
+  elif grep -q "Code: $code" <<<"$got"; then pass "$name"; else fail "$name" "Code: $code" "$got"; fi
+}
+# has NAME NEEDLE TEXT
+has() { if grep -qF -- "$2" <<<"$3"; then pass "$1"; else fail "$1" "$2" "$3"; fi; }
+
+# Reflection: list and describe.
+got="$(reflect "$addr" list 2>&1)" || true
+want=$'grpc.reflection.v1.ServerReflection\ngrpc.reflection.v1alpha.ServerReflection\nhelloworld.v1.Greeter'
+if [ "$got" = "$want" ]; then pass "list services"; else fail "list services" "$want" "$got"; fi
+got="$(reflect "$addr" list helloworld.v1.Greeter 2>&1)" || true
+want=$'helloworld.v1.Greeter.SayHello\nhelloworld.v1.Greeter.UserList\nhelloworld.v1.Greeter.UserRegister'
+if [ "$got" = "$want" ]; then pass "list methods"; else fail "list methods" "$want" "$got"; fi
+got="$(reflect "$addr" describe helloworld.v1.Greeter 2>&1)" || true
+has "describe service" "helloworld.v1.Greeter is a service:" "$got"
+has "describe SayHello" "rpc SayHello ( .helloworld.v1.HelloRequest ) returns ( .helloworld.v1.HelloReply );" "$got"
+has "describe UserRegister" "rpc UserRegister ( .helloworld.v1.UserRegisterRequest ) returns ( .helloworld.v1.UserRegisterResponse );" "$got"
+has "describe UserList" "rpc UserList ( .helloworld.v1.Empty ) returns ( .helloworld.v1.UserListResponse );" "$got"
+got="$(reflect "$addr" describe helloworld.v1.UserListResponse 2>&1)" || true
+has "describe message" "repeated .helloworld.v1.User users = 1;" "$got"
+
+# Every RPC through reflection and through -proto.
+call "SayHello (reflection)" '{"message":"Hello grpcurl"}' reflect '{"name":"grpcurl"}' SayHello
+call "SayHello (-proto)" '{"message":"Hello wörld"}' with_proto '{"name":"wörld"}' SayHello
+call "UserRegister (reflection)" '{"result":"success"}' reflect '{"username":"ann","password":"pw1"}' UserRegister
+call "UserRegister (-proto)" '{"result":"success"}' with_proto '{"username":"bob","password":"pw2"}' UserRegister
+call_err "UserRegister duplicate" AlreadyExists reflect '{"username":"ann","password":"x"}' UserRegister
+call_err "UserRegister empty username" InvalidArgument with_proto '{"username":"","password":"x"}' UserRegister
+call_err "UserRegister empty password" InvalidArgument reflect '{"username":"cid"}' UserRegister
+want='{"users":[{"username":"ann","password":"pw1"},{"username":"bob","password":"pw2"}]}'
+call "UserList (reflection)" "$want" reflect '{}' UserList
+call "UserList (-proto)" "$want" with_proto '{}' UserList
+
+if [ "$failures" -ne 0 ]; then echo "grpcurl.sh: $failures check(s) failed" >&2; exit 1; fi
+echo "grpcurl.sh: all checks passed ($("$grpcurl" -version 2>&1))"
