@@ -10,6 +10,7 @@
 //! - [`middleware`]: the default logger and panic recovery.
 //! - [`bind`]: JSON / form / multipart / query binding with required fields.
 //! - [`urlenc`]: percent and form decoding.
+//! - [`timefmt`]: UTC calendar formatting for logs and API timestamps.
 //! - [`cli`]: the tiny `--flag value` parser the binaries share.
 //! - [`jwt`]: HS256 JSON Web Tokens, signed and verified by hand.
 //! - [`demo`]: Area B, the router-demo routes.
@@ -33,4 +34,5 @@ pub mod jwt;
 pub mod middleware;
 pub mod router;
 pub mod server;
+pub mod timefmt;
 pub mod urlenc;

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime};
 
 use http::StatusCode;
 
@@ -25,7 +25,7 @@ pub fn logger(c: &mut Context) -> BoxFuture<'_, ()> {
         c.next().await;
         let line = format!(
             "[handwire] {} | {:3} | {:>12?} | {:>15} | {:<7} \"{}\"\n",
-            utc_timestamp(SystemTime::now()),
+            crate::timefmt::log_timestamp(SystemTime::now()),
             c.response_status().as_u16(),
             start.elapsed(),
             c.client_ip(),
@@ -85,54 +85,9 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
     }
 }
 
-/// `YYYY/MM/DD - HH:MM:SS` in UTC, as Gin's logger prints.
-pub fn utc_timestamp(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}/{m:02}/{d:02} - {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn log_timestamps_are_utc_calendar_dates() {
-        let cases = [
-            (0, "1970/01/01 - 00:00:00"),
-            (951_782_400, "2000/02/29 - 00:00:00"),
-            (1_795_301_999, "2026/11/21 - 22:59:59"),
-            (4_107_542_400, "2100/03/01 - 00:00:00"),
-        ];
-        for (secs, want) in cases {
-            assert_eq!(utc_timestamp(UNIX_EPOCH + Duration::from_secs(secs)), want);
-        }
-    }
 
     #[test]
     fn panic_message_reads_str_and_string_payloads() {

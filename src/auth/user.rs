@@ -100,7 +100,7 @@ impl User {
             username: &self.username,
             email: self.email.as_deref(),
             role: self.role,
-            created_at: rfc3339(self.created_at),
+            created_at: crate::timefmt::rfc3339(self.created_at),
         }
     }
 }
@@ -140,45 +140,9 @@ pub fn check_email(email: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Format Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
-pub fn rfc3339(unix: i64) -> String {
-    let days = unix.div_euclid(86_400);
-    let secs = unix.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day),
-/// after Howard Hinnant's `civil_from_days`.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_formats_known_instants() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_300_819_380), "2011-03-22T18:43:00Z");
-        assert_eq!(rfc3339(4_102_444_799), "2099-12-31T23:59:59Z");
-    }
 
     #[test]
     fn usernames_outside_3_to_50_characters_are_refused() {
