@@ -305,19 +305,9 @@ async fn call_unary(
         }
         // Spawned so that a panicking handler becomes INTERNAL instead of
         // taking the connection down; aborted if the deadline passes first.
-        let mut task = AbortOnDrop(tokio::spawn(handler(message)));
-        match (&mut task.0).await {
-            Ok(result) => result,
-            Err(e) if e.is_panic() => Err(Status::internal("handler panicked")),
-            Err(_) => Err(Status::new(Code::Cancelled, "call cancelled")),
-        }
+        isolated(handler(message)).await
     };
-    let result = match deadline {
-        None => call.await,
-        Some(d) => tokio::time::timeout(d, call)
-            .await
-            .unwrap_or_else(|_| Err(deadline_exceeded(d))),
-    };
+    let result = within(deadline, call).await;
     match result {
         Ok(reply) => unary_response(Frame::encode(&reply)),
         Err(status) => trailers_only(&status),
@@ -329,6 +319,32 @@ fn deadline_exceeded(d: Duration) -> Status {
         Code::DeadlineExceeded,
         format!("deadline exceeded after {d:?}"),
     )
+}
+
+/// Run `fut` in its own task: a panic there becomes INTERNAL, and dropping
+/// the returned future (deadline, client gone) aborts the task.
+async fn isolated<T: Send + 'static>(
+    fut: impl Future<Output = Result<T, Status>> + Send + 'static,
+) -> Result<T, Status> {
+    let mut task = AbortOnDrop(tokio::spawn(fut));
+    match (&mut task.0).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => Err(Status::internal("handler panicked")),
+        Err(_) => Err(Status::new(Code::Cancelled, "call cancelled")),
+    }
+}
+
+/// `call`, or DEADLINE_EXCEEDED once `deadline` has passed.
+async fn within<T>(
+    deadline: Option<Duration>,
+    call: impl Future<Output = Result<T, Status>>,
+) -> Result<T, Status> {
+    match deadline {
+        None => call.await,
+        Some(d) => tokio::time::timeout(d, call)
+            .await
+            .unwrap_or_else(|_| Err(deadline_exceeded(d))),
+    }
 }
 
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
@@ -349,21 +365,7 @@ fn call_streaming(
     tokio::spawn(async move {
         // The handler runs in its own task so that a panic ends the call
         // with INTERNAL trailers instead of a stream without a status.
-        let mut task = AbortOnDrop(tokio::spawn(handler(requests, sink)));
-        let call = async {
-            match (&mut task.0).await {
-                Ok(result) => result,
-                Err(e) if e.is_panic() => Err(Status::internal("handler panicked")),
-                Err(_) => Err(Status::new(Code::Cancelled, "call cancelled")),
-            }
-        };
-        let result = match deadline {
-            None => call.await,
-            Some(d) => tokio::time::timeout(d, call)
-                .await
-                .unwrap_or_else(|_| Err(deadline_exceeded(d))),
-        };
-        drop(task);
+        let result = within(deadline, isolated(handler(requests, sink))).await;
         let mut trailers = HeaderMap::new();
         result
             .err()
