@@ -1,1 +1,3 @@
 //! handwire
+
+pub mod router;
