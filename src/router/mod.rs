@@ -11,10 +11,14 @@
 //! Static text wins over a parameter, a parameter over a catch-all, and a
 //! static branch that dead-ends falls back to the parameter (Gin >= 1.8).
 //! Matching runs on the raw request path; parameter values are decoded
-//! afterwards. The tree lives in `tree.rs`, parameters in `params.rs`, the
-//! error in `error.rs`.
+//! afterwards.
+//!
+//! Files: `tree.rs` holds the [`Router`] (one tree per method) and the
+//! [`Lookup`] outcome, `node.rs` the radix tree itself, `params.rs` the
+//! captured values, `error.rs` the registration errors.
 
 mod error;
+mod node;
 mod params;
 mod tree;
 
