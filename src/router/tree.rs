@@ -90,7 +90,9 @@ impl<T> Router<T> {
     /// Finds what handles `method` and `path` (the raw request path).
     ///
     /// A static match allocates nothing; a match with parameters allocates
-    /// only for more than three parameters or to decode a value containing `%`.
+    /// only for more than three parameters or to decode a value containing
+    /// `%`. Otherwise only a redirect's `location` and a 405's `allowed`
+    /// list allocate: a 404 does not (for paths under 256 bytes).
     #[inline]
     pub fn lookup<'r, 'p>(&'r self, method: &Method, path: &'p str) -> Lookup<'r, 'p, T> {
         if let Some(root) = self.tree(method) {
