@@ -1,108 +1,72 @@
-//! PLACEHOLDER matcher (linear scan) until the tree lands; same public API.
-use std::borrow::Cow;
-use std::fmt;
+//! HTTP path routing with Gin's semantics: a hand-written radix tree per
+//! method that maps a request path to the value registered for it.
+//!
+//! - [`Router::insert`] registers `METHOD path` with static text, `:param`
+//!   and a final `*catch-all`, and refuses bad or conflicting routes with an
+//!   [`InsertError`] worded like Gin's start-up panics.
+//! - [`Router::lookup`] answers with a [`Lookup`]: the value and its
+//!   [`Params`], else a trailing-slash redirect, else the methods that would
+//!   match (405), else not found.
+//!
+//! ```
+//! use handwire::router::{Lookup, Router};
+//! use http::Method;
+//!
+//! let mut router = Router::new();
+//! router.insert(Method::GET, "/users/new", "form")?;
+//! router.insert(Method::GET, "/users/:id", "profile")?;
+//! router.insert(Method::GET, "/static/*file", "files")?;
+//!
+//! let Lookup::Found { value, params } = router.lookup(&Method::GET, "/users/a%20b") else {
+//!     panic!("no match");
+//! };
+//! assert_eq!((*value, params.get("id")), ("profile", Some("a b")));
+//!
+//! let Lookup::Found { params, .. } = router.lookup(&Method::GET, "/static/css/x.css") else {
+//!     panic!("no match");
+//! };
+//! assert_eq!(params.get("file"), Some("/css/x.css"));
+//!
+//! assert!(matches!(
+//!     router.lookup(&Method::POST, "/users/7"),
+//!     Lookup::MethodNotAllowed { allowed } if allowed == [Method::GET]
+//! ));
+//! # Ok::<(), handwire::router::InsertError>(())
+//! ```
+//!
+//! Static text wins over a parameter at the same position, and a static
+//! branch that dead-ends falls back to the parameter (Gin >= 1.8); a
+//! catch-all has its segment to itself. Matching runs on the raw request
+//! path (Gin's `UseRawPath`); parameter values are percent-decoded afterwards
+//! (`UnescapePathValues`).
+//!
+//! Where this differs from Gin, on purpose:
+//! - A path that a route matches is served by it. Gin can answer a
+//!   trailing-slash redirect instead (`/cmd/whoami/` with routes
+//!   `/cmd/whoami` and `/cmd/:tool/`), because it looks for the redirect
+//!   hint before it backtracks.
+//! - Decoding keeps `+` as a plus sign (Gin uses `QueryUnescape`, which makes
+//!   it a space), keeps a malformed `%` escape as it is, and keeps the raw
+//!   value if the decoded bytes are not UTF-8.
+//! - No redirect to a location starting with `//` or `/\`, which browsers
+//!   read as another host.
+//! - Registering the same catch-all twice says "handlers are already
+//!   registered" (Gin reports a wildcard conflict); conflict messages give
+//!   the whole existing prefix (Gin sometimes gives only a tree node's part);
+//!   syntax errors are reported before conflicts.
+//!
+//! Files: `tree.rs` holds the [`Router`] (one tree per method) and the
+//! [`Lookup`] outcome, `node.rs` the radix tree itself, `params.rs` the
+//! captured values, `error.rs` the registration errors.
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum InsertError {
-    Conflict(String),
-}
-impl fmt::Display for InsertError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            InsertError::Conflict(p) => write!(f, "handlers are already registered for path '{p}'"),
-        }
-    }
-}
-impl std::error::Error for InsertError {}
+mod error;
+mod node;
+mod params;
+mod tree;
 
-pub struct Router<T> {
-    routes: Vec<(http::Method, String, T)>,
-}
-impl<T> Default for Router<T> {
-    fn default() -> Self {
-        Router { routes: Vec::new() }
-    }
-}
-pub struct Params<'r, 'p> {
-    list: Vec<(&'r str, Cow<'p, str>)>,
-}
-impl Params<'_, '_> {
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.list
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_ref())
-    }
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.list.iter().map(|(n, v)| (*n, v.as_ref()))
-    }
-}
-pub enum Lookup<'r, 'p, T> {
-    Found {
-        value: &'r T,
-        params: Params<'r, 'p>,
-    },
-    RedirectTrailingSlash {
-        location: String,
-    },
-    MethodNotAllowed {
-        allowed: Vec<http::Method>,
-    },
-    NotFound,
-}
-fn matches<'r, 'p>(pat: &'r str, path: &'p str) -> Option<Params<'r, 'p>> {
-    let a: Vec<&str> = pat.split('/').collect();
-    let b: Vec<&str> = path.split('/').collect();
-    if a.len() != b.len() {
-        return None;
-    }
-    let mut list = Vec::new();
-    for (x, y) in a.iter().zip(b.iter()) {
-        if let Some(n) = x.strip_prefix(':') {
-            if y.is_empty() {
-                return None;
-            }
-            list.push((n, Cow::Borrowed(*y)));
-        } else if x != y {
-            return None;
-        }
-    }
-    Some(Params { list })
-}
-impl<T> Router<T> {
-    pub fn new() -> Self {
-        Self::default()
-    }
-    pub fn insert(
-        &mut self,
-        method: http::Method,
-        path: &str,
-        value: T,
-    ) -> Result<(), InsertError> {
-        if self
-            .routes
-            .iter()
-            .any(|(m, p, _)| *m == method && p == path)
-        {
-            return Err(InsertError::Conflict(path.into()));
-        }
-        self.routes.push((method, path.to_string(), value));
-        Ok(())
-    }
-    pub fn lookup<'r, 'p>(&'r self, method: &http::Method, path: &'p str) -> Lookup<'r, 'p, T> {
-        let mut allowed = Vec::new();
-        for (m, p, v) in &self.routes {
-            // SAFETY of lifetimes: params borrow pattern names from 'r and path from 'p
-            if let Some(params) = matches(p.as_str(), path) {
-                if m == method {
-                    return Lookup::Found { value: v, params };
-                }
-                allowed.push(m.clone());
-            }
-        }
-        if !allowed.is_empty() {
-            return Lookup::MethodNotAllowed { allowed };
-        }
-        Lookup::NotFound
-    }
-}
+pub use error::InsertError;
+pub use params::Params;
+pub use tree::*;
+
+#[cfg(test)]
+mod tests;

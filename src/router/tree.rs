@@ -1,0 +1,176 @@
+//! The router: one radix tree per HTTP method, and the answer to "what
+//! handles this request?" in Gin's order: the route, else a trailing-slash
+//! redirect, else the methods that would match (405), else not found.
+//!
+//! The tree itself (how routes are stored and matched) is in `node.rs`.
+
+use std::fmt;
+
+use http::Method;
+
+use super::error::InsertError;
+use super::node::Node;
+use super::params::Params;
+
+/// Routes registered per HTTP method, and the answer to "what handles this
+/// request?".
+///
+/// Paths are matched on their raw (still percent-encoded) form, as Gin does
+/// with `UseRawPath`: pass `uri.path()` unchanged. An encoded `%2F` therefore
+/// stays inside one segment, and a literal route segment only matches the
+/// same bytes (`/us%65rs` is not `/users`). Parameter values are decoded
+/// after the match (Gin's `UnescapePathValues`), see [`Params`].
+pub struct Router<T> {
+    /// One tree per method in registration order; a short list beats a map
+    /// for the handful of methods a service uses.
+    trees: Vec<(Method, Node<T>)>,
+    /// Every registered (method, path), in registration order.
+    routes: Vec<(Method, String)>,
+}
+
+/// The outcome of [`Router::lookup`], checked in this order (as Gin does).
+#[derive(Debug)]
+pub enum Lookup<'r, 'p, T> {
+    /// A route for this method matches the path.
+    Found {
+        /// The value registered with the route.
+        value: &'r T,
+        /// The route's parameters, percent-decoded.
+        params: Params<'r, 'p>,
+    },
+    /// No route for this path, but the same path with/without a trailing
+    /// slash exists for this method. `location` is the path to redirect to
+    /// (the caller sends 301 for GET, 307 otherwise, as Gin, and appends the
+    /// query string). Never offered for `/` itself, nor when the location
+    /// would start with `//` or `/\`, which browsers read as another host.
+    RedirectTrailingSlash {
+        /// The other form of the request path.
+        location: String,
+    },
+    /// The path matches under other methods; `allowed` lists them (sorted,
+    /// for the Allow header).
+    MethodNotAllowed {
+        /// The methods whose routes match the path, sorted by name.
+        allowed: Vec<Method>,
+    },
+    /// Nothing matches.
+    NotFound,
+}
+
+impl<T> Router<T> {
+    /// An empty router.
+    pub fn new() -> Self {
+        Router {
+            trees: Vec::new(),
+            routes: Vec::new(),
+        }
+    }
+
+    /// Registers `value` for `method` and `path`.
+    ///
+    /// Route syntax (Gin's): literal text, `:name` (matches a non-empty run of
+    /// the path up to the next `/`; it may follow literal text in its segment,
+    /// as in `/user_:name`) and a final `*name` that starts a segment and
+    /// matches the rest of the path. The catch-all value includes the leading
+    /// `/`: `/src/*filepath` on `/src/a/b` gives `filepath` = `/a/b`, and on
+    /// `/src/` gives `/`.
+    pub fn insert(&mut self, method: Method, path: &str, value: T) -> Result<(), InsertError> {
+        match self.trees.iter_mut().find(|(m, _)| *m == method) {
+            Some((_, root)) => root.insert(path, value)?,
+            None => {
+                let mut root = Node::root();
+                root.insert(path, value)?;
+                self.trees.push((method.clone(), root));
+            }
+        }
+        self.routes.push((method, path.to_owned()));
+        Ok(())
+    }
+
+    /// Finds what handles `method` and `path` (the raw request path).
+    ///
+    /// A static match allocates nothing; a match with parameters allocates
+    /// only for more than three parameters or to decode a value containing
+    /// `%`. Otherwise only a redirect's `location` and a 405's `allowed`
+    /// list allocate: a 404 does not (for paths under 256 bytes).
+    #[inline]
+    pub fn lookup<'r, 'p>(&'r self, method: &Method, path: &'p str) -> Lookup<'r, 'p, T> {
+        if let Some(root) = self.tree(method) {
+            let mut params = Params::new();
+            if let Some(value) = root.find(path, 0, &mut params) {
+                params.decode_values();
+                return Lookup::Found { value, params };
+            }
+            if let Some(location) = trailing_slash_redirect(root, path) {
+                return Lookup::RedirectTrailingSlash { location };
+            }
+        }
+        let mut allowed: Vec<Method> = self
+            .trees
+            .iter()
+            .filter(|(m, root)| m != method && root.matches(path))
+            .map(|(m, _)| m.clone())
+            .collect();
+        if allowed.is_empty() {
+            return Lookup::NotFound;
+        }
+        allowed.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        Lookup::MethodNotAllowed { allowed }
+    }
+
+    /// The registered (method, path) pairs, in registration order.
+    pub fn routes(&self) -> impl Iterator<Item = (&Method, &str)> {
+        self.routes
+            .iter()
+            .map(|(method, path)| (method, path.as_str()))
+    }
+
+    fn tree(&self, method: &Method) -> Option<&Node<T>> {
+        self.trees
+            .iter()
+            .find(|(m, _)| m == method)
+            .map(|(_, root)| root)
+    }
+}
+
+impl<T> Default for Router<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for Router<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.routes()).finish()
+    }
+}
+
+/// The other form of `path` (one trailing slash more or less), if that form
+/// matches a route of this method.
+fn trailing_slash_redirect<T>(root: &Node<T>, path: &str) -> Option<String> {
+    if path.len() <= 1 {
+        return None;
+    }
+    if let Some(without) = path.strip_suffix('/') {
+        return (is_local(without) && root.matches(without)).then(|| without.to_owned());
+    }
+    if !is_local(path) {
+        return None;
+    }
+    // Try `path + "/"` in a stack buffer: a 404 should not cost an allocation.
+    let mut buf = [0u8; 256];
+    let with = match buf.get_mut(..path.len() + 1) {
+        Some(slot) => {
+            slot[..path.len()].copy_from_slice(path.as_bytes());
+            slot[path.len()] = b'/';
+            root.matches(std::str::from_utf8(slot).ok()?)
+        }
+        None => root.matches(&format!("{path}/")),
+    };
+    with.then(|| format!("{path}/"))
+}
+
+/// False for paths that a browser would read as a host (`//evil`, `/\evil`).
+fn is_local(path: &str) -> bool {
+    !matches!(path.as_bytes().get(1), Some(b'/' | b'\\'))
+}

@@ -1,0 +1,113 @@
+//! Proves the router's allocation promises with a counting global allocator:
+//! a static lookup touches no heap, nor does a lookup with a few plain
+//! parameters or one that ends in 404.
+//!
+//! The counter is per thread, so allocations made by the test harness on
+//! other threads do not disturb the count.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use handwire::router::{Lookup, Router};
+use http::Method;
+
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the
+// counter is a const-initialized thread local without a destructor, so
+// touching it never allocates or re-enters the allocator.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|count| count.set(count.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|count| count.set(count.get() + 1));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// Heap allocations made by `f` on this thread.
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+fn demo_router() -> Router<&'static str> {
+    let mut router = Router::new();
+    let routes = [
+        (Method::GET, "/"),
+        (Method::GET, "/hello"),
+        (Method::GET, "/users/new"),
+        (Method::GET, "/users/:id"),
+        (Method::GET, "/users/:id/books/:book"),
+        (Method::GET, "/static/*filepath"),
+        (Method::POST, "/login"),
+    ];
+    for (method, path) in routes {
+        router.insert(method, path, path).expect("valid route");
+    }
+    router
+}
+
+#[test]
+fn static_lookup_allocates_nothing() {
+    let router = demo_router();
+    for path in ["/", "/hello", "/users/new"] {
+        let count = allocations_during(|| match router.lookup(&Method::GET, path) {
+            Lookup::Found { value, params } => {
+                assert_eq!((*value, params.len()), (path, 0));
+            }
+            other => panic!("GET {path}: {other:?}"),
+        });
+        assert_eq!(count, 0, "GET {path} allocated");
+    }
+}
+
+#[test]
+fn lookup_with_plain_params_or_not_found_allocates_nothing() {
+    let router = demo_router();
+    let cases = [
+        (Method::GET, "/users/newx", true),
+        (Method::GET, "/users/7/books/rust", true),
+        (Method::GET, "/static/css/site.css", true),
+        (Method::GET, "/nothing/here", false),
+        (Method::GET, "/users/7/books", false),
+        (Method::PUT, "/nothing", false),
+    ];
+    for (method, path, expect_found) in cases {
+        let count = allocations_during(|| {
+            let lookup = router.lookup(&method, path);
+            assert_eq!(
+                matches!(lookup, Lookup::Found { .. }),
+                expect_found,
+                "{method} {path}"
+            );
+            assert!(matches!(lookup, Lookup::Found { .. } | Lookup::NotFound));
+        });
+        assert_eq!(count, 0, "{method} {path} allocated");
+    }
+}
+
+#[test]
+fn decoding_a_percent_encoded_param_is_what_allocates() {
+    let router = demo_router();
+    let count = allocations_during(|| match router.lookup(&Method::GET, "/users/a%20b") {
+        Lookup::Found { params, .. } => assert_eq!(params.get("id"), Some("a b")),
+        other => panic!("{other:?}"),
+    });
+    assert_eq!(count, 1, "one String for the decoded value");
+}
