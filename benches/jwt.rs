@@ -11,7 +11,6 @@ use handwire::auth::user::Role;
 use handwire::jwt::Hs256;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use std::hint::black_box;
-use std::path::PathBuf;
 
 const SECRET: &[u8] = b"benchmark secret, 32 bytes or longer";
 
@@ -72,44 +71,11 @@ fn verify(c: &mut Criterion) {
 
 criterion_group!(benches, sign, verify);
 
-/// Where criterion writes its estimates (same rules as criterion itself,
-/// minus the `cargo metadata` call).
-fn criterion_home() -> PathBuf {
-    if let Some(home) = std::env::var_os("CRITERION_HOME") {
-        return home.into();
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-    target.join("criterion")
-}
-
-fn mean_ns(group: &str, function: &str) -> Option<f64> {
-    let path = criterion_home()
-        .join(group)
-        .join(function)
-        .join("new")
-        .join("estimates.json");
-    let text = std::fs::read_to_string(path).ok()?;
-    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-    value["mean"]["point_estimate"].as_f64()
-}
+#[path = "support/mod.rs"]
+mod support;
 
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    // Under `cargo test` the benches run once as smoke tests: no ratio then.
-    if !std::env::args().any(|a| a == "--bench") {
-        return;
-    }
-    for group in ["jwt_sign", "jwt_verify"] {
-        if let (Some(ours), Some(theirs)) =
-            (mean_ns(group, "handwire"), mean_ns(group, "jsonwebtoken"))
-        {
-            println!(
-                "{group}: handwire {ours:.0} ns, jsonwebtoken {theirs:.0} ns, ratio handwire/jsonwebtoken = {:.2}",
-                ours / theirs
-            );
-        }
-    }
+    support::print_ratios(&["jwt_sign", "jwt_verify"], "handwire", "jsonwebtoken");
 }

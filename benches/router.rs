@@ -8,7 +8,7 @@
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use handwire::router::{Lookup, Router};
 use http::Method;
 
@@ -213,4 +213,12 @@ fn compare_routers(c: &mut Criterion) {
 }
 
 criterion_group!(benches, compare_routers);
-criterion_main!(benches);
+
+#[path = "support/mod.rs"]
+mod support;
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    support::print_ratios(&["github_api_all_routes"], "handwire", "matchit");
+}
