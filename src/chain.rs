@@ -234,6 +234,15 @@ impl Context {
         self.response.status
     }
 
+    /// Forget the response written so far (status back to 200, no headers,
+    /// no body): recovery and timeout replace a half-written answer.
+    pub(crate) fn clear_response(&mut self) {
+        self.response.status = StatusCode::OK;
+        self.response.headers.clear();
+        self.response.body.clear();
+        self.response.written = false;
+    }
+
     /// Whether a body has been written.
     pub fn written(&self) -> bool {
         self.response.written

@@ -14,7 +14,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
@@ -30,9 +29,6 @@ use crate::server::{self, Body, BoxFuture, Service};
 /// Default request body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
 
-/// Builds the response sent when a request exceeds the engine's timeout.
-pub type TimeoutResponse = fn() -> Response<Body>;
-
 /// Context key under which the trailing-slash redirect target is stored.
 const TSR_LOCATION: &str = "handwire.tsr_location";
 
@@ -43,7 +39,6 @@ pub struct Engine {
     no_route: Vec<Handler>,
     no_method: Vec<Handler>,
     body_limit: usize,
-    timeout: Option<(Duration, TimeoutResponse)>,
 }
 
 impl Default for Engine {
@@ -69,7 +64,6 @@ impl Engine {
             no_route: vec![handler(default_not_found)],
             no_method: vec![handler(default_method_not_allowed)],
             body_limit: DEFAULT_BODY_LIMIT,
-            timeout: None,
         }
     }
 
@@ -157,12 +151,6 @@ impl Engine {
         self.body_limit = bytes;
     }
 
-    /// Give each request at most `d`; past it the chain is dropped and
-    /// `on_timeout()` answers instead.
-    pub fn timeout(&mut self, d: Duration, on_timeout: TimeoutResponse) {
-        self.timeout = Some((d, on_timeout));
-    }
-
     /// Freeze the routes into a servable [`App`].
     pub fn build(self) -> Arc<App> {
         let with_global = |tail: Vec<Handler>| -> Arc<[Handler]> {
@@ -174,7 +162,6 @@ impl Engine {
             redirect: with_global(vec![handler(trailing_slash_redirect)]),
             router: self.router,
             body_limit: self.body_limit,
-            timeout: self.timeout,
         })
     }
 }
@@ -248,7 +235,6 @@ pub struct App {
     method_not_allowed: Arc<[Handler]>,
     redirect: Arc<[Handler]>,
     body_limit: usize,
-    timeout: Option<(Duration, TimeoutResponse)>,
 }
 
 impl Service for App {
@@ -298,7 +284,6 @@ impl Service for App {
             }
             Lookup::NotFound => (self.not_found.clone(), Vec::new(), None, None),
         };
-        let timeout = self.timeout;
         Box::pin(async move {
             if declared_too_large {
                 return too_large(limit);
@@ -320,14 +305,7 @@ impl Service for App {
             if let Some(allow) = allow {
                 c.set_header(ALLOW, &allow);
             }
-            match timeout {
-                None => c.next().await,
-                Some((d, on_timeout)) => {
-                    if tokio::time::timeout(d, c.next()).await.is_err() {
-                        return on_timeout();
-                    }
-                }
-            }
+            c.next().await;
             into_response(c)
         })
     }

@@ -1,4 +1,5 @@
-//! The two default middleware: request logger and panic recovery.
+//! The two default middleware, request logger and panic recovery, and an
+//! optional per-request timeout.
 //!
 //! Both are ordinary [`Handler`](crate::chain::Handler)s that wrap
 //! `c.next().await`, which is the whole point of the Next mechanism: code
@@ -10,11 +11,11 @@ use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use http::StatusCode;
 
-use crate::chain::Context;
+use crate::chain::{handler, Context, Handler};
 use crate::server::BoxFuture;
 
 /// Logs one line per request after the rest of the chain has run:
@@ -49,11 +50,25 @@ pub fn recovery(c: &mut Context) -> BoxFuture<'_, ()> {
                 c.path(),
                 panic_message(payload.as_ref())
             );
-            c.response.body.clear();
-            c.response.headers.clear();
-            c.response.written = false;
+            c.clear_response();
             c.abort_with_status(StatusCode::INTERNAL_SERVER_ERROR);
         }
+    })
+}
+
+/// Gives the rest of the chain at most `d`. Past it, the rest is dropped
+/// where it stands (its half-written response discarded), `on_timeout`
+/// writes the answer and the chain is aborted, so middleware before this one,
+/// such as the logger, still sees the request finish.
+pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
+    handler(move |c| {
+        Box::pin(async move {
+            if tokio::time::timeout(d, c.next()).await.is_err() {
+                c.clear_response();
+                on_timeout(c);
+                c.abort();
+            }
+        })
     })
 }
 

@@ -12,6 +12,7 @@ use http::{Method, StatusCode};
 use serde_json::json;
 
 use handwire::chain::{handler, Context, Engine, Handler};
+use handwire::middleware;
 use handwire::server::BoxFuture;
 use support::{get, send, start, Proto, BOTH};
 
@@ -498,34 +499,41 @@ async fn bodies_over_the_limit_get_413_json_and_the_server_keeps_serving() {
 }
 
 #[tokio::test]
-async fn per_request_timeout_answers_with_the_timeout_response() {
-    fn on_timeout() -> http::Response<handwire::server::Body> {
-        let mut r = http::Response::new(handwire::server::full("too slow"));
-        *r.status_mut() = StatusCode::GATEWAY_TIMEOUT;
-        r
-    }
+async fn timeout_middleware_answers_for_slow_chains_and_outer_middleware_still_finishes() {
+    let log = new_log();
     let mut e = Engine::bare();
-    e.timeout(Duration::from_millis(50), on_timeout);
+    e.use_middleware(wrap(&log, "outer"));
+    e.use_middleware(middleware::timeout(Duration::from_millis(50), |c| {
+        c.string(StatusCode::GATEWAY_TIMEOUT, "too slow")
+    }));
+    let slow_log = log.clone();
     e.get(
         "/slow",
-        handler(|c| {
+        handler(move |c| {
+            let log = slow_log.clone();
             Box::pin(async move {
+                c.set_header(http::header::CACHE_CONTROL, "max-age=60");
+                push(&log, "slow handler started");
                 tokio::time::sleep(Duration::from_secs(5)).await;
+                push(&log, "slow handler finished");
                 c.string(StatusCode::OK, "late");
             })
         }),
     )
     .unwrap();
-    e.get(
-        "/fast",
-        handler(|c| Box::pin(async move { c.string(StatusCode::OK, "quick") })),
-    )
-    .unwrap();
+    e.get("/fast", endpoint(&log, "fast")).unwrap();
     let srv = start(e.build()).await;
     let r = get(Proto::H1, srv.addr, "/slow").await;
     assert_eq!(
         (r.status, r.text().as_str()),
         (StatusCode::GATEWAY_TIMEOUT, "too slow")
     );
-    assert_eq!(get(Proto::H2, srv.addr, "/fast").await.text(), "quick");
+    assert_eq!(
+        r.header("cache-control"),
+        None,
+        "half-written response must be discarded"
+    );
+    assert_eq!(take(&log), ["outer>", "slow handler started", "<outer"]);
+    assert_eq!(get(Proto::H2, srv.addr, "/fast").await.text(), "fast");
+    assert_eq!(take(&log), ["outer>", "fast", "<outer"]);
 }

@@ -10,15 +10,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{Response, StatusCode};
+use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::biz::{self, GreeterUsecase, UserUsecase};
 use crate::chain::{handler, Context};
 use crate::engine::{App, Engine};
+use crate::middleware;
 use crate::router::InsertError;
-use crate::server::{self, Body};
 
 /// The Kratos error body, fields in Kratos' order.
 #[derive(Serialize)]
@@ -58,21 +58,13 @@ fn fail_biz(c: &mut Context, e: &biz::Error) {
 }
 
 /// The 504 answer when `server.http.timeout` passes.
-fn timeout_response() -> Response<Body> {
-    let status = StatusCode::GATEWAY_TIMEOUT;
-    let body = error_body(
-        status,
+fn timeout_response(c: &mut Context) {
+    fail(
+        c,
+        StatusCode::GATEWAY_TIMEOUT,
         "DEADLINE_EXCEEDED",
         "request exceeded server.http.timeout",
     );
-    let text = serde_json::to_string(&body).unwrap_or_default();
-    let mut response = Response::new(server::full(text));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json; charset=utf-8"),
-    );
-    response
 }
 
 #[derive(Deserialize)]
@@ -102,7 +94,7 @@ pub fn app(
 ) -> Result<Arc<App>, InsertError> {
     let mut e = Engine::new();
     if let Some(d) = timeout {
-        e.timeout(d, timeout_response);
+        e.use_middleware(middleware::timeout(d, timeout_response));
     }
     e.no_route(vec![handler(|c| {
         Box::pin(async move {
