@@ -146,6 +146,12 @@ pub enum ConfigError {
     },
     /// An address that is not `host:port`.
     InvalidAddress { key: &'static str, value: String },
+    /// An IP literal of the other family than `tcp4` / `tcp6` asks for.
+    NetworkMismatch {
+        key: &'static str,
+        value: String,
+        network: String,
+    },
     /// A database driver that is not built in.
     UnsupportedDriver { key: &'static str, value: String },
     /// An empty database source.
@@ -195,6 +201,15 @@ impl fmt::Display for ConfigError {
             ConfigError::InvalidAddress { key, value } => write!(
                 f,
                 "{key}: invalid address {value:?} (expected host:port, e.g. 0.0.0.0:8000)"
+            ),
+            ConfigError::NetworkMismatch {
+                key,
+                value,
+                network,
+            } => write!(
+                f,
+                "{key}: address {value:?} is not an {} address, but the network is {network}",
+                if network == "tcp4" { "IPv4" } else { "IPv6" }
             ),
             ConfigError::UnsupportedDriver { key, value } => write!(
                 f,
@@ -378,7 +393,7 @@ fn kind(value: &Value) -> &'static str {
 /// `server.http.*` (first = 0) or `server.grpc.*` (first = 3).
 fn listener(v: &Values, first: usize) -> Result<Listener, ConfigError> {
     let network = network(v, KEYS[first], &SERVER_NETWORKS)?;
-    let addr = address(v, KEYS[first + 1])?;
+    let addr = listen_address(&network, KEYS[first + 1], address(v, KEYS[first + 1])?)?;
     let timeout = duration(v, KEYS[first + 2])?;
     Ok(Listener {
         network,
@@ -419,6 +434,38 @@ fn address(v: &Values, key: &'static str) -> Result<String, ConfigError> {
             value: value.to_owned(),
         })
     }
+}
+
+/// Apply the listener's network to its address, as Go's `net.Listen` does:
+/// an empty host means every interface of the network's family
+/// (`:8000` → `0.0.0.0:8000`, or `[::]:8000` for `tcp6`), and an IP literal
+/// must belong to the family `tcp4` / `tcp6` names.
+fn listen_address(network: &str, key: &'static str, addr: String) -> Result<String, ConfigError> {
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        return Ok(addr);
+    };
+    if host.is_empty() {
+        let any = if network == "tcp6" { "[::]" } else { "0.0.0.0" };
+        return Ok(format!("{any}:{port}"));
+    }
+    let literal = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
+        .parse::<std::net::IpAddr>();
+    let mismatch = match (network, literal) {
+        ("tcp4", Ok(ip)) => ip.is_ipv6(),
+        ("tcp6", Ok(ip)) => ip.is_ipv4(),
+        _ => false,
+    };
+    if mismatch {
+        return Err(ConfigError::NetworkMismatch {
+            key,
+            value: addr,
+            network: network.to_owned(),
+        });
+    }
+    Ok(addr)
 }
 
 fn driver(v: &Values, key: &'static str) -> Result<String, ConfigError> {

@@ -229,6 +229,34 @@ fn unsupported_network_is_named() {
 }
 
 #[test]
+fn empty_host_listens_on_every_interface_of_the_network_family() {
+    let c = Config::from_yaml(&with("addr: 0.0.0.0:8000", "    addr: :8000")).unwrap();
+    assert_eq!(c.server.http.addr, "0.0.0.0:8000");
+    let text = with("network: tcp", "    network: tcp6").replace("0.0.0.0:8000", ":8000");
+    let c = Config::from_yaml(&text).unwrap();
+    assert_eq!(c.server.http.addr, "[::]:8000");
+}
+
+#[test]
+fn ip_literal_of_the_wrong_family_for_tcp4_or_tcp6_is_named() {
+    let e = error_of(&with("network: tcp", "    network: tcp6"));
+    assert_eq!(
+        e,
+        "server.http.addr: address \"0.0.0.0:8000\" is not an IPv6 address, but the network is tcp6"
+    );
+    let text = with("network: tcp", "    network: tcp4").replace("0.0.0.0:8000", "\"[::1]:8000\"");
+    assert_eq!(
+        error_of(&text),
+        "server.http.addr: address \"[::1]:8000\" is not an IPv4 address, but the network is tcp4"
+    );
+    let text = with("network: tcp", "    network: tcp4").replace("0.0.0.0:8000", "localhost:8000");
+    assert!(
+        Config::from_yaml(&text).is_ok(),
+        "host names are resolved at bind time"
+    );
+}
+
+#[test]
 fn address_without_port_is_named() {
     let e = error_of(&with("addr: 127.0.0.1:6379", "    addr: localhost"));
     assert_eq!(
