@@ -122,6 +122,23 @@ fn providers_without_enc_key_and_bad_configs_are_startup_errors_naming_the_key()
         .arg(&db.path));
     assert!(!ok);
     assert!(err.contains("oauth.github.token_url"), "{err}");
+
+    let missing_ca = db.path.with_extension("no-such-ca.pem");
+    let bad = config_file(
+        &db,
+        &format!("{PROVIDERS}    ca_file: {}\n", missing_ca.display()),
+    );
+    let (ok, err) = run(command()
+        .env("TOKEN_AUTH_SECRET", SECRET)
+        .arg("--config")
+        .arg(&bad)
+        .arg("--db")
+        .arg(&db.path));
+    assert!(!ok);
+    assert!(
+        err.contains("oauth.github.ca_file: cannot read") && err.contains("no-such-ca.pem"),
+        "{err}"
+    );
     let _ = std::fs::remove_file(good);
 
     let (ok, err) = run(command()

@@ -1,6 +1,7 @@
 //! The OAuth authorization-code flow (spec §5.7) end to end: our server, a
 //! real loopback identity provider (tests/token_auth_support/fake_provider.rs)
-//! and a client playing the browser, over real HTTP.
+//! and a client playing the browser, over real HTTP — and over HTTPS with a
+//! certificate made at test time, trusted through the provider's `ca_file`.
 
 mod token_auth_support;
 
@@ -10,10 +11,14 @@ use handwire::auth::config::{Provider, ProviderConfig};
 use handwire::auth::oauth::form;
 use handwire::auth::service::{AuthService, Settings};
 use handwire::auth::store::NO_PASSWORD;
-use http::{Method, StatusCode};
+use http::{Method, StatusCode, Version};
 use serde_json::json;
+use std::path::PathBuf;
 use token_auth_support::fake_provider::{Failure, FakeProvider, FakeUser};
-use token_auth_support::{request, start, start_with, AuthServer, Reply, TEST_ENC_KEY};
+use token_auth_support::tls::TestPki;
+use token_auth_support::{
+    get_trusting, request, start, start_with, AuthServer, Reply, TEST_ENC_KEY,
+};
 
 const APPID: &str = "test-app";
 const SECRET: &str = "test-app-secret";
@@ -35,21 +40,27 @@ fn provider_config(provider_base: &str, server_base: &str) -> ProviderConfig {
         userinfo_url: format!("{provider_base}/userinfo"),
         redirect_uri: format!("{server_base}/auth/oauth/github/callback"),
         scope: "profile".into(),
+        ca_file: None,
     }
 }
 
 async fn setup() -> (AuthServer, FakeProvider) {
     let provider = FakeProvider::start("127.0.0.1:0", APPID, SECRET, octocat()).await;
+    (serve_with(&provider, None).await, provider)
+}
+
+/// Our server, configured for `provider` with `ca_file`.
+async fn serve_with(provider: &FakeProvider, ca_file: Option<PathBuf>) -> AuthServer {
     let base = provider.base();
     let s = start_with(|settings, server_base| {
-        settings
-            .providers
-            .insert(Provider::Github, provider_config(&base, server_base));
+        let mut config = provider_config(&base, server_base);
+        config.ca_file = ca_file;
+        settings.providers.insert(Provider::Github, config);
         settings.enc_key = Some(TEST_ENC_KEY.into());
     })
     .await;
     provider.register_redirect_uri(&s.url("/auth/oauth/github/callback"));
-    (s, provider)
+    s
 }
 
 async fn get(url: &str) -> Reply {
@@ -343,4 +354,116 @@ fn providers_without_an_encryption_key_refuse_to_start_naming_the_variable() {
     settings.enc_key = Some("too-short".into());
     let err = AuthService::open(settings).unwrap_err().to_string();
     assert!(err.contains("TOKEN_AUTH_ENC_KEY"), "{err}");
+}
+
+#[tokio::test]
+async fn https_provider_trusted_through_ca_file_signs_in_over_tls() {
+    let pki = TestPki::new("handwire test CA");
+    let ca_file = pki.write_ca_file("oauth-ca");
+    let provider =
+        FakeProvider::start_tls("127.0.0.1:0", APPID, SECRET, octocat(), pki.server_config()).await;
+    let s = serve_with(&provider, Some(ca_file.path.clone())).await;
+
+    let location = begin(&s).await;
+    let port = provider.addr.port();
+    assert!(
+        location.starts_with(&format!("https://127.0.0.1:{port}/authorize?")),
+        "{location}"
+    );
+    let approved = get_trusting(&location, pki.client_roots()).await;
+    assert_eq!(approved.status, StatusCode::FOUND, "{}", approved.text());
+    let callback = approved.header("location").expect("Location").to_string();
+    let reply = get(&callback).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+
+    let profile = s
+        .get_bearer("/api/user/profile", &reply.str("access_token"))
+        .await;
+    assert_eq!(profile.json()["user"]["username"], "github_TheOctocat");
+    assert_eq!(stored_rows(&s), (1, 1));
+    // Both back-channel calls went to the TLS-only provider, and ALPN chose
+    // HTTP/2 (which a client only speaks there after a TLS handshake).
+    assert_eq!(
+        provider.backchannel_versions(),
+        [Version::HTTP_2, Version::HTTP_2]
+    );
+}
+
+#[tokio::test]
+async fn https_provider_whose_ca_is_not_trusted_is_502_and_stores_nothing() {
+    let pki = TestPki::new("handwire test CA");
+    let other_ca = TestPki::new("some other CA").write_ca_file("other-ca");
+    let provider =
+        FakeProvider::start_tls("127.0.0.1:0", APPID, SECRET, octocat(), pki.server_config()).await;
+    // Built-in roots only, then a ca_file holding an unrelated CA.
+    for ca_file in [None, Some(other_ca.path.clone())] {
+        let s = serve_with(&provider, ca_file.clone()).await;
+        let approved = get_trusting(&begin(&s).await, pki.client_roots()).await;
+        let callback = approved.header("location").expect("Location").to_string();
+        let reply = get(&callback).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_GATEWAY,
+            "{ca_file:?}: {}",
+            reply.text()
+        );
+        let error = reply.error();
+        assert!(
+            error.starts_with("identity provider failed: provider TLS certificate not trusted")
+                && error.contains("UnknownIssuer"),
+            "{ca_file:?}: {error}"
+        );
+        assert_eq!(stored_rows(&s), (0, 0), "{ca_file:?}");
+    }
+    // The handshake failed before any request was sent.
+    assert_eq!(provider.token_calls(), 0);
+    assert!(provider.backchannel_versions().is_empty());
+}
+
+#[tokio::test]
+async fn https_provider_certificate_for_another_host_is_502_even_with_its_ca_trusted() {
+    let pki = TestPki::for_names("handwire test CA", &["id.example.com"]);
+    let ca_file = pki.write_ca_file("oauth-ca-other-host");
+    let provider =
+        FakeProvider::start_tls("127.0.0.1:0", APPID, SECRET, octocat(), pki.server_config()).await;
+    let s = serve_with(&provider, Some(ca_file.path.clone())).await;
+    // The browser step is played over plain HTTP to our own callback: a
+    // valid state and code are all the callback needs to call the provider.
+    let location = begin(&s).await;
+    let state = form::get(&query_of(&location), "state")
+        .unwrap()
+        .to_string();
+    let url = format!(
+        "{}?{}",
+        s.url("/auth/oauth/github/callback"),
+        form::encode_pairs([("code", "any"), ("state", state.as_str())])
+    );
+    let reply = get(&url).await;
+    assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{}", reply.text());
+    let error = reply.error();
+    assert!(
+        error.contains("provider TLS certificate not trusted")
+            && error.contains("not valid for name"),
+        "{error}"
+    );
+    assert_eq!(stored_rows(&s), (0, 0));
+    assert_eq!(provider.token_calls(), 0);
+}
+
+#[test]
+fn an_unusable_ca_file_refuses_to_start_naming_the_key() {
+    let db = token_auth_support::TempDb::new("bad-ca-file");
+    let mut settings = Settings::new(token_auth_support::TEST_SECRET, db.path.clone());
+    settings.bcrypt_cost = token_auth_support::TEST_COST;
+    settings.enc_key = Some(TEST_ENC_KEY.into());
+    let mut config = provider_config("https://127.0.0.1:1", "http://127.0.0.1:2");
+    let missing = db.path.with_extension("missing.pem");
+    config.ca_file = Some(missing.clone());
+    settings.providers.insert(Provider::Github, config);
+    let err = AuthService::open(settings).unwrap_err().to_string();
+    assert!(
+        err.starts_with("oauth.github.ca_file: cannot read")
+            && err.contains(&missing.display().to_string()),
+        "{err}"
+    );
 }

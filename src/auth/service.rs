@@ -13,7 +13,7 @@
 
 use crate::auth::blacklist::Blacklist;
 use crate::auth::clock::{Clock, SystemClock};
-use crate::auth::config::{Provider, ProviderConfig};
+use crate::auth::config::{ConfigError, Provider, ProviderConfig};
 use crate::auth::limiter::{LimitPolicy, LoginLimiter};
 use crate::auth::oauth::cipher::{CipherError, TokenCipher, ENC_KEY_VAR};
 use crate::auth::oauth::OAuth;
@@ -91,6 +91,8 @@ pub enum SetupError {
     Store(StoreError),
     /// The password hasher could not be set up (bad cost).
     Passwords(PasswordError),
+    /// A provider setting is unusable (e.g. its `ca_file`).
+    Provider(ConfigError),
 }
 
 impl fmt::Display for SetupError {
@@ -105,6 +107,7 @@ impl fmt::Display for SetupError {
             SetupError::EncKey(e) => write!(f, "{e}"),
             SetupError::Store(e) => write!(f, "{e}"),
             SetupError::Passwords(e) => write!(f, "bcrypt cost: {e}"),
+            SetupError::Provider(e) => write!(f, "{e}"),
         }
     }
 }
@@ -156,7 +159,10 @@ impl AuthService {
                 .as_deref()
                 .ok_or(SetupError::EncKeyMissing)?;
             let cipher = TokenCipher::from_hex(key).map_err(SetupError::EncKey)?;
-            Some(OAuth::new(settings.providers, cipher, Arc::clone(&clock)))
+            Some(
+                OAuth::new(settings.providers, cipher, Arc::clone(&clock))
+                    .map_err(SetupError::Provider)?,
+            )
         };
         let passwords = Passwords::new(settings.bcrypt_cost).map_err(SetupError::Passwords)?;
         let store = Store::open(&settings.db_path).map_err(SetupError::Store)?;

@@ -74,6 +74,12 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
     settings.enc_key = std::env::var(ENC_KEY_VAR).ok();
     for (name, provider) in &settings.providers {
         println!("token-auth: OAuth provider {name}: {provider}");
+        for key in provider.cleartext_endpoints() {
+            eprintln!(
+                "token-auth: warning: oauth.{name}.{key} is plain http:// to a non-loopback \
+                 host; the client secret and provider tokens travel unencrypted (use https://)"
+            );
+        }
     }
 
     let service = tokio::task::spawn_blocking(move || AuthService::open(settings))

@@ -1,6 +1,10 @@
-//! A real OAuth 2.0 identity provider on loopback HTTP, small enough to read,
-//! strict enough to catch a wrong client. Used by the token-auth tests and by
-//! `examples/fake_oauth_provider.rs`.
+//! A real OAuth 2.0 identity provider on loopback HTTP or HTTPS, small enough
+//! to read, strict enough to catch a wrong client. Used by the token-auth
+//! tests and by `examples/fake_oauth_provider.rs`.
+//!
+//! Over TLS ([`FakeProvider::start_tls`], tokio-rustls with the ring
+//! provider) it offers HTTP/2 and HTTP/1.1 by ALPN and records which version
+//! the back-channel calls (`/token`, `/userinfo`) used.
 //!
 //! * `GET /authorize?appid&redirect_uri&response_type=code&scope&state&code_challenge&code_challenge_method=S256`
 //!   — the "user" approves at once: 302 to `redirect_uri?code=…&state=…`.
@@ -19,10 +23,11 @@
 use bytes::Bytes;
 use handwire::auth::oauth::form;
 use handwire::auth::oauth::pkce::challenge_s256;
-use http::{header, Method, Request, Response, StatusCode};
+use http::{header, Method, Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -66,11 +71,13 @@ struct State {
     failure: Mutex<Option<Failure>>,
     token_calls: AtomicUsize,
     userinfo_calls: AtomicUsize,
+    backchannel_versions: Mutex<Vec<Version>>,
 }
 
 /// A running provider; stops when dropped.
 pub struct FakeProvider {
     pub addr: SocketAddr,
+    tls: bool,
     state: Arc<State>,
     stop: tokio::sync::oneshot::Sender<()>,
     accept_loop: tokio::task::JoinHandle<()>,
@@ -83,8 +90,29 @@ fn random_hex(bytes: usize) -> String {
 }
 
 impl FakeProvider {
-    /// Start on `addr` (e.g. `127.0.0.1:0`) for client `appid`/`secret`.
+    /// Start on `addr` (e.g. `127.0.0.1:0`) for client `appid`/`secret`, plain HTTP.
     pub async fn start(addr: &str, appid: &str, secret: &str, user: FakeUser) -> FakeProvider {
+        FakeProvider::serve(addr, appid, secret, user, None).await
+    }
+
+    /// Like [`start`](Self::start), but HTTPS with the certificate in `tls`.
+    pub async fn start_tls(
+        addr: &str,
+        appid: &str,
+        secret: &str,
+        user: FakeUser,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> FakeProvider {
+        FakeProvider::serve(addr, appid, secret, user, Some(tls)).await
+    }
+
+    async fn serve(
+        addr: &str,
+        appid: &str,
+        secret: &str,
+        user: FakeUser,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> FakeProvider {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .unwrap_or_else(|e| panic!("fake provider cannot listen on {addr}: {e}"));
@@ -99,9 +127,11 @@ impl FakeProvider {
             failure: Mutex::new(None),
             token_calls: AtomicUsize::new(0),
             userinfo_calls: AtomicUsize::new(0),
+            backchannel_versions: Mutex::new(Vec::new()),
         });
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let shared = Arc::clone(&state);
+        let acceptor = tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let accept_loop = tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -110,19 +140,30 @@ impl FakeProvider {
                 };
                 let Ok((stream, _)) = accepted else { continue };
                 let state = Arc::clone(&shared);
+                let acceptor = acceptor.clone();
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(move |req| {
                         let state = Arc::clone(&state);
                         async move { Ok::<_, Infallible>(handle(&state, req).await) }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
+                    let server = auto::Builder::new(TokioExecutor::new());
+                    match acceptor {
+                        // A client that refuses our certificate ends here.
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(stream).await {
+                                let _ = server.serve_connection(TokioIo::new(stream), svc).await;
+                            }
+                        }
+                        None => {
+                            let _ = server.serve_connection(TokioIo::new(stream), svc).await;
+                        }
+                    }
                 });
             }
         });
         FakeProvider {
             addr,
+            tls: tls.is_some(),
             state,
             stop,
             accept_loop,
@@ -150,9 +191,15 @@ impl FakeProvider {
         *self.state.failure.lock().unwrap() = failure;
     }
 
-    /// Base URL, e.g. `http://127.0.0.1:9100`.
+    /// Base URL, e.g. `http://127.0.0.1:9100` (`https://` when serving TLS).
     pub fn base(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// HTTP versions of the `/token` and `/userinfo` requests so far.
+    pub fn backchannel_versions(&self) -> Vec<Version> {
+        self.state.backchannel_versions.lock().unwrap().clone()
     }
 
     /// Calls to `/token` so far.
@@ -189,6 +236,13 @@ fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response<F
 async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
     let query = form::parse(parts.uri.query().unwrap_or("")).unwrap_or_default();
+    if matches!(parts.uri.path(), "/token" | "/userinfo") {
+        state
+            .backchannel_versions
+            .lock()
+            .unwrap()
+            .push(parts.version);
+    }
     match (parts.method.clone(), parts.uri.path()) {
         (Method::GET, "/authorize") => authorize(state, &query),
         (Method::POST, "/token") => {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod fake_provider;
+pub mod tls;
 
 use bytes::Bytes;
 use handwire::auth::clock::ManualClock;
@@ -15,7 +16,7 @@ use handwire::auth::user::{Role, User};
 use handwire::server::{self, Options};
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::{Connect, HttpConnector};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use std::net::{IpAddr, SocketAddr};
@@ -169,12 +170,39 @@ pub async fn request(
 ) -> Reply {
     let mut connector = HttpConnector::new();
     connector.set_local_address(from);
+    send(connector, method, url, headers, body.into()).await
+}
+
+/// GET `url`, `https://` allowed, trusting only `roots` (a test CA).
+pub async fn get_trusting(url: &str, roots: rustls::RootCertStore) -> Reply {
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("ring supports the default versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    send(connector, Method::GET, url, &[], Bytes::new()).await
+}
+
+async fn send<C: Connect + Clone + Send + Sync + 'static>(
+    connector: C,
+    method: Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Bytes,
+) -> Reply {
     let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
     let mut req = Request::builder().method(method).uri(url);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let req = req.body(Full::new(body.into())).expect("request");
+    let req = req.body(Full::new(body)).expect("request");
     let resp = client
         .request(req)
         .await

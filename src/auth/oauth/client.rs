@@ -1,11 +1,16 @@
 //! Outbound calls to an identity provider: code exchange and user info.
 //!
-//! Built on hyper-util's pooled client. Every call has a deadline and a cap
-//! on the response size, because a slow or hostile provider must not hold a
-//! request of ours open forever or fill our memory. Answers are checked
-//! before use: the identifiers we will store must be present and fit the
-//! schema, and an error reported inside a 200 body (WeChat style
-//! `{"errcode":…,"errmsg":…}`) counts as an error.
+//! Built on hyper-util's pooled client with a rustls connector: `https://`
+//! endpoints are certificate-checked against the roots the provider's config
+//! trusts (see [`super::trust`]) and negotiate HTTP/2 or HTTP/1.1 by ALPN;
+//! plain `http://` stays possible for local providers. A refused certificate
+//! is its own error, [`ProviderError::Untrusted`], so the log says what to fix.
+//!
+//! Every call has a deadline and a cap on the response size, because a slow
+//! or hostile provider must not hold a request of ours open forever or fill
+//! our memory. Answers are checked before use: the identifiers we will store
+//! must be present and fit the schema, and an error reported inside a 200
+//! body (WeChat style `{"errcode":…,"errmsg":…}`) counts as an error.
 //!
 //! Wire format (WeChat-like, plus PKCE):
 //! * token: `POST token_url` form `appid, secret, code, grant_type=authorization_code,
@@ -18,11 +23,14 @@ use crate::auth::oauth::form;
 use bytes::Bytes;
 use http::{header, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use rustls::{CertificateError, ClientConfig, RootCertStore};
 use serde::Deserialize;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Deadline for one provider call, connect to last body byte.
@@ -37,6 +45,9 @@ const MAX_TOKEN: usize = 4096;
 pub enum ProviderError {
     /// No connection, or the connection broke.
     Unreachable(String),
+    /// The provider's TLS certificate was refused (unknown CA, wrong host
+    /// name, expired…).
+    Untrusted(String),
     /// No complete answer within [`CALL_TIMEOUT`].
     Timeout,
     /// A non-success HTTP status.
@@ -51,6 +62,7 @@ impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ProviderError::Unreachable(e) => write!(f, "provider unreachable: {e}"),
+            ProviderError::Untrusted(e) => write!(f, "provider TLS certificate not trusted: {e}"),
             ProviderError::Timeout => write!(f, "provider did not answer within {CALL_TIMEOUT:?}"),
             ProviderError::Status(code, detail) => {
                 write!(f, "provider answered HTTP {code}{detail}")
@@ -145,23 +157,35 @@ fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Str
     })
 }
 
-/// HTTP client for providers; cheap to clone (shares the connection pool).
+/// HTTP(S) client for one provider; cheap to clone (shares the connection pool).
 #[derive(Clone, Debug)]
 pub struct ProviderClient {
-    http: Client<HttpConnector, Full<Bytes>>,
-}
-
-impl Default for ProviderClient {
-    fn default() -> ProviderClient {
-        ProviderClient::new()
-    }
+    http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
 }
 
 impl ProviderClient {
-    /// A client with its own connection pool.
-    pub fn new() -> ProviderClient {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(CALL_TIMEOUT));
+    /// A client with its own connection pool that trusts `roots` for
+    /// `https://` (certificate and host name are always verified) and also
+    /// speaks plain `http://`.
+    pub fn new(roots: RootCertStore) -> ProviderClient {
+        // The ring provider is named explicitly rather than taken from the
+        // process default, so the choice cannot depend on crate features.
+        let tls =
+            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("the ring provider supports rustls' default protocol versions")
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+        let mut tcp = HttpConnector::new();
+        tcp.set_connect_timeout(Some(CALL_TIMEOUT));
+        // The HTTPS connector decides by scheme; the TCP one must not refuse https.
+        tcp.enforce_http(false);
+        let connector = HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(tcp);
         ProviderClient {
             http: Client::builder(TokioExecutor::new()).build(connector),
         }
@@ -250,7 +274,7 @@ impl ProviderClient {
                 .http
                 .request(request)
                 .await
-                .map_err(|e| ProviderError::Unreachable(error_chain(&e)))?;
+                .map_err(|e| connect_error(&e))?;
             let status = response.status();
             let body = Limited::new(response.into_body(), MAX_RESPONSE)
                 .collect()
@@ -284,6 +308,42 @@ fn status_error(status: StatusCode, body: &[u8]) -> ProviderError {
         .map(|m| format!(" ({m})"))
         .unwrap_or_default();
     ProviderError::Status(status.as_u16(), detail)
+}
+
+/// A failed request: [`ProviderError::Untrusted`] when rustls refused the
+/// provider's certificate, otherwise [`ProviderError::Unreachable`].
+fn connect_error(e: &(dyn std::error::Error + 'static)) -> ProviderError {
+    match tls_error(e) {
+        Some(tls @ rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => {
+            ProviderError::Untrusted(format!(
+                "{tls} (a private CA belongs in the provider's ca_file)"
+            ))
+        }
+        Some(tls @ rustls::Error::InvalidCertificate(_)) => {
+            ProviderError::Untrusted(tls.to_string())
+        }
+        _ => ProviderError::Unreachable(error_chain(e)),
+    }
+}
+
+/// The rustls error behind `e`, if any. The TLS stream reports it wrapped in
+/// `io::Error`s, whose `source()` skips the wrapped error itself, so those
+/// are opened with `get_ref()`.
+fn tls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        next = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
+    }
+    None
 }
 
 /// `e` and its sources, joined, so "connection refused" is not lost behind

@@ -16,9 +16,10 @@ pub mod client;
 pub mod form;
 pub mod pkce;
 pub mod state;
+pub mod trust;
 
 use crate::auth::clock::Clock;
-use crate::auth::config::{Provider, ProviderConfig};
+use crate::auth::config::{ConfigError, Provider, ProviderConfig};
 use crate::auth::store::ProviderIdentity;
 use cipher::{CipherError, TokenCipher};
 use client::{ProviderClient, ProviderError};
@@ -86,11 +87,17 @@ pub struct SignedIn {
     pub username_hint: String,
 }
 
+/// One configured provider and the client that calls it (its own pool and
+/// trusted roots).
+struct Registered {
+    config: ProviderConfig,
+    client: ProviderClient,
+}
+
 /// The OAuth side of the service.
 pub struct OAuth {
-    providers: BTreeMap<Provider, ProviderConfig>,
+    providers: BTreeMap<Provider, Registered>,
     states: StateStore,
-    client: ProviderClient,
     cipher: TokenCipher,
     clock: Arc<dyn Clock>,
 }
@@ -105,28 +112,41 @@ impl fmt::Debug for OAuth {
 
 impl OAuth {
     /// Sign-in with `providers`, provider tokens sealed by `cipher`.
+    ///
+    /// Fails, naming the key, when a provider's `ca_file` cannot be used.
     pub fn new(
         providers: BTreeMap<Provider, ProviderConfig>,
         cipher: TokenCipher,
         clock: Arc<dyn Clock>,
-    ) -> OAuth {
-        OAuth {
+    ) -> Result<OAuth, ConfigError> {
+        let providers = providers
+            .into_iter()
+            .map(|(provider, config)| {
+                let client = ProviderClient::new(config.trusted_roots(provider)?);
+                Ok((provider, Registered { config, client }))
+            })
+            .collect::<Result<_, ConfigError>>()?;
+        Ok(OAuth {
             providers,
             states: StateStore::new(Arc::clone(&clock), STATE_CAPACITY),
-            client: ProviderClient::new(),
             cipher,
             clock,
-        }
+        })
     }
 
     /// The configured provider named `name`.
     pub fn provider(&self, name: &str) -> Result<(Provider, &ProviderConfig), OAuthError> {
+        let (provider, registered) = self.registered(name)?;
+        Ok((provider, &registered.config))
+    }
+
+    fn registered(&self, name: &str) -> Result<(Provider, &Registered), OAuthError> {
         let provider = Provider::from_name(name).ok_or(OAuthError::UnknownProvider)?;
-        let config = self
+        let registered = self
             .providers
             .get(&provider)
             .ok_or(OAuthError::UnknownProvider)?;
-        Ok((provider, config))
+        Ok((provider, registered))
     }
 
     /// Start a sign-in: the provider URL to redirect the browser to.
@@ -152,7 +172,8 @@ impl OAuth {
 
     /// Finish a sign-in from its callback query.
     pub async fn complete(&self, name: &str, callback: Callback) -> Result<SignedIn, OAuthError> {
-        let (provider, config) = self.provider(name)?;
+        let (provider, registered) = self.registered(name)?;
+        let (config, client) = (&registered.config, &registered.client);
         let state = callback.state.ok_or(OAuthError::InvalidState)?;
         let pending = self
             .states
@@ -166,13 +187,11 @@ impl OAuth {
             .filter(|c| !c.is_empty())
             .ok_or(OAuthError::MissingCode)?;
 
-        let tokens = self
-            .client
+        let tokens = client
             .exchange_code(config, &code, &pending.code_verifier)
             .await
             .map_err(OAuthError::Provider)?;
-        let info = self
-            .client
+        let info = client
             .user_info(config, &tokens)
             .await
             .map_err(OAuthError::Provider)?;
