@@ -4,7 +4,7 @@ CARGO ?= cargo
 # set TOKEN_AUTH_SECRET yourself (at least 32 random bytes) outside local demos.
 DEV_TOKEN_AUTH_SECRET := dev-only-INSECURE-secret-change-me-0123456789
 
-.PHONY: run run-router run-auth test test-grpcurl lint bench fuzz build clean
+.PHONY: run run-router run-auth test test-grpcurl lint bench load fuzz build clean
 
 ## Area A: the greeter with ./config.yaml (HTTP :8000, gRPC :9000)
 run:
@@ -46,6 +46,10 @@ lint:
 ## Criterion benches: our matcher vs matchit, our JWT vs jsonwebtoken
 bench:
 	$(CARGO) bench
+
+## Loopback load test: router-demo vs a bare hyper service (needs wrk)
+load:
+	bash bench/load.sh
 
 ## Coverage-guided fuzzing of the hand-written parsers (needs cargo-fuzz)
 fuzz:

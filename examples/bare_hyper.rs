@@ -1,0 +1,50 @@
+//! The load-test peer: the same accept loop, but no router, no chain and no
+//! middleware — every request gets "Hello World!" straight from a `Service`.
+//! `bench/load.sh` compares `router-demo`'s `/hello` against it, so the ratio
+//! is the cost of the hand-written routing, chain, logger and recovery.
+//!
+//! `cargo run --release --example bare_hyper -- 127.0.0.1:8001`
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use handwire::server::{self, Body, BoxFuture, Options, Service};
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, Request, Response};
+use hyper::body::Incoming;
+
+struct Hello;
+
+impl Service for Hello {
+    fn call(
+        &self,
+        _req: Request<Incoming>,
+        _remote: SocketAddr,
+    ) -> BoxFuture<'static, Response<Body>> {
+        Box::pin(async {
+            let mut resp = Response::new(server::full("Hello World!"));
+            resp.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            resp
+        })
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:8001".into());
+    let listener = server::bind(&addr).await?;
+    println!("bare hyper listening on http://{}", listener.local_addr()?);
+    server::serve(
+        listener,
+        Arc::new(Hello),
+        Options::default(),
+        server::shutdown_signal(),
+    )
+    .await?;
+    Ok(())
+}
