@@ -641,3 +641,79 @@ async fn reflection_v1_answers_each_request_on_the_open_stream() {
     let g = start().await;
     reflection_roundtrips(g.grpc, "v1").await;
 }
+
+// ---- access log of the real binary --------------------------------------
+
+#[tokio::test]
+async fn binary_logs_one_line_per_call_with_its_final_status() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = greeter_common::TempDir::new("grpc-log");
+    let config = dir.0.join("config.yaml");
+    let db = dir.0.join("g.db");
+    std::fs::write(
+        &config,
+        greeter_common::config_text(&db.display().to_string(), "1s", "1s"),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_greeter"))
+        .args(["--config", config.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next_line = |what: &str| {
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("no {what} line: {e}"))
+    };
+    let _http = next_line("HTTP address");
+    let grpc: SocketAddr = next_line("gRPC address")
+        .strip_prefix("greeter: gRPC listening on ")
+        .expect("gRPC address line")
+        .parse()
+        .unwrap();
+
+    let _: HelloReply = tonic_call(grpc, SAY_HELLO, HelloRequest { name: "log".into() })
+        .await
+        .unwrap();
+    let err = tonic_call::<_, UserRegisterResponse>(grpc, REGISTER, register_req("", "pw"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+
+    let mut grpc_lines = Vec::new();
+    while grpc_lines.len() < 2 {
+        let line = next_line("[grpc] access log");
+        if line.starts_with("[grpc] ") {
+            grpc_lines.push(line);
+        }
+    }
+    assert!(grpc_lines[0].contains(" | OK | "), "{}", grpc_lines[0]);
+    assert!(
+        grpc_lines[0].ends_with(" | 127.0.0.1 | /helloworld.v1.Greeter/SayHello"),
+        "{}",
+        grpc_lines[0]
+    );
+    assert!(
+        grpc_lines[1].contains(" | INVALID_ARGUMENT | "),
+        "{}",
+        grpc_lines[1]
+    );
+    assert!(
+        grpc_lines[1].ends_with("/helloworld.v1.Greeter/UserRegister"),
+        "{}",
+        grpc_lines[1]
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}

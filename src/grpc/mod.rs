@@ -5,11 +5,13 @@
 //! - [`status`]: status codes, `grpc-status` / percent-encoded `grpc-message`.
 //! - [`timeout`]: the `grpc-timeout` header and the call deadline.
 //! - [`body`]: response bodies (DATA then trailers) and Trailers-Only errors.
+//! - [`access_log`]: one log line per call, with its final status.
 //! - [`server`]: request checks, unary and streaming dispatch, the [`Server`].
 //! - [`descriptor`]: a tiny `.proto` parser producing `FileDescriptorProto`s.
 //! - [`drift`]: checks hand-written prost structs against a parsed `.proto`.
 //! - [`reflection`]: the server reflection service (v1 and v1alpha).
 
+pub mod access_log;
 pub mod body;
 pub mod descriptor;
 pub mod drift;

@@ -30,10 +30,12 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
+
+use super::access_log;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::BodyExt;
@@ -196,9 +198,12 @@ impl Service for Server {
     fn call(
         &self,
         req: Request<Incoming>,
-        _remote: SocketAddr,
+        remote: SocketAddr,
     ) -> BoxFuture<'static, Response<Body>> {
-        self.handle(req.map(|body| body.map_err(BoxError::from).boxed_unsync()))
+        let start = Instant::now();
+        let path = req.uri().path().to_owned();
+        let response = self.handle(req.map(|body| body.map_err(BoxError::from).boxed_unsync()));
+        Box::pin(async move { access_log::wrap(response.await, &path, remote, start) })
     }
 }
 
