@@ -16,34 +16,55 @@ fn hex(b: u8) -> Option<u8> {
     }
 }
 
-fn decode(s: &str, plus_is_space: bool) -> Cow<'_, str> {
-    let bytes = s.as_bytes();
-    if !bytes
+/// Decode `%XX` escapes (and `+` as a space when `plus_is_space`) into
+/// bytes. A `%` not followed by two hex digits is kept literally. Borrows
+/// `raw` when nothing was decoded, so callers allocate only for real escapes.
+/// The one unescaping loop of the crate: paths, queries, forms and
+/// `grpc-message` differ only in what they do with bytes that are not UTF-8.
+pub fn unescape(raw: &[u8], plus_is_space: bool) -> Cow<'_, [u8]> {
+    if !raw
         .iter()
         .any(|&b| b == b'%' || (plus_is_space && b == b'+'))
     {
-        return Cow::Borrowed(s);
+        return Cow::Borrowed(raw);
     }
-    let mut out = Vec::with_capacity(bytes.len());
+    let mut out = Vec::with_capacity(raw.len());
+    let mut changed = false;
     let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push(h << 4 | l);
-                    i += 3;
-                    continue;
-                }
-                _ => out.push(b'%'),
-            },
-            b'+' if plus_is_space => out.push(b' '),
-            b => out.push(b),
+    while i < raw.len() {
+        let escaped = match raw.get(i..i + 3) {
+            Some([b'%', hi, lo]) => hex(*hi).zip(hex(*lo)),
+            _ => None,
+        };
+        match (escaped, raw[i]) {
+            (Some((hi, lo)), _) => {
+                out.push(hi << 4 | lo);
+                changed = true;
+                i += 3;
+                continue;
+            }
+            (None, b'+') if plus_is_space => {
+                out.push(b' ');
+                changed = true;
+            }
+            (None, b) => out.push(b),
         }
         i += 1;
     }
-    match String::from_utf8(out) {
-        Ok(s) => Cow::Owned(s),
-        Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    if changed {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(raw)
+    }
+}
+
+fn decode(s: &str, plus_is_space: bool) -> Cow<'_, str> {
+    match unescape(s.as_bytes(), plus_is_space) {
+        Cow::Borrowed(_) => Cow::Borrowed(s),
+        Cow::Owned(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => Cow::Owned(text),
+            Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        },
     }
 }
 
@@ -88,6 +109,8 @@ mod tests {
             ("%zz", "%zz"),
             ("%4", "%4"),
             ("%", "%"),
+            ("%+1", "%+1"),
+            ("%-1", "%-1"),
             ("%ff", "\u{fffd}"),
         ];
         for (input, want) in cases {

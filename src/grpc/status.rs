@@ -176,23 +176,7 @@ pub fn percent_encode(text: &str) -> String {
 /// Decodes a `grpc-message` value; malformed escapes are kept as they are,
 /// and invalid UTF-8 is replaced, as the spec asks receivers to be lenient.
 pub fn percent_decode(raw: &[u8]) -> String {
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        if raw[i] == b'%' && i + 2 < raw.len() {
-            let hex = std::str::from_utf8(&raw[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok());
-            if let Some(b) = hex {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(raw[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    String::from_utf8_lossy(&crate::urlenc::unescape(raw, false)).into_owned()
 }
 
 #[cfg(test)]

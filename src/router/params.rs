@@ -179,42 +179,11 @@ impl fmt::Debug for Params<'_, '_> {
 /// literal plus sign in a path and stays one (Gin's `QueryUnescape` would
 /// turn it into a space).
 pub(crate) fn percent_decode(raw: &str) -> Cow<'_, str> {
-    let bytes = raw.as_bytes();
-    if !bytes.contains(&b'%') {
-        return Cow::Borrowed(raw);
-    }
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut changed = false;
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = match bytes.get(i..i + 3) {
-            Some([b'%', hi, lo]) => hex_value(*hi).zip(hex_value(*lo)),
-            _ => None,
-        };
-        match escaped {
-            Some((hi, lo)) => {
-                decoded.push(hi << 4 | lo);
-                changed = true;
-                i += 3;
-            }
-            None => {
-                decoded.push(bytes[i]);
-                i += 1;
-            }
-        }
-    }
-    match String::from_utf8(decoded) {
-        Ok(text) if changed => Cow::Owned(text),
-        _ => Cow::Borrowed(raw),
-    }
-}
-
-fn hex_value(digit: u8) -> Option<u8> {
-    match digit {
-        b'0'..=b'9' => Some(digit - b'0'),
-        b'a'..=b'f' => Some(digit - b'a' + 10),
-        b'A'..=b'F' => Some(digit - b'A' + 10),
-        _ => None,
+    match crate::urlenc::unescape(raw.as_bytes(), false) {
+        Cow::Borrowed(_) => Cow::Borrowed(raw),
+        Cow::Owned(bytes) => String::from_utf8(bytes)
+            .map(Cow::Owned)
+            .unwrap_or(Cow::Borrowed(raw)),
     }
 }
 
