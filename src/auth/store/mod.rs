@@ -306,44 +306,30 @@ impl Store {
                 )
                 .optional()?;
             let user_id = match bound {
-                Some(user_id) => {
-                    tx.execute(
-                        "UPDATE user_auth_providers SET nickname = ?3, avatar_url = ?4, \
-                         access_token = ?5, refresh_token = ?6, expires_at = ?7, \
-                         updated_at = unixepoch() \
-                         WHERE provider = ?1 AND provider_user_id = ?2",
-                        params![
-                            identity.provider,
-                            identity.provider_user_id,
-                            identity.nickname,
-                            identity.avatar_url,
-                            identity.access_token,
-                            identity.refresh_token,
-                            identity.expires_at
-                        ],
-                    )?;
-                    user_id
-                }
-                None => {
-                    let user_id = insert_with_free_username(&tx, &username_hint)?;
-                    tx.execute(
-                        "INSERT INTO user_auth_providers (user_id, provider, provider_user_id, \
-                         nickname, avatar_url, access_token, refresh_token, expires_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                        params![
-                            user_id,
-                            identity.provider,
-                            identity.provider_user_id,
-                            identity.nickname,
-                            identity.avatar_url,
-                            identity.access_token,
-                            identity.refresh_token,
-                            identity.expires_at
-                        ],
-                    )?;
-                    user_id
-                }
+                Some(user_id) => user_id,
+                None => insert_with_free_username(&tx, &username_hint)?,
             };
+            // One statement for both cases: a new binding is inserted, an
+            // existing one gets the provider's latest details.
+            tx.execute(
+                "INSERT INTO user_auth_providers (user_id, provider, provider_user_id, \
+                 nickname, avatar_url, access_token, refresh_token, expires_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                 ON CONFLICT (provider, provider_user_id) DO UPDATE SET \
+                 nickname = excluded.nickname, avatar_url = excluded.avatar_url, \
+                 access_token = excluded.access_token, refresh_token = excluded.refresh_token, \
+                 expires_at = excluded.expires_at, updated_at = unixepoch()",
+                params![
+                    user_id,
+                    identity.provider,
+                    identity.provider_user_id,
+                    identity.nickname,
+                    identity.avatar_url,
+                    identity.access_token,
+                    identity.refresh_token,
+                    identity.expires_at
+                ],
+            )?;
             let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = ?1");
             let user = tx.query_row(&sql, [user_id], user_from_row)?;
             tx.commit()?;
