@@ -1,4 +1,4 @@
-//! HS256 sign and verify: the hand-written `handwire::jwt` against the
+//! HS256 sign and verify: the hand-written `handwire::protocol::jwt` against the
 //! `jsonwebtoken` crate, on the same claims (the service's access token) and
 //! the same secret, in the same run. After the criterion output, the ratio
 //! of mean times (ours / theirs) is printed for each operation.
@@ -6,9 +6,9 @@
 //! `cargo bench --bench jwt`
 
 use criterion::{criterion_group, Criterion};
-use handwire::auth::tokens::{Claims, TokenKind};
-use handwire::auth::user::Role;
-use handwire::jwt::Hs256;
+use handwire::protocol::jwt::Hs256;
+use handwire::services::token_auth::tokens::{Claims, TokenKind};
+use handwire::services::token_auth::user::Role;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use std::hint::black_box;
 

@@ -1,4 +1,4 @@
-//! Lookup speed of `handwire::router` against `matchit` on the GitHub API
+//! Lookup speed of `handwire::web::router` against `matchit` on the GitHub API
 //! route set (the one matchit's own benchmark uses).
 //!
 //! One iteration looks up a sample path for every route, so each router
@@ -9,7 +9,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, Criterion};
-use handwire::router::{Lookup, Router};
+use handwire::web::router::{Lookup, Router};
 use http::Method;
 
 /// The GitHub API routes, in `:param` syntax.

@@ -7,7 +7,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use handwire::chain::{handler, Engine};
+use handwire::web::chain::handler;
+use handwire::web::engine::Engine;
 use http::StatusCode;
 use serde_json::json;
 

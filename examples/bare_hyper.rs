@@ -8,7 +8,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use handwire::server::{self, Body, BoxFuture, Options, Service};
+use handwire::types::{self, Body, BoxFuture};
+use handwire::web::server::{self, Options, Service};
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, Request, Response};
 use hyper::body::Incoming;
@@ -22,7 +23,7 @@ impl Service for Hello {
         _remote: SocketAddr,
     ) -> BoxFuture<'static, Response<Body>> {
         Box::pin(async {
-            let mut resp = Response::new(server::full("Hello World!"));
+            let mut resp = Response::new(types::full("Hello World!"));
             resp.headers_mut().insert(
                 CONTENT_TYPE,
                 HeaderValue::from_static("text/plain; charset=utf-8"),

@@ -6,7 +6,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use handwire::chain::{handler, Engine, Handler};
+use handwire::web::chain::{handler, Handler};
+use handwire::web::engine::Engine;
 use http::StatusCode;
 
 fn say(text: &'static str) -> Handler {

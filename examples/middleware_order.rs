@@ -6,7 +6,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use handwire::chain::{handler, Engine, Handler};
+use handwire::web::chain::{handler, Handler};
+use handwire::web::engine::Engine;
 use http::StatusCode;
 
 /// A middleware that prints on the way in and on the way out.

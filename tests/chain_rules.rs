@@ -11,9 +11,10 @@ use std::time::Duration;
 use http::{Method, StatusCode};
 use serde_json::json;
 
-use handwire::chain::{handler, Context, Engine, Handler};
-use handwire::middleware;
-use handwire::server::BoxFuture;
+use handwire::types::BoxFuture;
+use handwire::web::chain::{handler, Context, Handler};
+use handwire::web::engine::Engine;
+use handwire::web::middleware;
 use support::{get, send, start, Proto, BOTH};
 
 type Log = Arc<Mutex<Vec<String>>>;

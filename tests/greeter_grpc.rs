@@ -8,14 +8,14 @@ use std::net::SocketAddr;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use greeter_common::{greetings_for, start, start_with, user_rows, WriteLock};
-use handwire::greeter::api::{
+use handwire::protocol::grpc::reflection::{
+    MessageRequest, MessageResponse, ServerReflectionRequest, ServerReflectionResponse,
+};
+use handwire::protocol::grpc::{Code, Frame, Status};
+use handwire::services::greeter::api::{
     Empty, HelloReply, HelloRequest, User, UserListResponse, UserRegisterRequest,
     UserRegisterResponse,
 };
-use handwire::grpc::reflection::{
-    MessageRequest, MessageResponse, ServerReflectionRequest, ServerReflectionResponse,
-};
-use handwire::grpc::{Code, Frame, Status};
 use http::HeaderMap;
 use prost::Message;
 
@@ -238,7 +238,7 @@ async fn unary_success_is_headers_then_one_message_then_ok_trailers() {
         reply.headers.get("grpc-status").is_none(),
         "status belongs in trailers"
     );
-    let mut decoder = handwire::grpc::frame::Decoder::new(1 << 20);
+    let mut decoder = handwire::protocol::grpc::frame::Decoder::new(1 << 20);
     decoder.push(&reply.data);
     let frame = decoder.next_frame().unwrap().unwrap();
     assert!(decoder.next_frame().unwrap().is_none());
@@ -561,7 +561,7 @@ async fn reflection_roundtrips(addr: SocketAddr, version: &str) {
     let (response, mut send) = client
         .send_request(request(addr, "POST", &path, &[]), false)
         .unwrap();
-    let mut decoder = handwire::grpc::frame::Decoder::new(1 << 20);
+    let mut decoder = handwire::protocol::grpc::frame::Decoder::new(1 << 20);
     let response = response.await.unwrap();
     assert_eq!(response.status(), 200);
     let mut body = response.into_body();

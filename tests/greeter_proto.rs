@@ -4,8 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use handwire::greeter::api::{self, *};
-use handwire::grpc::drift::{check_sample, field_numbers};
+use handwire::protocol::grpc::drift::{check_sample, field_numbers};
+use handwire::services::greeter::api::{self, *};
 use prost::Message;
 use prost_types::field_descriptor_proto::Type;
 

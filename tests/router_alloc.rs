@@ -8,7 +8,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use handwire::router::{Lookup, Router};
+use handwire::web::router::{Lookup, Router};
 use http::Method;
 
 struct CountingAllocator;

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use http::{Method, StatusCode};
 use serde_json::json;
 
-use handwire::demo::{self, DemoOptions, MIDDLE_VALUE};
+use handwire::services::router_demo::{self, DemoOptions, MIDDLE_VALUE};
 use support::{get, send, start, Proto, TestServer, BOTH};
 
 const TARGET: &str = "https://target.example/landing?a=1&b=2";
@@ -19,7 +19,12 @@ async fn demo_server() -> TestServer {
     let opts = DemoOptions {
         redirect_target: TARGET.to_string(),
     };
-    start(demo::engine(opts).expect("demo routes register").build()).await
+    start(
+        router_demo::engine(opts)
+            .expect("demo routes register")
+            .build(),
+    )
+    .await
 }
 
 fn assert_text(r: &support::Reply, want: &str) {

@@ -9,8 +9,9 @@ use http::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use handwire::chain::{handler, Engine};
-use handwire::server::{self, Options};
+use handwire::web::chain::handler;
+use handwire::web::engine::Engine;
+use handwire::web::server::{self, Options};
 use support::{get, Proto};
 
 fn slow_and_fast() -> Engine {

@@ -4,7 +4,7 @@
 
 mod token_auth_support;
 
-use handwire::auth::user::Role;
+use handwire::services::token_auth::user::Role;
 use http::StatusCode;
 use serde_json::json;
 use token_auth_support::{payload, start, start_with};

@@ -6,9 +6,10 @@ mod token_auth_support;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use handwire::auth::middleware::{require_role, ANY_ROLE};
-use handwire::chain::{handler, Engine};
-use handwire::jwt::Hs256;
+use handwire::protocol::jwt::Hs256;
+use handwire::services::token_auth::middleware::{require_role, ANY_ROLE};
+use handwire::web::chain::handler;
+use handwire::web::engine::Engine;
 use http::StatusCode;
 use serde_json::json;
 use token_auth_support::{payload, start, TEST_SECRET};
@@ -225,10 +226,10 @@ async fn role_route_without_authentication_is_401_not_logged_in() {
             ],
         )
         .unwrap();
-    let listener = handwire::server::bind("127.0.0.1:0").await.unwrap();
+    let listener = handwire::web::server::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = engine.build();
-    tokio::spawn(handwire::server::serve(
+    tokio::spawn(handwire::web::server::serve(
         listener,
         app,
         Default::default(),

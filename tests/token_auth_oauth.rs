@@ -6,11 +6,11 @@
 mod token_auth_support;
 
 use bytes::Bytes;
-use handwire::auth::clock::Clock;
-use handwire::auth::config::{Provider, ProviderConfig};
-use handwire::auth::oauth::form;
-use handwire::auth::service::{AuthService, Settings};
-use handwire::auth::store::NO_PASSWORD;
+use handwire::services::token_auth::clock::Clock;
+use handwire::services::token_auth::config::{Provider, ProviderConfig};
+use handwire::services::token_auth::oauth::form;
+use handwire::services::token_auth::service::{AuthService, Settings};
+use handwire::services::token_auth::store::NO_PASSWORD;
 use http::{Method, StatusCode, Version};
 use serde_json::json;
 use std::path::PathBuf;

@@ -6,8 +6,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-use handwire::chain::Engine;
-use handwire::server::{self, Options};
+use handwire::web::engine::Engine;
+use handwire::web::server::{self, Options};
 
 /// Serve `engine`, request each of `paths` once and print status and body.
 pub async fn serve_and_get(engine: Engine, paths: &[&str]) {

@@ -1,7 +1,7 @@
 //! Arbitrary tokens against the verifier: never a panic, and never an
 //! accepted token that this key did not sign.
 #![no_main]
-use handwire::jwt::Hs256;
+use handwire::protocol::jwt::Hs256;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,6 +1,6 @@
 //! The multipart parser gets arbitrary bodies: errors are fine, panics are not.
 #![no_main]
-use handwire::bind::multipart;
+use handwire::web::bind::multipart;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

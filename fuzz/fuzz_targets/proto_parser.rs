@@ -1,7 +1,7 @@
 //! The small .proto parser behind reflection: arbitrary text gives a
 //! descriptor or an error, never a panic.
 #![no_main]
-use handwire::grpc::descriptor::parse_proto;
+use handwire::protocol::grpc::descriptor::parse_proto;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

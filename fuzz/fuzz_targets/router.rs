@@ -2,7 +2,7 @@
 //! return errors, never panic, and every route it accepted must find itself
 //! when it has no wildcard.
 #![no_main]
-use handwire::router::{Lookup, Router};
+use handwire::web::router::{Lookup, Router};
 use http::Method;
 use libfuzzer_sys::fuzz_target;
 

@@ -1,7 +1,7 @@
 //! Percent/form decoding of arbitrary text never panics, and decoding text
 //! without escapes returns it unchanged.
 #![no_main]
-use handwire::urlenc;
+use handwire::web::urlenc;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

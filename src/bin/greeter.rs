@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use handwire::cli::Args;
-use handwire::config::Config;
-use handwire::greeter::Greeter;
-use handwire::server::shutdown_signal;
+use handwire::services::greeter::config::Config;
+use handwire::services::greeter::Greeter;
+use handwire::web::server::shutdown_signal;
 
 const USAGE: &str = "usage: greeter [--config PATH]   (default ./config.yaml)";
 

@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use handwire::cli::Args;
-use handwire::demo::{self, DemoOptions};
-use handwire::server::{self, Options};
+use handwire::services::router_demo::{self, DemoOptions};
+use handwire::web::server::{self, Options};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -24,7 +24,7 @@ async fn run() -> Result<(), String> {
     if let Some(t) = args.get("redirect-target") {
         opts.redirect_target = t.to_string();
     }
-    let app = demo::engine(opts)
+    let app = router_demo::engine(opts)
         .map_err(|e| format!("bad route table: {e}"))?
         .build();
     let listener = server::bind(addr).await.map_err(|e| e.to_string())?;

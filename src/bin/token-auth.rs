@@ -14,15 +14,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use handwire::auth::config::FileConfig;
-use handwire::auth::oauth::cipher::ENC_KEY_VAR;
-use handwire::auth::passwords::{Passwords, DEFAULT_COST};
-use handwire::auth::routes;
-use handwire::auth::service::{AuthService, Settings, SECRET_VAR};
-use handwire::auth::store::{NewUser, Store, StoreError};
-use handwire::auth::user::{check_username, Role};
 use handwire::cli::Args;
-use handwire::server::{self, Options};
+use handwire::services::token_auth::config::FileConfig;
+use handwire::services::token_auth::oauth::cipher::ENC_KEY_VAR;
+use handwire::services::token_auth::passwords::{Passwords, DEFAULT_COST};
+use handwire::services::token_auth::routes;
+use handwire::services::token_auth::service::{AuthService, Settings, SECRET_VAR};
+use handwire::services::token_auth::store::{NewUser, Store, StoreError};
+use handwire::services::token_auth::user::{check_username, Role};
+use handwire::web::server::{self, Options};
 
 const DEFAULT_ADDR: &str = "0.0.0.0:8000";
 const DEFAULT_DB: &str = "token-auth.db";

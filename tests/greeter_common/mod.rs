@@ -7,8 +7,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use handwire::config::Config;
-use handwire::greeter::Greeter;
+use handwire::services::greeter::config::Config;
+use handwire::services::greeter::Greeter;
 use tokio::sync::oneshot;
 
 /// A running greeter; stops when dropped.

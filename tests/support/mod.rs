@@ -11,7 +11,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-use handwire::server::{self, Options, Service};
+use handwire::web::server::{self, Options, Service};
 
 /// A running server; dropping it asks it to shut down.
 pub struct TestServer {

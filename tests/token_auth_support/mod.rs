@@ -8,12 +8,12 @@ pub mod fake_provider;
 pub mod tls;
 
 use bytes::Bytes;
-use handwire::auth::clock::ManualClock;
-use handwire::auth::routes;
-use handwire::auth::service::{AuthService, Settings};
-use handwire::auth::store::NewUser;
-use handwire::auth::user::{Role, User};
-use handwire::server::{self, Options};
+use handwire::services::token_auth::clock::ManualClock;
+use handwire::services::token_auth::routes;
+use handwire::services::token_auth::service::{AuthService, Settings};
+use handwire::services::token_auth::store::NewUser;
+use handwire::services::token_auth::user::{Role, User};
+use handwire::web::server::{self, Options};
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::{Connect, HttpConnector};

@@ -1,0 +1,129 @@
+//! One log line per gRPC call, written when the call's status is known.
+//!
+//! A call's status travels in its trailers: in the response headers for a
+//! Trailers-Only error, otherwise in the trailers frame after the last DATA
+//! frame, which for a stream may come long after the handler returned. So
+//! the line is written by a body wrapper when that frame passes through, and
+//! it always carries the real `grpc-status`:
+//!
+//! `[grpc] 2026/11/21 - 23:59:01 | OK | 1.234ms | 127.0.0.1 | /helloworld.v1.Greeter/SayHello`
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Instant, SystemTime};
+
+use bytes::Bytes;
+use http::{HeaderMap, Response};
+use http_body_util::BodyExt;
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
+
+use super::status::Code;
+use crate::types::{Body, BoxError};
+use crate::web::timefmt;
+
+/// What the log line needs to know about one call.
+#[derive(Debug)]
+struct Call {
+    start: Instant,
+    remote: SocketAddr,
+    path: String,
+}
+
+impl Call {
+    fn write(&self, outcome: &str) {
+        let line = format!(
+            "[grpc] {} | {} | {:?} | {} | {}\n",
+            timefmt::log_timestamp(SystemTime::now()),
+            outcome,
+            self.start.elapsed(),
+            self.remote.ip(),
+            self.path,
+        );
+        // One write per line so concurrent calls do not interleave.
+        let _ = std::io::stdout().lock().write_all(line.as_bytes());
+    }
+}
+
+/// The `grpc-status` in `headers` as a code name, if present.
+fn outcome(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get("grpc-status")?.to_str().ok()?;
+    Some(match value.parse::<i32>() {
+        Ok(n) => Code::from_i32(n).name().to_owned(),
+        Err(_) => format!("grpc-status {value:?}"),
+    })
+}
+
+/// Log `response` (the answer to `path` from `remote`, begun at `start`) once
+/// its status is known.
+pub fn wrap(
+    response: Response<Body>,
+    path: &str,
+    remote: SocketAddr,
+    start: Instant,
+) -> Response<Body> {
+    let call = Call {
+        start,
+        remote,
+        path: path.to_owned(),
+    };
+    if let Some(outcome) = outcome(response.headers()) {
+        call.write(&outcome); // Trailers-Only
+        return response;
+    }
+    if !response.status().is_success() {
+        call.write(&format!("HTTP {}", response.status().as_u16()));
+        return response;
+    }
+    response.map(|body| {
+        LoggedBody {
+            inner: body,
+            call: Some(call),
+        }
+        .boxed_unsync()
+    })
+}
+
+/// A response body that writes the log line when the trailers pass, or
+/// when it is dropped before they did (client gone, stream reset).
+struct LoggedBody {
+    inner: Body,
+    call: Option<Call>,
+}
+
+impl HttpBody for LoggedBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            if let Some(trailers) = frame.trailers_ref() {
+                if let Some(call) = self.call.take() {
+                    call.write(&outcome(trailers).unwrap_or_else(|| "no grpc-status".into()));
+                }
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for LoggedBody {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            call.write("ended without status (client gone)");
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! gRPC server reflection (`grpc.reflection.v1` and `grpc.reflection.v1alpha`),
+//! so that tools like grpcurl can list services and call methods without a
+//! local copy of the `.proto` files.
+//!
+//! Reflection is one bidirectional-streaming method. The client sends a
+//! request (list services, file containing a symbol, file by name, ...) and
+//! waits for the reply *on the same open stream* before sending the next, so
+//! the handler answers each request as soon as it is decoded instead of
+//! waiting for the end of the request stream. Both protocol versions have the
+//! same messages on the wire (only the package differs), so one set of
+//! hand-derived prost structs serves both; the descriptors handed out are the
+//! ones [`super::descriptor`] builds from the `.proto` sources.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use prost::Message;
+use prost_types::FileDescriptorProto;
+
+use super::descriptor::{parse_proto, ProtoError};
+use super::server::{Builder, Sink, Streaming};
+use super::status::Code;
+
+/// `grpc/reflection/v1/reflection.proto`, served by reflection itself.
+pub const REFLECTION_V1_PROTO: &str =
+    include_str!("../../../proto/grpc/reflection/v1/reflection.proto");
+/// `grpc/reflection/v1alpha/reflection.proto`.
+pub const REFLECTION_V1ALPHA_PROTO: &str =
+    include_str!("../../../proto/grpc/reflection/v1alpha/reflection.proto");
+
+/// The two service names, one per protocol version.
+pub const SERVICES: [&str; 2] = [
+    "grpc.reflection.v1.ServerReflection",
+    "grpc.reflection.v1alpha.ServerReflection",
+];
+
+/// `ServerReflectionRequest`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ServerReflectionRequest {
+    #[prost(string, tag = "1")]
+    pub host: String,
+    #[prost(oneof = "MessageRequest", tags = "3, 4, 5, 6, 7")]
+    pub message_request: Option<MessageRequest>,
+}
+
+/// The `message_request` oneof.
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum MessageRequest {
+    #[prost(string, tag = "3")]
+    FileByFilename(String),
+    #[prost(string, tag = "4")]
+    FileContainingSymbol(String),
+    #[prost(message, tag = "5")]
+    FileContainingExtension(ExtensionRequest),
+    #[prost(string, tag = "6")]
+    AllExtensionNumbersOfType(String),
+    #[prost(string, tag = "7")]
+    ListServices(String),
+}
+
+/// `ExtensionRequest`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ExtensionRequest {
+    #[prost(string, tag = "1")]
+    pub containing_type: String,
+    #[prost(int32, tag = "2")]
+    pub extension_number: i32,
+}
+
+/// `ServerReflectionResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ServerReflectionResponse {
+    #[prost(string, tag = "1")]
+    pub valid_host: String,
+    #[prost(message, optional, tag = "2")]
+    pub original_request: Option<ServerReflectionRequest>,
+    #[prost(oneof = "MessageResponse", tags = "4, 5, 6, 7")]
+    pub message_response: Option<MessageResponse>,
+}
+
+/// The `message_response` oneof.
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum MessageResponse {
+    #[prost(message, tag = "4")]
+    FileDescriptorResponse(FileDescriptorResponse),
+    #[prost(message, tag = "5")]
+    AllExtensionNumbersResponse(ExtensionNumberResponse),
+    #[prost(message, tag = "6")]
+    ListServicesResponse(ListServiceResponse),
+    #[prost(message, tag = "7")]
+    ErrorResponse(ErrorResponse),
+}
+
+/// `FileDescriptorResponse`: serialized `FileDescriptorProto`s.
+#[derive(Clone, PartialEq, Message)]
+pub struct FileDescriptorResponse {
+    #[prost(bytes = "vec", repeated, tag = "1")]
+    pub file_descriptor_proto: Vec<Vec<u8>>,
+}
+
+/// `ExtensionNumberResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ExtensionNumberResponse {
+    #[prost(string, tag = "1")]
+    pub base_type_name: String,
+    #[prost(int32, repeated, tag = "2")]
+    pub extension_number: Vec<i32>,
+}
+
+/// `ListServiceResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ListServiceResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub service: Vec<ServiceResponse>,
+}
+
+/// `ServiceResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ServiceResponse {
+    #[prost(string, tag = "1")]
+    pub name: String,
+}
+
+/// `ErrorResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ErrorResponse {
+    #[prost(int32, tag = "1")]
+    pub error_code: i32,
+    #[prost(string, tag = "2")]
+    pub error_message: String,
+}
+
+/// The descriptor set being served, indexed for the reflection queries.
+#[derive(Debug)]
+pub struct Reflection {
+    files: HashMap<String, FileDescriptorProto>,
+    /// Fully qualified symbol → name of the file defining it.
+    symbols: HashMap<String, String>,
+    services: Vec<String>,
+}
+
+impl Reflection {
+    /// Serves `files` plus the two reflection files themselves.
+    pub fn new(files: Vec<FileDescriptorProto>) -> Result<Reflection, ProtoError> {
+        let mut all = files;
+        all.push(parse_proto(
+            "grpc/reflection/v1/reflection.proto",
+            REFLECTION_V1_PROTO,
+        )?);
+        all.push(parse_proto(
+            "grpc/reflection/v1alpha/reflection.proto",
+            REFLECTION_V1ALPHA_PROTO,
+        )?);
+        let mut symbols = HashMap::new();
+        let mut services = Vec::new();
+        for fd in &all {
+            let prefix = match fd.package() {
+                "" => String::new(),
+                p => format!("{p}."),
+            };
+            for s in &fd.service {
+                let service = format!("{prefix}{}", s.name());
+                for m in &s.method {
+                    symbols.insert(format!("{service}.{}", m.name()), fd.name().to_owned());
+                }
+                symbols.insert(service.clone(), fd.name().to_owned());
+                services.push(service);
+            }
+            for m in &fd.message_type {
+                let message = format!("{prefix}{}", m.name());
+                for f in &m.field {
+                    symbols.insert(format!("{message}.{}", f.name()), fd.name().to_owned());
+                }
+                symbols.insert(message, fd.name().to_owned());
+            }
+        }
+        services.sort();
+        Ok(Reflection {
+            files: all.into_iter().map(|f| (f.name().to_owned(), f)).collect(),
+            symbols,
+            services,
+        })
+    }
+
+    /// Adds the reflection method of both protocol versions to `builder`.
+    pub fn register(self: Arc<Self>, builder: &mut Builder) {
+        for service in SERVICES {
+            let me = self.clone();
+            builder.streaming(
+                service,
+                "ServerReflectionInfo",
+                Arc::new(move |requests: Streaming, sink: Sink| {
+                    let me = me.clone();
+                    Box::pin(async move { me.serve_stream(requests, sink).await })
+                }),
+            );
+        }
+    }
+
+    async fn serve_stream(&self, mut requests: Streaming, sink: Sink) -> Result<(), super::Status> {
+        while let Some(request) = requests.decode::<ServerReflectionRequest>().await? {
+            sink.send(&self.answer(request)).await?;
+        }
+        Ok(())
+    }
+
+    /// The names listed by `list_services`, sorted.
+    pub fn services(&self) -> &[String] {
+        &self.services
+    }
+
+    /// The descriptor of the file named `name`, if served.
+    pub fn file(&self, name: &str) -> Option<&FileDescriptorProto> {
+        self.files.get(name)
+    }
+
+    /// Answers one reflection request.
+    pub fn answer(&self, request: ServerReflectionRequest) -> ServerReflectionResponse {
+        let response = match &request.message_request {
+            Some(MessageRequest::ListServices(_)) => {
+                MessageResponse::ListServicesResponse(ListServiceResponse {
+                    service: self
+                        .services
+                        .iter()
+                        .map(|name| ServiceResponse { name: name.clone() })
+                        .collect(),
+                })
+            }
+            Some(MessageRequest::FileByFilename(name)) => match self.files.get(name) {
+                Some(_) => self.file_response(name),
+                None => error(Code::NotFound, format!("file not found: {name}")),
+            },
+            Some(MessageRequest::FileContainingSymbol(symbol)) => match self.symbols.get(symbol) {
+                Some(file) => self.file_response(file),
+                None => error(Code::NotFound, format!("symbol not found: {symbol}")),
+            },
+            Some(MessageRequest::FileContainingExtension(ext)) => error(
+                Code::NotFound,
+                format!(
+                    "extension {} of {} not found (no extensions are served)",
+                    ext.extension_number, ext.containing_type
+                ),
+            ),
+            Some(MessageRequest::AllExtensionNumbersOfType(name)) => match self.symbols.get(name) {
+                Some(_) => MessageResponse::AllExtensionNumbersResponse(ExtensionNumberResponse {
+                    base_type_name: name.clone(),
+                    extension_number: Vec::new(),
+                }),
+                None => error(Code::NotFound, format!("type not found: {name}")),
+            },
+            None => error(
+                Code::InvalidArgument,
+                "request sets none of the message_request fields",
+            ),
+        };
+        ServerReflectionResponse {
+            valid_host: request.host.clone(),
+            original_request: Some(request),
+            message_response: Some(response),
+        }
+    }
+
+    /// `name` and, transitively, the files it imports.
+    fn file_response(&self, name: &str) -> MessageResponse {
+        let mut order: Vec<&str> = Vec::new();
+        let mut pending = vec![name];
+        while let Some(n) = pending.pop() {
+            if order.contains(&n) {
+                continue;
+            }
+            if let Some(fd) = self.files.get(n) {
+                order.push(n);
+                pending.extend(fd.dependency.iter().map(String::as_str));
+            }
+        }
+        MessageResponse::FileDescriptorResponse(FileDescriptorResponse {
+            file_descriptor_proto: order
+                .iter()
+                .filter_map(|n| self.files.get(*n))
+                .map(|fd| fd.encode_to_vec())
+                .collect(),
+        })
+    }
+}
+
+fn error(code: Code, message: impl Into<String>) -> MessageResponse {
+    MessageResponse::ErrorResponse(ErrorResponse {
+        error_code: code as i32,
+        error_message: message.into(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,274 @@
+//! Unit tests of reflection: the hand-derived messages match the `.proto`
+//! files, and each query is answered from the descriptor set.
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::protocol::grpc::drift::{check_sample, field_numbers};
+
+fn s(name: &str) -> String {
+    name.to_owned()
+}
+
+/// One sample per oneof variant; strings hold their field name, integers
+/// their field number (see `grpc::drift`).
+fn samples() -> Vec<(&'static str, Vec<u8>)> {
+    let request = |r: MessageRequest| ServerReflectionRequest {
+        host: s("host"),
+        message_request: Some(r),
+    };
+    let response = |r: MessageResponse| ServerReflectionResponse {
+        valid_host: s("valid_host"),
+        original_request: Some(request(MessageRequest::ListServices(s("list_services")))),
+        message_response: Some(r),
+    };
+    let ext = ExtensionRequest {
+        containing_type: s("containing_type"),
+        extension_number: 2,
+    };
+    vec![
+        (
+            "ServerReflectionRequest",
+            request(MessageRequest::FileByFilename(s("file_by_filename"))).encode_to_vec(),
+        ),
+        (
+            "ServerReflectionRequest",
+            request(MessageRequest::FileContainingSymbol(s(
+                "file_containing_symbol",
+            )))
+            .encode_to_vec(),
+        ),
+        (
+            "ServerReflectionRequest",
+            request(MessageRequest::FileContainingExtension(ext.clone())).encode_to_vec(),
+        ),
+        (
+            "ServerReflectionRequest",
+            request(MessageRequest::AllExtensionNumbersOfType(s(
+                "all_extension_numbers_of_type",
+            )))
+            .encode_to_vec(),
+        ),
+        (
+            "ServerReflectionRequest",
+            request(MessageRequest::ListServices(s("list_services"))).encode_to_vec(),
+        ),
+        ("ExtensionRequest", ext.encode_to_vec()),
+        (
+            "ServerReflectionResponse",
+            response(MessageResponse::FileDescriptorResponse(
+                FileDescriptorResponse {
+                    file_descriptor_proto: vec![b"file_descriptor_proto".to_vec()],
+                },
+            ))
+            .encode_to_vec(),
+        ),
+        (
+            "ServerReflectionResponse",
+            response(MessageResponse::AllExtensionNumbersResponse(
+                ExtensionNumberResponse {
+                    base_type_name: s("base_type_name"),
+                    extension_number: vec![2, 2],
+                },
+            ))
+            .encode_to_vec(),
+        ),
+        (
+            "ServerReflectionResponse",
+            response(MessageResponse::ListServicesResponse(ListServiceResponse {
+                service: vec![ServiceResponse { name: s("name") }],
+            }))
+            .encode_to_vec(),
+        ),
+        (
+            "ServerReflectionResponse",
+            response(MessageResponse::ErrorResponse(ErrorResponse {
+                error_code: 1,
+                error_message: s("error_message"),
+            }))
+            .encode_to_vec(),
+        ),
+    ]
+}
+
+#[test]
+fn reflection_structs_match_both_proto_files() {
+    for (file, src) in [
+        ("v1.proto", REFLECTION_V1_PROTO),
+        ("v1alpha.proto", REFLECTION_V1ALPHA_PROTO),
+    ] {
+        let fd = parse_proto(file, src).unwrap();
+        let mut seen = BTreeSet::new();
+        for (message, bytes) in samples() {
+            seen.extend(
+                check_sample(&fd, message, &bytes).unwrap_or_else(|e| panic!("{file}: {e}")),
+            );
+        }
+        for m in &fd.message_type {
+            for number in field_numbers(&fd, m.name()) {
+                assert!(
+                    seen.contains(&(m.name().to_owned(), number)),
+                    "{file}: {}.{number} never sampled",
+                    m.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn drift_check_catches_a_swapped_tag() {
+    // A struct that puts `host` under tag 3 instead of 1.
+    #[derive(Clone, PartialEq, Message)]
+    struct Drifted {
+        #[prost(string, tag = "3")]
+        host: String,
+    }
+    let fd = parse_proto("v1.proto", REFLECTION_V1_PROTO).unwrap();
+    let err = check_sample(
+        &fd,
+        "ServerReflectionRequest",
+        &Drifted { host: s("host") }.encode_to_vec(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("the .proto names this field \"file_by_filename\""),
+        "{err}"
+    );
+    #[derive(Clone, PartialEq, Message)]
+    struct Extra {
+        #[prost(string, tag = "9")]
+        extra: String,
+    }
+    let err = check_sample(
+        &fd,
+        "ServiceResponse",
+        &Extra { extra: s("extra") }.encode_to_vec(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("field number 9, which the .proto does not declare"),
+        "{err}"
+    );
+}
+
+fn reflection() -> Reflection {
+    let demo = parse_proto(
+        "demo/v1/demo.proto",
+        "syntax = \"proto3\"; package demo.v1; service Demo { rpc Do (Req) returns (Req); } message Req { string a = 1; }",
+    )
+    .unwrap();
+    Reflection::new(vec![demo]).unwrap()
+}
+
+fn ask(r: &Reflection, req: MessageRequest) -> MessageResponse {
+    let request = ServerReflectionRequest {
+        host: s("localhost"),
+        message_request: Some(req),
+    };
+    let response = r.answer(request.clone());
+    assert_eq!(response.valid_host, "localhost");
+    assert_eq!(response.original_request, Some(request));
+    response.message_response.unwrap()
+}
+
+fn file_names(response: MessageResponse) -> Vec<String> {
+    match response {
+        MessageResponse::FileDescriptorResponse(files) => files
+            .file_descriptor_proto
+            .iter()
+            .map(|b| {
+                FileDescriptorProto::decode(&b[..])
+                    .unwrap()
+                    .name()
+                    .to_owned()
+            })
+            .collect(),
+        other => panic!("expected files, got {other:?}"),
+    }
+}
+
+#[test]
+fn list_services_names_every_service_including_reflection() {
+    match ask(&reflection(), MessageRequest::ListServices(s("*"))) {
+        MessageResponse::ListServicesResponse(list) => {
+            let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+            assert_eq!(
+                names,
+                [
+                    "demo.v1.Demo",
+                    "grpc.reflection.v1.ServerReflection",
+                    "grpc.reflection.v1alpha.ServerReflection"
+                ]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn file_containing_symbol_finds_services_methods_messages_and_fields() {
+    let r = reflection();
+    for symbol in [
+        "demo.v1.Demo",
+        "demo.v1.Demo.Do",
+        "demo.v1.Req",
+        "demo.v1.Req.a",
+    ] {
+        assert_eq!(
+            file_names(ask(&r, MessageRequest::FileContainingSymbol(s(symbol)))),
+            ["demo/v1/demo.proto"]
+        );
+    }
+    assert_eq!(
+        file_names(ask(
+            &r,
+            MessageRequest::FileContainingSymbol(s("grpc.reflection.v1alpha.ServerReflection"))
+        )),
+        ["grpc/reflection/v1alpha/reflection.proto"]
+    );
+}
+
+#[test]
+fn file_by_filename_returns_the_descriptor() {
+    let r = reflection();
+    assert_eq!(
+        file_names(ask(
+            &r,
+            MessageRequest::FileByFilename(s("demo/v1/demo.proto"))
+        )),
+        ["demo/v1/demo.proto"]
+    );
+}
+
+#[test]
+fn unknown_names_get_a_not_found_error_response() {
+    let r = reflection();
+    for req in [
+        MessageRequest::FileContainingSymbol(s("demo.v1.Nope")),
+        MessageRequest::FileByFilename(s("nope.proto")),
+        MessageRequest::FileContainingExtension(ExtensionRequest {
+            containing_type: s("demo.v1.Req"),
+            extension_number: 100,
+        }),
+    ] {
+        match ask(&r, req) {
+            MessageResponse::ErrorResponse(e) => assert_eq!(e.error_code, Code::NotFound as i32),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn extension_numbers_of_a_known_type_are_empty() {
+    match ask(
+        &reflection(),
+        MessageRequest::AllExtensionNumbersOfType(s("demo.v1.Req")),
+    ) {
+        MessageResponse::AllExtensionNumbersResponse(r) => {
+            assert_eq!(r.base_type_name, "demo.v1.Req");
+            assert!(r.extension_number.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,467 @@
+//! Dispatch of gRPC calls: the checks every call goes through, the unary and
+//! streaming call shapes, and the [`Service`] the accept loop runs.
+//!
+//! A call is an HTTP/2 POST to `/<package>.<Service>/<Method>` with
+//! `content-type: application/grpc`. Before any handler runs, the request is
+//! checked in the order grpc-go uses, each failure with its own answer:
+//!
+//! | problem                                   | answer                              |
+//! |-------------------------------------------|-------------------------------------|
+//! | method is not POST                        | HTTP 405                            |
+//! | content-type not `application/grpc[+proto]` | HTTP 415                          |
+//! | unknown service or method                 | `UNIMPLEMENTED`                     |
+//! | `grpc-encoding` other than `identity`     | `UNIMPLEMENTED` + `grpc-accept-encoding` |
+//! | malformed `grpc-timeout`                  | `INTERNAL`                          |
+//!
+//! Then the request stream is read frame by frame ([`Streaming`]): a message
+//! over the size limit is `RESOURCE_EXHAUSTED` from its prefix alone, a
+//! compressed message is `UNIMPLEMENTED` (only `identity` is supported), a
+//! stream ending mid-frame or a message that does not decode is `INTERNAL`.
+//! A unary call must carry exactly one message: zero or two is a cardinality
+//! violation, `UNIMPLEMENTED` per gRPC's status code table.
+//!
+//! Unary calls run under the smaller of the server's time-out and the client's
+//! `grpc-timeout`, and their errors are Trailers-Only responses. Streaming
+//! calls answer at once with headers and then feed DATA frames through a
+//! channel, so each request can be answered as it arrives; they run under the
+//! client's `grpc-timeout` only (the server time-out is a per-request limit).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+
+use super::access_log;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::BodyExt;
+use hyper::body::{Frame as HttpFrame, Incoming};
+use tokio::sync::mpsc;
+
+use super::body::{http_error, streaming_response, trailers_only, unary_response};
+use super::frame::{Decoder, Frame, FrameError, DEFAULT_MAX_MESSAGE_SIZE};
+use super::status::{Code, Status};
+use super::timeout::{effective_timeout, parse_grpc_timeout};
+use crate::types::{Body, BoxError, BoxFuture};
+use crate::web::server::Service;
+
+/// The request body as the dispatcher sees it (boxed so tests can feed any body).
+pub type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A unary method: request message bytes in, response message bytes out.
+pub type UnaryHandler =
+    Arc<dyn Fn(Bytes) -> BoxFuture<'static, Result<Bytes, Status>> + Send + Sync>;
+
+/// A streaming method: reads requests from [`Streaming`], writes replies to [`Sink`].
+pub type StreamingHandler =
+    Arc<dyn Fn(Streaming, Sink) -> BoxFuture<'static, Result<(), Status>> + Send + Sync>;
+
+/// Wraps a typed async function as a [`UnaryHandler`]: the request is decoded
+/// with prost (failure is `INTERNAL`) and the reply encoded.
+pub fn unary<Req, Resp, F, Fut>(f: F) -> UnaryHandler
+where
+    Req: prost::Message + Default + 'static,
+    Resp: prost::Message + 'static,
+    F: Fn(Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
+{
+    let f = Arc::new(f);
+    Arc::new(move |bytes: Bytes| {
+        let f = f.clone();
+        Box::pin(async move {
+            let req = Req::decode(bytes)
+                .map_err(|e| Status::internal(format!("cannot decode request message: {e}")))?;
+            let resp = f(req).await?;
+            Ok(Bytes::from(resp.encode_to_vec()))
+        })
+    })
+}
+
+/// Limits of a gRPC server.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Server-side limit for each unary call (`None`: only the client's).
+    pub timeout: Option<Duration>,
+    /// Largest request message accepted.
+    pub max_message_size: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            timeout: Some(Duration::from_secs(1)),
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+        }
+    }
+}
+
+#[derive(Clone)]
+enum Handler {
+    Unary(UnaryHandler),
+    Streaming(StreamingHandler),
+}
+
+/// Collects the methods of a [`Server`].
+pub struct Builder {
+    options: Options,
+    services: HashMap<String, HashMap<String, Handler>>,
+}
+
+impl Builder {
+    /// Adds a unary method, `service` fully qualified (`helloworld.v1.Greeter`).
+    pub fn unary(&mut self, service: &str, method: &str, handler: UnaryHandler) -> &mut Self {
+        self.add(service, method, Handler::Unary(handler))
+    }
+
+    /// Adds a bidirectional-streaming method.
+    pub fn streaming(
+        &mut self,
+        service: &str,
+        method: &str,
+        handler: StreamingHandler,
+    ) -> &mut Self {
+        self.add(service, method, Handler::Streaming(handler))
+    }
+
+    fn add(&mut self, service: &str, method: &str, handler: Handler) -> &mut Self {
+        self.services
+            .entry(service.to_owned())
+            .or_default()
+            .insert(method.to_owned(), handler);
+        self
+    }
+
+    /// Freezes the method table.
+    pub fn build(self) -> Server {
+        Server {
+            inner: Arc::new(Inner {
+                options: self.options,
+                services: self.services,
+            }),
+        }
+    }
+}
+
+/// A gRPC server: a method table plus limits, servable by
+/// [`crate::web::server::serve`] (HTTP/2 only).
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: Options,
+    services: HashMap<String, HashMap<String, Handler>>,
+}
+
+impl Server {
+    /// Starts a method table with these limits.
+    pub fn builder(options: Options) -> Builder {
+        Builder {
+            options,
+            services: HashMap::new(),
+        }
+    }
+
+    /// The fully qualified names of the registered services, sorted.
+    pub fn service_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.inner.services.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Answers one call.
+    pub fn handle(&self, req: Request<RequestBody>) -> BoxFuture<'static, Response<Body>> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            match inner.route(&req) {
+                Err(response) => response,
+                Ok((handler, client_timeout)) => {
+                    let streaming = Streaming::new(req.into_body(), inner.options.max_message_size);
+                    match handler {
+                        Handler::Unary(h) => {
+                            let deadline = effective_timeout(inner.options.timeout, client_timeout);
+                            call_unary(h, streaming, deadline).await
+                        }
+                        Handler::Streaming(h) => call_streaming(h, streaming, client_timeout),
+                    }
+                }
+            }
+        })
+    }
+}
+
+impl Service for Server {
+    fn call(
+        &self,
+        req: Request<Incoming>,
+        remote: SocketAddr,
+    ) -> BoxFuture<'static, Response<Body>> {
+        let start = Instant::now();
+        let path = req.uri().path().to_owned();
+        let response = self.handle(req.map(|body| body.map_err(BoxError::from).boxed_unsync()));
+        Box::pin(async move { access_log::wrap(response.await, &path, remote, start) })
+    }
+}
+
+impl Inner {
+    /// The header checks; on success the handler and the client's timeout.
+    #[allow(clippy::result_large_err)]
+    fn route(
+        &self,
+        req: &Request<RequestBody>,
+    ) -> Result<(Handler, Option<Duration>), Response<Body>> {
+        if req.method() != Method::POST {
+            let mut response = http_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &Status::internal(format!("gRPC requires POST, got {}", req.method())),
+            );
+            response
+                .headers_mut()
+                .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
+            return Err(response);
+        }
+        let content_type = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        if !content_type.as_deref().is_some_and(is_grpc_content_type) {
+            return Err(http_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                &Status::internal(format!(
+                    "invalid gRPC request content-type {:?} (expected application/grpc or application/grpc+proto)",
+                    content_type.unwrap_or_default()
+                )),
+            ));
+        }
+        let handler = self
+            .lookup(req.uri().path())
+            .map_err(|s| trailers_only(&s))?;
+        if let Some(encoding) = req.headers().get("grpc-encoding") {
+            if encoding != "identity" {
+                let mut response = trailers_only(&Status::unimplemented(format!(
+                    "grpc-encoding {:?} is not supported (supported: identity)",
+                    String::from_utf8_lossy(encoding.as_bytes())
+                )));
+                response
+                    .headers_mut()
+                    .insert("grpc-accept-encoding", HeaderValue::from_static("identity"));
+                return Err(response);
+            }
+        }
+        let client_timeout = match req.headers().get("grpc-timeout") {
+            None => None,
+            Some(v) => Some(
+                parse_grpc_timeout(v.as_bytes())
+                    .map_err(|e| trailers_only(&Status::internal(e.to_string())))?,
+            ),
+        };
+        Ok((handler, client_timeout))
+    }
+
+    fn lookup(&self, path: &str) -> Result<Handler, Status> {
+        let malformed = || {
+            Status::unimplemented(format!(
+                "malformed method name {path:?} (expected /package.Service/Method)"
+            ))
+        };
+        let (service, method) = path
+            .strip_prefix('/')
+            .and_then(|p| p.split_once('/'))
+            .filter(|(s, m)| !s.is_empty() && !m.is_empty() && !m.contains('/'))
+            .ok_or_else(malformed)?;
+        let methods = self
+            .services
+            .get(service)
+            .ok_or_else(|| Status::unimplemented(format!("unknown service {service}")))?;
+        methods.get(method).cloned().ok_or_else(|| {
+            Status::unimplemented(format!("unknown method {method} for service {service}"))
+        })
+    }
+}
+
+/// `application/grpc`, `application/grpc+proto`, optionally with parameters.
+fn is_grpc_content_type(value: &str) -> bool {
+    let media = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    media == "application/grpc" || media == "application/grpc+proto"
+}
+
+async fn call_unary(
+    handler: UnaryHandler,
+    mut requests: Streaming,
+    deadline: Option<Duration>,
+) -> Response<Body> {
+    let call = async move {
+        let message = requests.message().await?.ok_or_else(|| {
+            Status::unimplemented("unary call carried no request message (expected exactly one)")
+        })?;
+        if requests.message().await?.is_some() {
+            return Err(Status::unimplemented(
+                "unary call carried more than one request message (expected exactly one)",
+            ));
+        }
+        // Spawned so that a panicking handler becomes INTERNAL instead of
+        // taking the connection down; aborted if the deadline passes first.
+        isolated(handler(message)).await
+    };
+    let result = within(deadline, call).await;
+    match result {
+        Ok(reply) => unary_response(Frame::encode(&reply)),
+        Err(status) => trailers_only(&status),
+    }
+}
+
+fn deadline_exceeded(d: Duration) -> Status {
+    Status::new(
+        Code::DeadlineExceeded,
+        format!("deadline exceeded after {d:?}"),
+    )
+}
+
+/// Run `fut` in its own task: a panic there becomes INTERNAL, and dropping
+/// the returned future (deadline, client gone) aborts the task.
+async fn isolated<T: Send + 'static>(
+    fut: impl Future<Output = Result<T, Status>> + Send + 'static,
+) -> Result<T, Status> {
+    let mut task = AbortOnDrop(tokio::spawn(fut));
+    match (&mut task.0).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => Err(Status::internal("handler panicked")),
+        Err(_) => Err(Status::new(Code::Cancelled, "call cancelled")),
+    }
+}
+
+/// `call`, or DEADLINE_EXCEEDED once `deadline` has passed.
+async fn within<T>(
+    deadline: Option<Duration>,
+    call: impl Future<Output = Result<T, Status>>,
+) -> Result<T, Status> {
+    match deadline {
+        None => call.await,
+        Some(d) => tokio::time::timeout(d, call)
+            .await
+            .unwrap_or_else(|_| Err(deadline_exceeded(d))),
+    }
+}
+
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn call_streaming(
+    handler: StreamingHandler,
+    requests: Streaming,
+    deadline: Option<Duration>,
+) -> Response<Body> {
+    let (tx, response) = streaming_response(8);
+    let sink = Sink { tx: tx.clone() };
+    tokio::spawn(async move {
+        // The handler runs in its own task so that a panic ends the call
+        // with INTERNAL trailers instead of a stream without a status.
+        let result = within(deadline, isolated(handler(requests, sink))).await;
+        let mut trailers = HeaderMap::new();
+        result
+            .err()
+            .unwrap_or_else(Status::ok)
+            .write_to(&mut trailers);
+        // If the client is gone there is nobody to tell.
+        let _ = tx.send(HttpFrame::trailers(trailers)).await;
+    });
+    response
+}
+
+/// The request messages of a call, cut out of the body as they arrive.
+pub struct Streaming {
+    body: RequestBody,
+    decoder: Decoder,
+    ended: bool,
+}
+
+impl Streaming {
+    /// Reads `body` with messages of at most `max_message_size` bytes.
+    pub fn new(body: RequestBody, max_message_size: usize) -> Streaming {
+        Streaming {
+            body,
+            decoder: Decoder::new(max_message_size),
+            ended: false,
+        }
+    }
+
+    /// The next message, `None` once the client has half-closed the stream.
+    pub async fn message(&mut self) -> Result<Option<Bytes>, Status> {
+        loop {
+            if let Some(frame) = self.decoder.next_frame().map_err(frame_status)? {
+                if frame.compressed {
+                    return Err(Status::unimplemented(
+                        "compressed message received without a supported grpc-encoding (this server supports identity only)",
+                    ));
+                }
+                return Ok(Some(frame.message));
+            }
+            if self.ended {
+                self.decoder.finish().map_err(frame_status)?;
+                return Ok(None);
+            }
+            match self.body.frame().await {
+                None => self.ended = true,
+                Some(Ok(frame)) => {
+                    // Request trailers carry nothing gRPC needs.
+                    if let Ok(data) = frame.into_data() {
+                        self.decoder.push(&data);
+                    }
+                }
+                Some(Err(e)) => {
+                    return Err(Status::new(
+                        Code::Cancelled,
+                        format!("request stream failed: {e}"),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The next message decoded as `T` (a message that does not decode is `INTERNAL`).
+    pub async fn decode<T: prost::Message + Default>(&mut self) -> Result<Option<T>, Status> {
+        match self.message().await? {
+            None => Ok(None),
+            Some(bytes) => T::decode(bytes)
+                .map(Some)
+                .map_err(|e| Status::internal(format!("cannot decode request message: {e}"))),
+        }
+    }
+}
+
+fn frame_status(e: FrameError) -> Status {
+    match e {
+        FrameError::TooLarge { .. } => Status::new(Code::ResourceExhausted, e.to_string()),
+        FrameError::BadFlag(_) | FrameError::Truncated { .. } => Status::internal(e.to_string()),
+    }
+}
+
+/// Where a streaming handler writes its replies.
+pub struct Sink {
+    tx: mpsc::Sender<HttpFrame<Bytes>>,
+}
+
+impl Sink {
+    /// Sends one reply now; fails with `CANCELLED` when the client is gone.
+    pub async fn send(&self, message: &impl prost::Message) -> Result<(), Status> {
+        self.tx
+            .send(HttpFrame::data(Frame::encode_message(message)))
+            .await
+            .map_err(|_| Status::new(Code::Cancelled, "client closed the stream"))
+    }
+}

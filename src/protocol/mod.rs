@@ -1,0 +1,7 @@
+//! Protocol pieces written by hand, each independent of any service:
+//!
+//! - [`grpc`]: gRPC over h2: frames, status, dispatch, reflection.
+//! - [`jwt`]: HS256 JSON Web Tokens, signed and verified by hand.
+
+pub mod grpc;
+pub mod jwt;

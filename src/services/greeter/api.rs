@@ -1,0 +1,69 @@
+//! The wire messages of `proto/helloworld/v1/greeter.proto`, written by hand
+//! as prost structs (no protoc at build time), plus the file's descriptor for
+//! reflection. `tests/greeter_proto.rs` fails if the two drift apart.
+
+use prost_types::FileDescriptorProto;
+
+use crate::protocol::grpc::descriptor::{parse_proto, ProtoError};
+
+/// Path of the `.proto` file inside the `proto/` root, as reflection names it.
+pub const PROTO_FILE: &str = "helloworld/v1/greeter.proto";
+/// Its source, embedded at build time.
+pub const PROTO_SOURCE: &str = include_str!("../../../proto/helloworld/v1/greeter.proto");
+/// Fully qualified service name.
+pub const SERVICE: &str = "helloworld.v1.Greeter";
+
+/// The descriptor of `greeter.proto`, parsed from [`PROTO_SOURCE`].
+pub fn file_descriptor() -> Result<FileDescriptorProto, ProtoError> {
+    parse_proto(PROTO_FILE, PROTO_SOURCE)
+}
+
+/// `HelloRequest`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HelloRequest {
+    #[prost(string, tag = "1")]
+    pub name: String,
+}
+
+/// `HelloReply`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HelloReply {
+    #[prost(string, tag = "1")]
+    pub message: String,
+}
+
+/// `UserRegisterRequest`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UserRegisterRequest {
+    #[prost(string, tag = "1")]
+    pub username: String,
+    #[prost(string, tag = "2")]
+    pub password: String,
+}
+
+/// `UserRegisterResponse`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UserRegisterResponse {
+    #[prost(string, tag = "1")]
+    pub result: String,
+}
+
+/// `Empty`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Empty {}
+
+/// `User` (wire form: no id, no age).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct User {
+    #[prost(string, tag = "1")]
+    pub username: String,
+    #[prost(string, tag = "2")]
+    pub password: String,
+}
+
+/// `UserListResponse`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UserListResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub users: Vec<User>,
+}

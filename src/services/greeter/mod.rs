@@ -1,0 +1,155 @@
+//! Area A, the greeter, in go-kratos' shape: transports ([`http`], [`grpc`])
+//! call use cases ([`biz`]), which call repositories implemented over SQLite
+//! ([`data`]). [`api`] holds the hand-written wire messages of
+//! `proto/helloworld/v1/greeter.proto`.
+//!
+//! [`Greeter::bind`] opens the store and binds both listeners (port 0 picks a
+//! free port, which is how the tests run it); [`Greeter::serve`] runs the two
+//! servers until the shutdown future completes.
+
+pub mod api;
+pub mod biz;
+pub mod config;
+pub mod data;
+pub mod grpc;
+pub mod http;
+
+use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::protocol::grpc::descriptor::ProtoError;
+use crate::web::engine::App;
+use crate::web::router::InsertError;
+use crate::web::server::{self, ServerError};
+use biz::{GreeterUsecase, UserUsecase};
+use config::Config;
+use data::{Data, DataError, GreeterStore, UserStore};
+
+/// Why the greeter could not start or stopped.
+#[derive(Debug)]
+pub enum GreeterError {
+    /// The user store could not be opened.
+    Data(DataError),
+    /// A listener could not be bound (the message names key and address).
+    Bind {
+        key: &'static str,
+        error: ServerError,
+    },
+    /// The embedded `.proto` did not parse (a build defect).
+    Proto(ProtoError),
+    /// An HTTP route could not be registered (a build defect).
+    Route(InsertError),
+    /// A server failed while running.
+    Serve(ServerError),
+}
+
+impl fmt::Display for GreeterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GreeterError::Data(e) => write!(f, "{e}"),
+            GreeterError::Bind { key, error } => write!(f, "{key}: {error}"),
+            GreeterError::Proto(e) => write!(f, "embedded proto file: {e}"),
+            GreeterError::Route(e) => write!(f, "HTTP routes: {e}"),
+            GreeterError::Serve(e) => write!(f, "server stopped: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for GreeterError {}
+
+/// A greeter with its store open and both listeners bound.
+pub struct Greeter {
+    http_listener: TcpListener,
+    grpc_listener: TcpListener,
+    http_addr: SocketAddr,
+    grpc_addr: SocketAddr,
+    http_app: Arc<App>,
+    grpc_server: crate::protocol::grpc::Server,
+}
+
+impl Greeter {
+    /// Opens the store named by `config` and binds both addresses.
+    pub async fn bind(config: &Config) -> Result<Greeter, GreeterError> {
+        let data = Data::open_async(config.data.database.source.clone())
+            .await
+            .map_err(GreeterError::Data)?;
+        let greeter = Arc::new(GreeterUsecase::new(Arc::new(GreeterStore::new(
+            data.clone(),
+        ))));
+        let users = Arc::new(UserUsecase::new(Arc::new(UserStore::new(data))));
+        let http_app = http::app(greeter.clone(), users.clone(), config.server.http.timeout)
+            .map_err(GreeterError::Route)?;
+        let grpc_server = grpc::server(greeter, users, config.server.grpc.timeout)
+            .map_err(GreeterError::Proto)?;
+        let bind = |key: &'static str, addr: String| async move {
+            let listener = server::bind(&addr)
+                .await
+                .map_err(|error| GreeterError::Bind { key, error })?;
+            let local = listener.local_addr().map_err(|source| GreeterError::Bind {
+                key,
+                error: ServerError::Bind { addr, source },
+            })?;
+            Ok::<_, GreeterError>((listener, local))
+        };
+        let (http_listener, http_addr) =
+            bind("server.http.addr", config.server.http.addr.clone()).await?;
+        let (grpc_listener, grpc_addr) =
+            bind("server.grpc.addr", config.server.grpc.addr.clone()).await?;
+        Ok(Greeter {
+            http_listener,
+            grpc_listener,
+            http_addr,
+            grpc_addr,
+            http_app,
+            grpc_server,
+        })
+    }
+
+    /// Where the HTTP server listens.
+    pub fn http_addr(&self) -> SocketAddr {
+        self.http_addr
+    }
+
+    /// Where the gRPC server listens.
+    pub fn grpc_addr(&self) -> SocketAddr {
+        self.grpc_addr
+    }
+
+    /// Serves HTTP (1.1 and h2c) and gRPC (h2 only) until `shutdown`
+    /// completes, then lets in-flight requests finish.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), GreeterError> {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        });
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            // An error means the sender is gone: stop as well.
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
+        let http = server::serve(
+            self.http_listener,
+            self.http_app,
+            server::Options::default(),
+            stopped(stop_rx.clone()),
+        );
+        let grpc = server::serve(
+            self.grpc_listener,
+            Arc::new(self.grpc_server),
+            server::Options {
+                http1: false,
+                ..server::Options::default()
+            },
+            stopped(stop_rx),
+        );
+        tokio::try_join!(http, grpc).map_err(GreeterError::Serve)?;
+        Ok(())
+    }
+}

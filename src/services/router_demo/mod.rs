@@ -1,0 +1,208 @@
+//! Area B: the router-demo routes of spec §4.2, and nothing else.
+//!
+//! Every route is registered through the core [`Engine`], so this file is
+//! also a catalogue of the mechanics: path and query parameters, binding with
+//! required fields, a redirect, groups, a global middleware storing a value
+//! (`/Global`) and a route middleware that aborts (`/index`).
+
+use std::sync::Arc;
+
+use http::{Method, StatusCode};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::types::BoxFuture;
+use crate::web::bind::{bind, Validate};
+use crate::web::chain::{handler, Context, Handler};
+use crate::web::engine::Engine;
+use crate::web::router::InsertError;
+
+/// Where `/remove` redirects to when `--redirect-target` is not given.
+pub const DEFAULT_REDIRECT_TARGET: &str = "https://www.example.com/";
+
+/// Context key the global middleware stores its value under (spec: `middle`).
+pub const MIDDLE_KEY: &str = "middle";
+
+/// The value the global middleware stores under [`MIDDLE_KEY`].
+pub const MIDDLE_VALUE: &str = "value set by the global middleware";
+
+/// Settings of the demo.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    /// The external address `/remove` sends clients to.
+    pub redirect_target: String,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions {
+            redirect_target: DEFAULT_REDIRECT_TARGET.to_string(),
+        }
+    }
+}
+
+/// The login form of spec §2.4: both fields required, from JSON, form,
+/// multipart or query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Login {
+    /// Required.
+    pub username: String,
+    /// Required.
+    pub password: String,
+}
+
+impl Validate for Login {
+    const NAME: &'static str = "Login";
+    fn required(&self) -> Vec<(&'static str, &str)> {
+        vec![("Username", &self.username), ("Password", &self.password)]
+    }
+}
+
+/// Build the demo engine with every route of spec §4.2.
+pub fn engine(opts: DemoOptions) -> Result<Engine, InsertError> {
+    let mut e = Engine::new();
+    e.use_middleware(handler(store_middle));
+
+    e.get("/api/gin-test", text("Hello, gin-test!"))?;
+    e.get("/hello", text("Hello World!"))?;
+    e.get("/book/:id", handler(book))?;
+    e.get("/user", handler(user))?;
+    e.get("/food/:name", handler(food))?;
+    e.get("/login", handler(login))?;
+    e.post("/login", handler(login))?;
+    let target: Arc<str> = opts.redirect_target.into();
+    e.get(
+        "/remove",
+        handler(move |c| {
+            let target = target.clone();
+            Box::pin(async move { c.redirect(StatusCode::MOVED_PERMANENTLY, &target) })
+        }),
+    )?;
+    e.get("/users", envelope("user list"))?;
+    e.get("/books", envelope("book list"))?;
+
+    let mut v1 = e.group("/v1");
+    v1.get("/login", hello_with_default("jack"))?;
+    v1.get("/submit", hello_with_default("lily"))?;
+    let mut v2 = e.group("/v2");
+    v2.post("/login", hello_with_default("jack"))?;
+    v2.post("/submit", hello_with_default("lily"))?;
+
+    e.get("/Global", handler(global))?;
+    e.handle(
+        Method::GET,
+        "/index",
+        vec![handler(require_token), handler(index)],
+    )?;
+    Ok(e)
+}
+
+fn text(body: &'static str) -> Handler {
+    handler(move |c| Box::pin(async move { c.string(StatusCode::OK, body) }))
+}
+
+fn envelope(msg: &'static str) -> Handler {
+    handler(move |c| {
+        Box::pin(async move {
+            c.json(
+                StatusCode::OK,
+                &json!({ "msg": msg, "data": null, "code": "90200" }),
+            )
+        })
+    })
+}
+
+fn hello_with_default(default: &'static str) -> Handler {
+    handler(move |c| {
+        Box::pin(async move {
+            let name = c.default_query("name", default);
+            c.string(StatusCode::OK, format!("hello {name}\n"));
+        })
+    })
+}
+
+fn book(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        let id = c.param("id").unwrap_or_default().to_string();
+        c.string(StatusCode::OK, format!("You are reading book {id}"));
+    })
+}
+
+fn user(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        let name = c.query("name").unwrap_or_default();
+        c.string(StatusCode::OK, format!("The user name is {name}"));
+    })
+}
+
+fn food(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        let name = c.param("name").unwrap_or_default().to_string();
+        let weight = c.query("weight").unwrap_or_default();
+        c.string(StatusCode::OK, format!("The food {name} weighs {weight}"));
+    })
+}
+
+/// Spec §4.2.1: 200 either way; `code` 90200 with the data, or 90400 with the
+/// validation message.
+fn login(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        let body = match bind::<Login>(c) {
+            Ok(l) => json!({
+                "code": 90200,
+                "data": { "username": l.username, "password": l.password },
+                "msg": "login success",
+            }),
+            Err(e) => json!({
+                "code": 90400,
+                "data": null,
+                "msg": format!("login failed: {e}"),
+            }),
+        };
+        c.json(StatusCode::OK, &body);
+    })
+}
+
+/// Global middleware: stores a value that `/Global` reads back (rule 6).
+fn store_middle(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        c.set(MIDDLE_KEY, MIDDLE_VALUE.to_string());
+        c.next().await;
+    })
+}
+
+fn global(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        let data = c.get::<String>(MIDDLE_KEY).cloned();
+        c.json(
+            StatusCode::OK,
+            &json!({ "msg": "read the value stored by the global middleware", "data": data, "code": "90200" }),
+        );
+    })
+}
+
+/// Route middleware of `/index` (spec §4.2.2): no or empty `token` header
+/// aborts with 403 before the handler runs; any value passes.
+fn require_token(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        let present = c.headers().get("token").is_some_and(|v| !v.is_empty());
+        if !present {
+            c.abort_with_json(
+                StatusCode::FORBIDDEN,
+                json!({ "msg": "access denied: header token is missing or empty" }),
+            );
+            return;
+        }
+        c.next().await;
+    })
+}
+
+fn index(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        c.json(
+            StatusCode::OK,
+            &json!({ "msg": "token accepted", "data": "welcome to the index page", "code": "90200" }),
+        )
+    })
+}

@@ -1,0 +1,377 @@
+//! Login throttling: attempt rate limits, captcha hint and account lock-out.
+//!
+//! Three rules from spec §8, each against a different attack:
+//!
+//! * **Rate**: at most 5 attempts per sliding minute per client IP and per
+//!   username. Guessing many passwords for one account, or many accounts from
+//!   one address, both hit a wall. Refused attempts are not counted, so a
+//!   client that waits a minute gets in again.
+//! * **Captcha**: after 3 consecutive failures for a username, failure
+//!   responses say `captcha_required: true` so a front end can add a challenge.
+//! * **Lock**: after 10 consecutive failures the username is locked for 30
+//!   minutes; during the lock even the right password is refused.
+//!
+//! Usernames are tracked whether or not they exist, so the limiter's answers
+//! never reveal which accounts are real. IPv6 clients are grouped by /64, the
+//! block a single customer normally gets. State lives in memory: one process
+//! is one limiter. Time comes from a [`Clock`] so tests move it instead of
+//! sleeping.
+
+use crate::services::token_auth::clock::Clock;
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+/// The numbers behind the rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitPolicy {
+    /// Attempts allowed per window, per IP and per username.
+    pub attempts: usize,
+    /// Length of the sliding window, seconds.
+    pub window: u64,
+    /// Consecutive failures after which a captcha is asked for.
+    pub captcha_after: u32,
+    /// Consecutive failures that lock the account.
+    pub lock_after: u32,
+    /// How long a lock lasts, seconds.
+    pub lock_for: u64,
+}
+
+impl Default for LimitPolicy {
+    /// The values of spec §8: 5 per minute, captcha after 3, lock after 10 for 30 minutes.
+    fn default() -> LimitPolicy {
+        LimitPolicy {
+            attempts: 5,
+            window: 60,
+            captcha_after: 3,
+            lock_after: 10,
+            lock_for: 30 * 60,
+        }
+    }
+}
+
+/// The limiter's answer before a login is tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Go ahead; the attempt has been counted.
+    Allowed,
+    /// Too many attempts in the window; retry after this many seconds.
+    TooManyAttempts {
+        /// Seconds until the oldest counted attempt leaves the window.
+        retry_after: u64,
+    },
+    /// The account is locked; retry after this many seconds.
+    Locked {
+        /// Seconds until the lock ends.
+        retry_after: u64,
+    },
+}
+
+/// What a failed attempt changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailureOutcome {
+    /// Consecutive failures so far (0 right after a lock was set).
+    pub consecutive: u32,
+    /// Whether the client should now solve a captcha.
+    pub captcha_required: bool,
+    /// Whether this failure locked the account.
+    pub locked: bool,
+}
+
+/// Longest username kept as a key; longer names cannot exist anyway.
+const KEY_MAX: usize = 64;
+/// Size at which maps are pruned inline rather than only by the periodic task.
+const PRUNE_AT: usize = 100_000;
+
+#[derive(Default)]
+struct Account {
+    consecutive_failures: u32,
+    locked_until: Option<u64>,
+}
+
+#[derive(Default)]
+struct State {
+    by_ip: HashMap<IpAddr, VecDeque<u64>>,
+    by_user: HashMap<String, VecDeque<u64>>,
+    accounts: HashMap<String, Account>,
+}
+
+/// The login limiter of one server process.
+pub struct LoginLimiter {
+    policy: LimitPolicy,
+    clock: Arc<dyn Clock>,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for LoginLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginLimiter")
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
+impl LoginLimiter {
+    /// A limiter with `policy`, reading time from `clock`.
+    pub fn new(policy: LimitPolicy, clock: Arc<dyn Clock>) -> LoginLimiter {
+        LoginLimiter {
+            policy,
+            clock,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Decide whether a login for `username` from `ip` may be tried now, and
+    /// count it if so.
+    pub fn admit(&self, ip: IpAddr, username: &str) -> Admission {
+        let now = self.clock.now();
+        let (ip, user) = (ip_key(ip), user_key(username));
+        let mut state = self.lock();
+        if state.by_ip.len() + state.by_user.len() > PRUNE_AT {
+            prune_state(&mut state, &self.policy, now);
+        }
+
+        if let Some(account) = state.accounts.get_mut(&user) {
+            match account.locked_until {
+                Some(until) if until > now => {
+                    return Admission::Locked {
+                        retry_after: until - now,
+                    }
+                }
+                Some(_) => account.locked_until = None,
+                None => {}
+            }
+        }
+
+        let policy = self.policy;
+        let ip_wait = window_wait(state.by_ip.entry(ip).or_default(), &policy, now);
+        let user_wait = window_wait(state.by_user.entry(user.clone()).or_default(), &policy, now);
+        if let Some(retry_after) = ip_wait.max(user_wait) {
+            return Admission::TooManyAttempts { retry_after };
+        }
+        state.by_ip.entry(ip).or_default().push_back(now);
+        state.by_user.entry(user).or_default().push_back(now);
+        Admission::Allowed
+    }
+
+    /// Record that a password check for `username` failed.
+    pub fn record_failure(&self, username: &str) -> FailureOutcome {
+        let now = self.clock.now();
+        let mut state = self.lock();
+        let account = state.accounts.entry(user_key(username)).or_default();
+        account.consecutive_failures += 1;
+        let mut locked = false;
+        if account.consecutive_failures >= self.policy.lock_after {
+            // The lock itself is the penalty; the count starts again after it.
+            account.locked_until = Some(now + self.policy.lock_for);
+            account.consecutive_failures = 0;
+            locked = true;
+        }
+        FailureOutcome {
+            consecutive: account.consecutive_failures,
+            captcha_required: locked || account.consecutive_failures >= self.policy.captcha_after,
+            locked,
+        }
+    }
+
+    /// Record a successful login: the consecutive-failure count starts over.
+    pub fn record_success(&self, username: &str) {
+        self.lock().accounts.remove(&user_key(username));
+    }
+
+    /// Forget windows with no recent attempts and accounts with nothing to
+    /// remember. Run periodically so memory tracks recent traffic only.
+    pub fn prune(&self) {
+        let now = self.clock.now();
+        prune_state(&mut self.lock(), &self.policy, now);
+    }
+
+    /// How many IPs and usernames are currently tracked (for tests and metrics).
+    pub fn tracked(&self) -> (usize, usize) {
+        let state = self.lock();
+        (state.by_ip.len(), state.by_user.len())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state stays consistent between statements; reuse it after a panic.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Drop attempts that left the window; if the window is still full, how long
+/// until a slot frees up.
+fn window_wait(attempts: &mut VecDeque<u64>, policy: &LimitPolicy, now: u64) -> Option<u64> {
+    while attempts.front().is_some_and(|&t| t + policy.window <= now) {
+        attempts.pop_front();
+    }
+    if attempts.len() < policy.attempts {
+        return None;
+    }
+    let oldest = attempts.front().copied().unwrap_or(now);
+    Some((oldest + policy.window).saturating_sub(now).max(1))
+}
+
+fn prune_state(state: &mut State, policy: &LimitPolicy, now: u64) {
+    let fresh = |attempts: &mut VecDeque<u64>| {
+        attempts.retain(|&t| t + policy.window > now);
+        !attempts.is_empty()
+    };
+    state.by_ip.retain(|_, a| fresh(a));
+    state.by_user.retain(|_, a| fresh(a));
+    state.accounts.retain(|_, account| {
+        if account.locked_until.is_some_and(|until| until <= now) {
+            account.locked_until = None;
+        }
+        account.locked_until.is_some() || account.consecutive_failures > 0
+    });
+}
+
+/// IPv4 as is (also when mapped into IPv6); IPv6 reduced to its /64.
+fn ip_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                IpAddr::V6(prefix.into())
+            }
+        },
+    }
+}
+
+fn user_key(username: &str) -> String {
+    username.chars().take(KEY_MAX).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::services::token_auth::clock::ManualClock;
+
+    fn limiter() -> (Arc<ManualClock>, LoginLimiter) {
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let limiter = LoginLimiter::new(LimitPolicy::default(), clock.clone());
+        (clock, limiter)
+    }
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, last])
+    }
+
+    #[test]
+    fn sixth_attempt_in_a_minute_from_one_ip_is_refused() {
+        let (clock, limiter) = limiter();
+        for n in 0..5 {
+            assert_eq!(
+                limiter.admit(ip(1), &format!("user{n}")),
+                Admission::Allowed
+            );
+            clock.advance(1);
+        }
+        assert_eq!(
+            limiter.admit(ip(1), "user9"),
+            Admission::TooManyAttempts { retry_after: 55 }
+        );
+        assert_eq!(limiter.admit(ip(2), "user9"), Admission::Allowed);
+    }
+
+    #[test]
+    fn sixth_attempt_in_a_minute_for_one_username_is_refused_from_any_ip() {
+        let (_clock, limiter) = limiter();
+        for n in 0..5 {
+            assert_eq!(limiter.admit(ip(n), "ann"), Admission::Allowed);
+        }
+        assert_eq!(
+            limiter.admit(ip(99), "ann"),
+            Admission::TooManyAttempts { retry_after: 60 }
+        );
+        assert_eq!(limiter.admit(ip(99), "bob"), Admission::Allowed);
+    }
+
+    #[test]
+    fn window_slides_and_refusals_are_not_counted() {
+        let (clock, limiter) = limiter();
+        for _ in 0..5 {
+            assert_eq!(limiter.admit(ip(1), "ann"), Admission::Allowed);
+        }
+        clock.advance(30);
+        assert!(matches!(
+            limiter.admit(ip(1), "ann"),
+            Admission::TooManyAttempts { .. }
+        ));
+        clock.advance(30);
+        assert_eq!(limiter.admit(ip(1), "ann"), Admission::Allowed);
+    }
+
+    #[test]
+    fn captcha_is_required_from_the_third_consecutive_failure() {
+        let (_clock, limiter) = limiter();
+        let flags: Vec<bool> = (0..4)
+            .map(|_| limiter.record_failure("ann").captcha_required)
+            .collect();
+        assert_eq!(flags, [false, false, true, true]);
+        limiter.record_success("ann");
+        assert!(!limiter.record_failure("ann").captcha_required);
+    }
+
+    #[test]
+    fn tenth_failure_locks_the_account_for_30_minutes() {
+        let (clock, limiter) = limiter();
+        for n in 1..=9 {
+            let outcome = limiter.record_failure("ann");
+            assert_eq!((outcome.consecutive, outcome.locked), (n, false));
+        }
+        assert!(limiter.record_failure("ann").locked);
+        assert_eq!(
+            limiter.admit(ip(1), "ann"),
+            Admission::Locked { retry_after: 1800 }
+        );
+        clock.advance(1799);
+        assert_eq!(
+            limiter.admit(ip(2), "ann"),
+            Admission::Locked { retry_after: 1 }
+        );
+        assert_eq!(
+            limiter.admit(ip(2), "bob"),
+            Admission::Allowed,
+            "only that account"
+        );
+        clock.advance(1);
+        assert_eq!(limiter.admit(ip(2), "ann"), Admission::Allowed);
+    }
+
+    #[test]
+    fn ipv6_clients_share_a_limit_per_64_block() {
+        let (_clock, limiter) = limiter();
+        for n in 0..5u16 {
+            let addr: IpAddr = format!("2001:db8:1:2::{n:x}").parse().unwrap();
+            assert_eq!(limiter.admit(addr, &format!("u{n}")), Admission::Allowed);
+        }
+        let same_block: IpAddr = "2001:db8:1:2:ffff::1".parse().unwrap();
+        let other_block: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert!(matches!(
+            limiter.admit(same_block, "x"),
+            Admission::TooManyAttempts { .. }
+        ));
+        assert_eq!(limiter.admit(other_block, "x"), Admission::Allowed);
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        assert_eq!(ip_key(mapped), ip(1));
+    }
+
+    #[test]
+    fn prune_forgets_quiet_clients_but_keeps_locks() {
+        let (clock, limiter) = limiter();
+        limiter.admit(ip(1), "ann");
+        for _ in 0..10 {
+            limiter.record_failure("bob");
+        }
+        clock.advance(60);
+        limiter.prune();
+        assert_eq!(limiter.tracked(), (0, 0));
+        assert!(matches!(
+            limiter.admit(ip(1), "bob"),
+            Admission::Locked { .. }
+        ));
+    }
+}

@@ -1,0 +1,127 @@
+//! Authentication and authorization as chain middleware (spec §5.4, §5.5).
+//!
+//! Routes that need a caller are registered behind two handlers, in this
+//! order: [`authenticate`] proves *who* is calling (bearer access token,
+//! signature, expiry, blacklist) and stores the claims in the context;
+//! [`require_role`] decides whether that caller *may* use the route. Each
+//! aborts the chain with a 401/403 JSON body on failure, so the route handler
+//! never runs for a refused request.
+//!
+//! The bodies are fixed strings (spec §7); the precise reason a token was
+//! refused goes to the log, not to the caller.
+
+use crate::protocol::jwt::JwtError;
+use crate::services::token_auth::service::AuthService;
+use crate::services::token_auth::tokens::{Claims, TokenKind};
+use crate::services::token_auth::user::Role;
+use crate::web::chain::{handler, Context, Handler};
+use http::header::WWW_AUTHENTICATE;
+use http::StatusCode;
+use serde_json::json;
+use std::sync::Arc;
+
+/// Context key under which [`authenticate`] stores the caller's [`Claims`].
+pub const CLAIMS_KEY: &str = "auth.claims";
+
+/// 401: `Authorization` absent, or not `Bearer <token>`.
+pub const TOKEN_NOT_PROVIDED: &str = "token not provided";
+/// 401: the access token's `exp` has passed.
+pub const TOKEN_EXPIRED: &str = "token expired";
+/// 401: bad signature, bad format, or wrong token type.
+pub const TOKEN_INVALID: &str = "token invalid";
+/// 401: the token's `jti` is on the blacklist.
+pub const TOKEN_REVOKED: &str = "token revoked";
+/// 403: the caller's role is not allowed on the route.
+pub const INSUFFICIENT_PERMISSION: &str = "insufficient permission";
+/// 401: a role-protected route was reached without an authenticated caller.
+pub const NOT_LOGGED_IN: &str = "not logged in";
+/// 500: something on our side failed; details are logged.
+pub const INTERNAL_ERROR: &str = "internal error";
+
+/// Every role, for routes open to any signed-in user.
+pub const ANY_ROLE: &[Role] = &[Role::User, Role::Vip, Role::Admin];
+
+/// The claims [`authenticate`] stored, if it ran and passed.
+pub fn claims(c: &Context) -> Option<&Claims> {
+    c.get::<Claims>(CLAIMS_KEY)
+}
+
+/// Abort with `status` and `{"error": message}`.
+pub fn fail(c: &mut Context, status: StatusCode, message: &str) {
+    c.abort_with_json(status, json!({ "error": message }));
+}
+
+/// Log `what` with its cause and abort with a 500.
+pub fn internal(c: &mut Context, what: &str, cause: &dyn std::fmt::Display) {
+    eprintln!("[token-auth] {} {}: {what}: {cause}", c.method(), c.path());
+    fail(c, StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR);
+}
+
+/// Abort with 401, `message`, and a `WWW-Authenticate` challenge (RFC 6750 §3).
+fn unauthorized(c: &mut Context, message: &str, token_was_sent: bool) {
+    let challenge = if token_was_sent {
+        "Bearer realm=\"token-auth\", error=\"invalid_token\""
+    } else {
+        "Bearer realm=\"token-auth\""
+    };
+    c.set_header(WWW_AUTHENTICATE, challenge);
+    fail(c, StatusCode::UNAUTHORIZED, message);
+}
+
+/// The token of an `Authorization: Bearer <token>` header. The scheme is
+/// matched exactly as the spec writes it: `Bearer`, one space, a token.
+pub fn bearer_token(c: &Context) -> Option<&str> {
+    let value = c.header("authorization")?;
+    let token = value.strip_prefix("Bearer ")?;
+    (!token.is_empty()).then_some(token)
+}
+
+/// Middleware: require a valid, unrevoked access token; store its claims
+/// under [`CLAIMS_KEY`] and run the rest of the chain.
+pub fn authenticate(service: Arc<AuthService>) -> Handler {
+    handler(move |c| {
+        let service = Arc::clone(&service);
+        Box::pin(async move {
+            let Some(token) = bearer_token(c) else {
+                return unauthorized(c, TOKEN_NOT_PROVIDED, false);
+            };
+            let claims = match service.tokens.verify(token, TokenKind::Access) {
+                Ok(claims) => claims,
+                Err(JwtError::Expired) => return unauthorized(c, TOKEN_EXPIRED, true),
+                Err(why) => {
+                    eprintln!(
+                        "[token-auth] {} {}: refused token: {why}",
+                        c.method(),
+                        c.path()
+                    );
+                    return unauthorized(c, TOKEN_INVALID, true);
+                }
+            };
+            match service.blacklist.is_revoked(&claims.jti).await {
+                Ok(false) => {}
+                Ok(true) => return unauthorized(c, TOKEN_REVOKED, true),
+                Err(e) => return internal(c, "blacklist lookup", &e),
+            }
+            c.set(CLAIMS_KEY, claims);
+            c.next().await;
+        })
+    })
+}
+
+/// Middleware: let the chain continue only for callers whose role is in
+/// `allowed`. Place it after [`authenticate`]; without an authenticated
+/// caller it answers 401 "not logged in".
+pub fn require_role(allowed: &'static [Role]) -> Handler {
+    handler(move |c| {
+        Box::pin(async move {
+            let role = match claims(c) {
+                None => return fail(c, StatusCode::UNAUTHORIZED, NOT_LOGGED_IN),
+                Some(claims) => claims.role,
+            };
+            if !role.is_some_and(|r| allowed.contains(&r)) {
+                return fail(c, StatusCode::FORBIDDEN, INSUFFICIENT_PERMISSION);
+            }
+            c.next().await;
+        })
+    })
+}

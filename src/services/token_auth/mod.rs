@@ -1,0 +1,46 @@
+//! Area C: the token-auth service — login, registration, refresh, logout
+//! and role checks with hand-made HS256 tokens, plus sign-in through an
+//! OAuth identity provider.
+//!
+//! Map of the area, from the bottom up:
+//!
+//! - [`clock`]: injectable time, so expiry and limits are testable.
+//! - [`user`]: the user record, roles, and username/email rules.
+//! - [`store`]: SQLite schema and queries (blocking work off the runtime).
+//! - [`passwords`]: bcrypt on the blocking pool, with timing-safe misses.
+//! - [`tokens`]: claims, lifetimes, issuing and checking (on [`crate::protocol::jwt`]).
+//! - [`blacklist`]: revoked token ids and their pruning.
+//! - [`limiter`]: login rate limits, captcha hint, account lock-out.
+//! - [`config`]: the `--config` YAML (identity providers).
+//! - [`oauth`]: the authorization-code flow with PKCE and sealed tokens.
+//! - [`service`]: settings and the assembled shared state.
+//! - [`middleware`]: authenticate, then authorize, on the core chain.
+//! - [`routes`]: the HTTP routes.
+//!
+//! Typical use (what the `token-auth` binary does):
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use handwire::services::token_auth::{routes, service::{AuthService, Settings}};
+//! use std::sync::Arc;
+//! let settings = Settings::new(std::env::var("TOKEN_AUTH_SECRET")?, "token-auth.db");
+//! let service = Arc::new(AuthService::open(settings)?);
+//! let _maintenance = service.spawn_maintenance();
+//! let app = routes::engine(service)?.build();
+//! let listener = handwire::web::server::bind("127.0.0.1:8000").await?;
+//! handwire::web::server::serve(listener, app, Default::default(), handwire::web::server::shutdown_signal()).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod blacklist;
+pub mod clock;
+pub mod config;
+pub mod limiter;
+pub mod middleware;
+pub mod oauth;
+pub mod passwords;
+pub mod routes;
+pub mod service;
+pub mod store;
+pub mod tokens;
+pub mod user;

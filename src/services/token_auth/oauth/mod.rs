@@ -1,0 +1,305 @@
+//! Sign-in through an identity provider: the OAuth 2.0 authorization-code
+//! flow of spec §5.7, with PKCE.
+//!
+//! 1. [`OAuth::authorize_url`]: remember a new state and PKCE verifier, and
+//!    build the provider URL the browser is redirected to.
+//! 2. [`OAuth::complete`], on the callback: consume the state (single use),
+//!    exchange the code at the token endpoint, read the user info, and return
+//!    the identity to store — with the provider's tokens already sealed.
+//!
+//! Nothing is written to the database here: the caller stores the identity
+//! only when every provider call has succeeded, so a failing provider leaves
+//! no trace.
+
+pub mod cipher;
+pub mod client;
+pub mod form;
+pub mod pkce;
+pub mod state;
+pub mod trust;
+
+use crate::services::token_auth::clock::Clock;
+use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
+use crate::services::token_auth::store::ProviderIdentity;
+use cipher::{CipherError, TokenCipher};
+use client::{ProviderClient, ProviderError};
+use sha2::{Digest, Sha256};
+use state::{StateError, StateStore, STATE_CAPACITY};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// Longest provider user id accepted (spec §8).
+const OPENID_MAX: usize = 100;
+
+/// Why a sign-in failed.
+#[derive(Debug)]
+pub enum OAuthError {
+    /// The provider in the path is not configured.
+    UnknownProvider,
+    /// The state is missing, unknown, used, expired or for another provider.
+    InvalidState,
+    /// The provider sent the user back with an error instead of a code.
+    Denied(String),
+    /// The callback has a valid state but no code.
+    MissingCode,
+    /// A call to the provider failed.
+    Provider(ProviderError),
+    /// A sign-in could not be started.
+    Start(StateError),
+    /// Sealing the provider tokens failed.
+    Cipher(CipherError),
+}
+
+impl fmt::Display for OAuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OAuthError::UnknownProvider => write!(f, "unknown provider"),
+            OAuthError::InvalidState => write!(f, "invalid state"),
+            OAuthError::Denied(e) => write!(f, "sign-in was not granted by the provider: {e}"),
+            OAuthError::MissingCode => write!(f, "missing code"),
+            OAuthError::Provider(e) => write!(f, "identity provider failed: {e}"),
+            OAuthError::Start(e) => write!(f, "{e}"),
+            OAuthError::Cipher(e) => write!(f, "cannot seal provider tokens: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for OAuthError {}
+
+/// The query of a callback request.
+#[derive(Debug, Clone, Default)]
+pub struct Callback {
+    /// `code`, on success.
+    pub code: Option<String>,
+    /// `state`, always expected.
+    pub state: Option<String>,
+    /// `error`, when the user or provider declined.
+    pub error: Option<String>,
+}
+
+/// A verified external identity, ready to store.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    /// What to store about the binding (tokens sealed).
+    pub identity: ProviderIdentity,
+    /// Username to use if a new local user is created.
+    pub username_hint: String,
+}
+
+/// One configured provider and the client that calls it (its own pool and
+/// trusted roots).
+struct Registered {
+    config: ProviderConfig,
+    client: ProviderClient,
+}
+
+/// The OAuth side of the service.
+pub struct OAuth {
+    providers: BTreeMap<Provider, Registered>,
+    states: StateStore,
+    cipher: TokenCipher,
+    clock: Arc<dyn Clock>,
+}
+
+impl fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuth")
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl OAuth {
+    /// Sign-in with `providers`, provider tokens sealed by `cipher`.
+    ///
+    /// Fails, naming the key, when a provider's `ca_file` cannot be used.
+    pub fn new(
+        providers: BTreeMap<Provider, ProviderConfig>,
+        cipher: TokenCipher,
+        clock: Arc<dyn Clock>,
+    ) -> Result<OAuth, ConfigError> {
+        let providers = providers
+            .into_iter()
+            .map(|(provider, config)| {
+                let client = ProviderClient::new(config.trusted_roots(provider)?);
+                Ok((provider, Registered { config, client }))
+            })
+            .collect::<Result<_, ConfigError>>()?;
+        Ok(OAuth {
+            providers,
+            states: StateStore::new(Arc::clone(&clock), STATE_CAPACITY),
+            cipher,
+            clock,
+        })
+    }
+
+    /// The configured provider named `name`.
+    pub fn provider(&self, name: &str) -> Result<(Provider, &ProviderConfig), OAuthError> {
+        let (provider, registered) = self.registered(name)?;
+        Ok((provider, &registered.config))
+    }
+
+    fn registered(&self, name: &str) -> Result<(Provider, &Registered), OAuthError> {
+        let provider = Provider::from_name(name).ok_or(OAuthError::UnknownProvider)?;
+        let registered = self
+            .providers
+            .get(&provider)
+            .ok_or(OAuthError::UnknownProvider)?;
+        Ok((provider, registered))
+    }
+
+    /// Start a sign-in: the provider URL to redirect the browser to.
+    pub fn authorize_url(&self, name: &str) -> Result<String, OAuthError> {
+        let (provider, config) = self.provider(name)?;
+        let started = self.states.start(provider).map_err(OAuthError::Start)?;
+        let query = form::encode_pairs([
+            ("appid", config.appid.as_str()),
+            ("redirect_uri", config.redirect_uri.as_str()),
+            ("response_type", "code"),
+            ("scope", config.scope.as_str()),
+            ("state", started.state.as_str()),
+            ("code_challenge", started.code_challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ]);
+        let joiner = if config.auth_url.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        Ok(format!("{}{joiner}{query}", config.auth_url))
+    }
+
+    /// Finish a sign-in from its callback query.
+    pub async fn complete(&self, name: &str, callback: Callback) -> Result<SignedIn, OAuthError> {
+        let (provider, registered) = self.registered(name)?;
+        let (config, client) = (&registered.config, &registered.client);
+        let state = callback.state.ok_or(OAuthError::InvalidState)?;
+        let pending = self
+            .states
+            .take(&state, provider)
+            .ok_or(OAuthError::InvalidState)?;
+        if let Some(error) = callback.error {
+            return Err(OAuthError::Denied(error));
+        }
+        let code = callback
+            .code
+            .filter(|c| !c.is_empty())
+            .ok_or(OAuthError::MissingCode)?;
+
+        let tokens = client
+            .exchange_code(config, &code, &pending.code_verifier)
+            .await
+            .map_err(OAuthError::Provider)?;
+        let info = client
+            .user_info(config, &tokens)
+            .await
+            .map_err(OAuthError::Provider)?;
+
+        let openid = match (&tokens.openid, &info.openid) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(OAuthError::Provider(ProviderError::BadResponse(
+                    "user info is for a different openid than the token".into(),
+                )))
+            }
+            (Some(id), _) | (None, Some(id)) => id.clone(),
+            (None, None) => {
+                return Err(OAuthError::Provider(ProviderError::BadResponse(
+                    "no openid in the token answer or the user info".into(),
+                )))
+            }
+        };
+        if openid.is_empty() || openid.chars().count() > OPENID_MAX {
+            return Err(OAuthError::Provider(ProviderError::BadResponse(format!(
+                "openid must be 1 to {OPENID_MAX} characters"
+            ))));
+        }
+
+        let context = |column: &str| format!("{provider}/{openid}/{column}");
+        let access_token = self
+            .cipher
+            .seal(&tokens.access_token, &context("access_token"))
+            .map_err(OAuthError::Cipher)?;
+        let refresh_token = match &tokens.refresh_token {
+            Some(t) => Some(
+                self.cipher
+                    .seal(t, &context("refresh_token"))
+                    .map_err(OAuthError::Cipher)?,
+            ),
+            None => None,
+        };
+        let expires_at = tokens
+            .expires_in
+            .map(|s| i64::try_from(self.clock.now().saturating_add(s)).unwrap_or(i64::MAX));
+        let nickname = info
+            .nickname
+            .map(|n| n.chars().take(100).collect::<String>())
+            .filter(|n| !n.is_empty());
+        let avatar_url = info
+            .avatar
+            .filter(|a| !a.is_empty() && a.chars().count() <= 500);
+        Ok(SignedIn {
+            username_hint: username_hint(provider, nickname.as_deref(), &openid),
+            identity: ProviderIdentity {
+                provider: provider.as_str().to_owned(),
+                provider_user_id: openid,
+                nickname,
+                avatar_url,
+                access_token: Some(access_token),
+                refresh_token,
+                expires_at,
+            },
+        })
+    }
+
+    /// The token cipher (to open stored provider tokens).
+    pub fn cipher(&self) -> &TokenCipher {
+        &self.cipher
+    }
+
+    /// Drop expired pending sign-ins.
+    pub fn prune(&self) {
+        self.states.prune();
+    }
+}
+
+/// `github_TheOctocat`: provider plus the nickname's username-safe characters;
+/// a hash of the openid when the nickname has none.
+fn username_hint(provider: Provider, nickname: Option<&str>, openid: &str) -> String {
+    let cleaned: String = nickname
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        .take(40)
+        .collect();
+    if cleaned.is_empty() {
+        let digest = Sha256::digest(openid.as_bytes());
+        format!(
+            "{provider}_{}",
+            crate::services::token_auth::tokens::hex(&digest[..6])
+        )
+    } else {
+        format!("{provider}_{cleaned}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn username_hints_are_safe_and_bounded() {
+        assert_eq!(
+            username_hint(Provider::Github, Some("The Octocat!"), "1"),
+            "github_TheOctocat"
+        );
+        let hashed = username_hint(Provider::Wechat, Some("微信用户"), "o-123");
+        assert!(
+            hashed.starts_with("wechat_") && hashed.len() == 7 + 12,
+            "{hashed}"
+        );
+        assert_eq!(hashed, username_hint(Provider::Wechat, None, "o-123"));
+        assert!(username_hint(Provider::Google, Some(&"x".repeat(99)), "1").len() <= 50);
+        assert!(crate::services::token_auth::user::check_username(&hashed).is_ok());
+    }
+}

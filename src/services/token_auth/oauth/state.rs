@@ -1,0 +1,202 @@
+//! Pending sign-ins: the `state` parameter of the authorization-code flow.
+//!
+//! `state` ties a callback to a sign-in this server started, which stops an
+//! attacker from feeding a victim's browser a code for the attacker's own
+//! account (login CSRF). Each state is random (256 bits), kept server-side
+//! with the provider it was issued for and the PKCE verifier, lives 10 minutes
+//! and is removed on first use whatever the outcome — a replayed callback
+//! finds nothing. The map is capped, so unauthenticated callers cannot grow it
+//! without bound.
+
+use crate::services::token_auth::clock::Clock;
+use crate::services::token_auth::config::Provider;
+use crate::services::token_auth::oauth::pkce::Pkce;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// How long a sign-in may take, seconds.
+pub const STATE_TTL: u64 = 10 * 60;
+/// Most sign-ins pending at once.
+pub const STATE_CAPACITY: usize = 10_000;
+
+/// What is remembered about a sign-in between redirect and callback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// The provider the user was sent to.
+    pub provider: Provider,
+    /// PKCE verifier for the token exchange.
+    pub code_verifier: String,
+    issued_at: u64,
+}
+
+/// A freshly started sign-in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    /// The `state` value for the authorization request.
+    pub state: String,
+    /// The PKCE challenge for the authorization request.
+    pub code_challenge: String,
+}
+
+/// Why a sign-in could not be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateError {
+    /// Too many sign-ins are pending.
+    Full,
+    /// The OS random source failed.
+    Random(String),
+}
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateError::Full => write!(f, "too many sign-ins in progress, try again later"),
+            StateError::Random(e) => write!(f, "cannot read OS randomness: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StateError {}
+
+/// The pending sign-ins of one server process.
+pub struct StateStore {
+    clock: Arc<dyn Clock>,
+    pending: Mutex<HashMap<String, Pending>>,
+    capacity: usize,
+}
+
+impl std::fmt::Debug for StateStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateStore")
+            .field("pending", &self.len())
+            .finish()
+    }
+}
+
+impl StateStore {
+    /// An empty store holding at most `capacity` pending sign-ins.
+    pub fn new(clock: Arc<dyn Clock>, capacity: usize) -> StateStore {
+        StateStore {
+            clock,
+            pending: Mutex::new(HashMap::new()),
+            capacity,
+        }
+    }
+
+    /// Start a sign-in with `provider`: a new state and PKCE pair.
+    pub fn start(&self, provider: Provider) -> Result<Started, StateError> {
+        let mut raw = [0u8; 32];
+        getrandom::fill(&mut raw).map_err(|e| StateError::Random(e.to_string()))?;
+        let state = URL_SAFE_NO_PAD.encode(raw);
+        let pkce = Pkce::generate().map_err(|e| StateError::Random(e.to_string()))?;
+        let now = self.clock.now();
+        let mut pending = self.lock();
+        if pending.len() >= self.capacity {
+            pending.retain(|_, p| p.issued_at + STATE_TTL > now);
+            if pending.len() >= self.capacity {
+                return Err(StateError::Full);
+            }
+        }
+        pending.insert(
+            state.clone(),
+            Pending {
+                provider,
+                code_verifier: pkce.verifier,
+                issued_at: now,
+            },
+        );
+        Ok(Started {
+            state,
+            code_challenge: pkce.challenge,
+        })
+    }
+
+    /// Consume `state` for a callback from `provider`. The state is gone
+    /// afterwards in every case; `None` if it was unknown, used, expired, or
+    /// issued for another provider.
+    pub fn take(&self, state: &str, provider: Provider) -> Option<Pending> {
+        let pending = self.lock().remove(state)?;
+        let fresh = pending.issued_at + STATE_TTL > self.clock.now();
+        (fresh && pending.provider == provider).then_some(pending)
+    }
+
+    /// Drop expired sign-ins.
+    pub fn prune(&self) {
+        let now = self.clock.now();
+        self.lock().retain(|_, p| p.issued_at + STATE_TTL > now);
+    }
+
+    /// How many sign-ins are pending.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no sign-in is pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::services::token_auth::clock::ManualClock;
+    use crate::services::token_auth::oauth::pkce::challenge_s256;
+
+    fn store(capacity: usize) -> (Arc<ManualClock>, StateStore) {
+        let clock = Arc::new(ManualClock::new(5_000));
+        (clock.clone(), StateStore::new(clock, capacity))
+    }
+
+    #[test]
+    fn state_is_single_use_and_carries_the_matching_verifier() {
+        let (_clock, states) = store(10);
+        let started = states.start(Provider::Github).unwrap();
+        let pending = states.take(&started.state, Provider::Github).unwrap();
+        assert_eq!(
+            challenge_s256(&pending.code_verifier),
+            started.code_challenge
+        );
+        assert_eq!(states.take(&started.state, Provider::Github), None);
+    }
+
+    #[test]
+    fn state_expires_after_10_minutes() {
+        let (clock, states) = store(10);
+        let a = states.start(Provider::Github).unwrap();
+        let b = states.start(Provider::Github).unwrap();
+        clock.advance(STATE_TTL - 1);
+        assert!(states.take(&a.state, Provider::Github).is_some());
+        clock.advance(1);
+        assert_eq!(states.take(&b.state, Provider::Github), None);
+    }
+
+    #[test]
+    fn state_for_another_provider_is_refused_and_burnt() {
+        let (_clock, states) = store(10);
+        let s = states.start(Provider::Github).unwrap();
+        assert_eq!(states.take(&s.state, Provider::Google), None);
+        assert_eq!(states.take(&s.state, Provider::Github), None);
+        assert_eq!(states.take("made-up", Provider::Github), None);
+    }
+
+    #[test]
+    fn store_is_capped_but_expired_entries_make_room() {
+        let (clock, states) = store(2);
+        states.start(Provider::Wechat).unwrap();
+        states.start(Provider::Wechat).unwrap();
+        assert_eq!(states.start(Provider::Wechat), Err(StateError::Full));
+        clock.advance(STATE_TTL);
+        assert!(states.start(Provider::Wechat).is_ok());
+        assert_eq!(states.len(), 1);
+        clock.advance(STATE_TTL);
+        states.prune();
+        assert!(states.is_empty());
+    }
+}

@@ -1,0 +1,206 @@
+//! The assembled token-auth service: settings in, shared state out.
+//!
+//! [`AuthService`] owns one of each part — store, token issuer, password
+//! hasher, blacklist, login limiter, optional OAuth — and is shared by the
+//! route handlers behind an `Arc`. [`Settings`] is everything that varies
+//! between the binary and tests: the binary reads the environment and uses
+//! the spec's values (bcrypt cost 12, system clock); tests inject a manual
+//! clock and a cheap bcrypt cost where the cost is not what they test.
+//!
+//! Secrets come from the environment, never from files in the repository:
+//! `TOKEN_AUTH_SECRET` signs tokens; `TOKEN_AUTH_ENC_KEY` seals provider
+//! tokens and is required exactly when OAuth providers are configured.
+
+use crate::services::token_auth::blacklist::Blacklist;
+use crate::services::token_auth::clock::{Clock, SystemClock};
+use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
+use crate::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
+use crate::services::token_auth::oauth::cipher::{CipherError, TokenCipher, ENC_KEY_VAR};
+use crate::services::token_auth::oauth::OAuth;
+use crate::services::token_auth::passwords::{PasswordError, Passwords, DEFAULT_COST};
+use crate::services::token_auth::store::{Store, StoreError};
+use crate::services::token_auth::tokens::{TokenError, Tokens};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Environment variable holding the token signing secret.
+pub const SECRET_VAR: &str = "TOKEN_AUTH_SECRET";
+
+/// What the service needs to start.
+#[derive(Clone)]
+pub struct Settings {
+    /// HS256 signing secret, at least 32 bytes.
+    pub secret: Vec<u8>,
+    /// SQLite database file.
+    pub db_path: PathBuf,
+    /// bcrypt cost; the spec (and the binary) use 12.
+    pub bcrypt_cost: u32,
+    /// Login throttling numbers.
+    pub limits: LimitPolicy,
+    /// Identity providers; empty disables OAuth sign-in.
+    pub providers: BTreeMap<Provider, ProviderConfig>,
+    /// Key sealing provider tokens, 64 hex digits; needed with providers.
+    pub enc_key: Option<String>,
+    /// Time source.
+    pub clock: Arc<dyn Clock>,
+    /// How often expired blacklist rows, idle limiter entries and stale OAuth
+    /// states are dropped.
+    pub maintenance_every: Duration,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("db_path", &self.db_path)
+            .field("bcrypt_cost", &self.bcrypt_cost)
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Settings {
+    /// The spec's settings: cost 12, default limits, system clock, no OAuth,
+    /// maintenance every minute.
+    pub fn new(secret: impl Into<Vec<u8>>, db_path: impl Into<PathBuf>) -> Settings {
+        Settings {
+            secret: secret.into(),
+            db_path: db_path.into(),
+            bcrypt_cost: DEFAULT_COST,
+            limits: LimitPolicy::default(),
+            providers: BTreeMap::new(),
+            enc_key: None,
+            clock: Arc::new(SystemClock),
+            maintenance_every: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Why the service could not start. Messages name the setting to fix.
+#[derive(Debug)]
+pub enum SetupError {
+    /// The signing secret is unusable.
+    Secret(TokenError),
+    /// Providers are configured but there is no key for their tokens.
+    EncKeyMissing,
+    /// The provider-token key is malformed.
+    EncKey(CipherError),
+    /// The database could not be opened.
+    Store(StoreError),
+    /// The password hasher could not be set up (bad cost).
+    Passwords(PasswordError),
+    /// A provider setting is unusable (e.g. its `ca_file`).
+    Provider(ConfigError),
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::Secret(e) => write!(f, "{SECRET_VAR}: {e}"),
+            SetupError::EncKeyMissing => write!(
+                f,
+                "{ENC_KEY_VAR} is required when OAuth providers are configured \
+                 (64 hex digits, e.g. `openssl rand -hex 32`)"
+            ),
+            SetupError::EncKey(e) => write!(f, "{e}"),
+            SetupError::Store(e) => write!(f, "{e}"),
+            SetupError::Passwords(e) => write!(f, "bcrypt cost: {e}"),
+            SetupError::Provider(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// The running service's shared state.
+pub struct AuthService {
+    /// Users, bindings, blacklist.
+    pub store: Store,
+    /// Token issuer and verifier.
+    pub tokens: Tokens,
+    /// Password hasher.
+    pub passwords: Passwords,
+    /// Revoked tokens.
+    pub blacklist: Blacklist,
+    /// Login throttling.
+    pub limiter: LoginLimiter,
+    /// OAuth sign-in, when providers are configured.
+    pub oauth: Option<OAuth>,
+    /// Time source.
+    pub clock: Arc<dyn Clock>,
+    maintenance_every: Duration,
+}
+
+impl fmt::Debug for AuthService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthService")
+            .field("passwords", &self.passwords)
+            .field("oauth", &self.oauth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuthService {
+    /// Check `settings`, open the database and prepare every part.
+    ///
+    /// Blocking (opens SQLite, computes the dummy bcrypt hash): call it
+    /// before serving, or from `spawn_blocking`.
+    pub fn open(settings: Settings) -> Result<AuthService, SetupError> {
+        let clock = settings.clock;
+        let tokens =
+            Tokens::new(&settings.secret, Arc::clone(&clock)).map_err(SetupError::Secret)?;
+        let oauth = if settings.providers.is_empty() {
+            None
+        } else {
+            let key = settings
+                .enc_key
+                .as_deref()
+                .ok_or(SetupError::EncKeyMissing)?;
+            let cipher = TokenCipher::from_hex(key).map_err(SetupError::EncKey)?;
+            Some(
+                OAuth::new(settings.providers, cipher, Arc::clone(&clock))
+                    .map_err(SetupError::Provider)?,
+            )
+        };
+        let passwords = Passwords::new(settings.bcrypt_cost).map_err(SetupError::Passwords)?;
+        let store = Store::open(&settings.db_path).map_err(SetupError::Store)?;
+        Ok(AuthService {
+            blacklist: Blacklist::new(store.clone(), Arc::clone(&clock)),
+            limiter: LoginLimiter::new(settings.limits, Arc::clone(&clock)),
+            store,
+            tokens,
+            passwords,
+            oauth,
+            clock,
+            maintenance_every: settings.maintenance_every,
+        })
+    }
+
+    /// One round of housekeeping: prune the blacklist, the limiter and the
+    /// pending OAuth states. Returns how many blacklist rows were deleted.
+    pub async fn maintain(&self) -> Result<usize, StoreError> {
+        self.limiter.prune();
+        if let Some(oauth) = &self.oauth {
+            oauth.prune();
+        }
+        self.blacklist.prune().await
+    }
+
+    /// Run [`maintain`](Self::maintain) every `maintenance_every` until the
+    /// returned task is aborted (or the runtime stops).
+    pub fn spawn_maintenance(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let service = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(service.maintenance_every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                if let Err(e) = service.maintain().await {
+                    eprintln!("[token-auth] maintenance failed: {e}");
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,363 @@
+//! SQLite storage for users, identity-provider bindings and the token blacklist.
+//!
+//! The schema (`schema.sql`) carries the rules of spec §2.6 as constraints, so
+//! the database is the last line of defence. The connection runs in WAL mode
+//! with `foreign_keys=ON` (SQLite leaves it off unless asked, per connection).
+//!
+//! rusqlite is synchronous; every async method here moves its work onto
+//! tokio's blocking pool with `spawn_blocking`, so a slow disk never stalls the
+//! reactor. One connection behind a mutex is enough for this service: SQLite
+//! serialises writers anyway, and the queries are all single-row lookups.
+
+use crate::services::token_auth::user::{Role, User};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+#[cfg(test)]
+pub(crate) mod tests;
+
+const SCHEMA: &str = include_str!("schema.sql");
+
+/// How the store can fail.
+#[derive(Debug)]
+pub enum StoreError {
+    /// The database file could not be opened or prepared.
+    Open {
+        /// The path given.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// A user with this username already exists.
+    UsernameTaken,
+    /// A user with this email already exists.
+    EmailTaken,
+    /// Any other database error.
+    Sqlite(rusqlite::Error),
+    /// The blocking task running the query did not finish (panic or shutdown).
+    Task(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Open { path, source } => {
+                write!(f, "cannot open database {}: {source}", path.display())
+            }
+            StoreError::UsernameTaken => write!(f, "username exists"),
+            StoreError::EmailTaken => write!(f, "email exists"),
+            StoreError::Sqlite(e) => write!(f, "database error: {e}"),
+            StoreError::Task(e) => write!(f, "database task failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        // Name the unique violations callers can act on; keep the rest raw.
+        if let rusqlite::Error::SqliteFailure(code, Some(msg)) = &e {
+            if code.code == ErrorCode::ConstraintViolation && msg.starts_with("UNIQUE") {
+                if msg.contains("users.username") {
+                    return StoreError::UsernameTaken;
+                }
+                if msg.contains("users.email") {
+                    return StoreError::EmailTaken;
+                }
+            }
+        }
+        StoreError::Sqlite(e)
+    }
+}
+
+/// A user to be created.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    /// Unique login name (≤ 50 characters).
+    pub username: String,
+    /// bcrypt hash, or a marker that no password can match.
+    pub password_hash: String,
+    /// Unique email (≤ 100 characters).
+    pub email: Option<String>,
+    /// Role of the account.
+    pub role: Role,
+}
+
+/// What an identity provider told us about a user at sign-in.
+#[derive(Debug, Clone)]
+pub struct ProviderIdentity {
+    /// `wechat`, `google` or `github`.
+    pub provider: String,
+    /// The provider's id for the user (`openid`), ≤ 100 characters.
+    pub provider_user_id: String,
+    /// Display name reported by the provider.
+    pub nickname: Option<String>,
+    /// Avatar address reported by the provider.
+    pub avatar_url: Option<String>,
+    /// Provider access token, already encrypted.
+    pub access_token: Option<String>,
+    /// Provider refresh token, already encrypted.
+    pub refresh_token: Option<String>,
+    /// When the provider access token expires, Unix seconds.
+    pub expires_at: Option<i64>,
+}
+
+/// Password hash stored for accounts created through an identity provider.
+/// It is not a bcrypt hash, so no password can ever match it.
+pub const NO_PASSWORD: &str = "!external-sign-in-only";
+
+/// Handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Store")
+    }
+}
+
+const USER_COLUMNS: &str = "id, username, email, role, created_at, updated_at";
+
+fn user_from_row(row: &Row<'_>) -> rusqlite::Result<User> {
+    let role: String = row.get(3)?;
+    let role = role.parse::<Role>().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, e.into())
+    })?;
+    Ok(User {
+        id: row.get(0)?,
+        username: row.get(1)?,
+        email: row.get(2)?,
+        role,
+        created_at: row.get(4)?,
+        updated_at: row.get(5)?,
+    })
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path` and apply the schema.
+    ///
+    /// This blocks; call it at start-up or from a blocking task.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(open_err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(open_err)?;
+        // journal_mode answers with the mode actually in effect.
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(open_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(open_err(rusqlite::Error::InvalidParameterName(format!(
+                "journal_mode is {mode}, WAL could not be enabled"
+            ))));
+        }
+        conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+            .map_err(open_err)?;
+        conn.execute_batch(SCHEMA).map_err(open_err)?;
+        Ok(Store {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Run `f` with the connection on the blocking pool.
+    async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            // A panic while holding the lock cannot leave SQLite half-written
+            // (statements are atomic), so a poisoned lock is safe to reuse.
+            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+
+    /// Insert a user and return it as stored.
+    pub async fn create_user(&self, new: NewUser) -> Result<User, StoreError> {
+        self.run(move |conn| {
+            let sql = format!(
+                "INSERT INTO users (username, password_hash, email, role) VALUES (?1, ?2, ?3, ?4) \
+                 RETURNING {USER_COLUMNS}"
+            );
+            let user = conn.query_row(
+                &sql,
+                params![
+                    new.username,
+                    new.password_hash,
+                    new.email,
+                    new.role.as_str()
+                ],
+                user_from_row,
+            )?;
+            Ok(user)
+        })
+        .await
+    }
+
+    /// The user and password hash for `username`, if such a user exists.
+    pub async fn credentials(&self, username: &str) -> Result<Option<(User, String)>, StoreError> {
+        let username = username.to_owned();
+        self.run(move |conn| {
+            let sql =
+                format!("SELECT {USER_COLUMNS}, password_hash FROM users WHERE username = ?1");
+            let found = conn
+                .query_row(&sql, [username], |row| {
+                    Ok((user_from_row(row)?, row.get(6)?))
+                })
+                .optional()?;
+            Ok(found)
+        })
+        .await
+    }
+
+    /// The user with primary key `id`.
+    pub async fn user_by_id(&self, id: i64) -> Result<Option<User>, StoreError> {
+        self.run(move |conn| {
+            let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = ?1");
+            Ok(conn.query_row(&sql, [id], user_from_row).optional()?)
+        })
+        .await
+    }
+
+    /// All users, oldest first.
+    pub async fn list_users(&self) -> Result<Vec<User>, StoreError> {
+        self.run(|conn| {
+            let sql = format!("SELECT {USER_COLUMNS} FROM users ORDER BY id");
+            let mut stmt = conn.prepare(&sql)?;
+            let users = stmt
+                .query_map([], user_from_row)?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(users)
+        })
+        .await
+    }
+
+    /// Put `jti` on the blacklist until `expired_at` (the token's own `exp`).
+    /// Revoking an already revoked token is not an error.
+    pub async fn revoke(&self, jti: &str, expired_at: u64) -> Result<(), StoreError> {
+        let jti = jti.to_owned();
+        let expired_at = i64::try_from(expired_at).unwrap_or(i64::MAX);
+        self.run(move |conn| {
+            conn.execute(
+                "INSERT INTO token_blacklist (token_jti, expired_at) VALUES (?1, ?2) \
+                 ON CONFLICT (token_jti) DO NOTHING",
+                params![jti, expired_at],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Whether `jti` is on the blacklist.
+    pub async fn is_revoked(&self, jti: &str) -> Result<bool, StoreError> {
+        let jti = jti.to_owned();
+        self.run(move |conn| {
+            let found = conn
+                .query_row(
+                    "SELECT 1 FROM token_blacklist WHERE token_jti = ?1",
+                    [jti],
+                    |_| Ok(()),
+                )
+                .optional()?;
+            Ok(found.is_some())
+        })
+        .await
+    }
+
+    /// Delete blacklist rows whose token has expired by `now`; such tokens are
+    /// refused as expired anyway. Returns how many rows went.
+    pub async fn prune_blacklist(&self, now: u64) -> Result<usize, StoreError> {
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        self.run(move |conn| {
+            Ok(conn.execute("DELETE FROM token_blacklist WHERE expired_at <= ?1", [now])?)
+        })
+        .await
+    }
+
+    /// Find the local user bound to `identity`, refreshing the binding's
+    /// details; or create a user (named after `username_hint`, with a numeric
+    /// suffix if taken) and the binding. All in one transaction: either both
+    /// rows exist afterwards or neither does.
+    pub async fn sign_in_with_provider(
+        &self,
+        identity: ProviderIdentity,
+        username_hint: String,
+    ) -> Result<User, StoreError> {
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let bound: Option<i64> = tx
+                .query_row(
+                    "SELECT user_id FROM user_auth_providers \
+                     WHERE provider = ?1 AND provider_user_id = ?2",
+                    params![identity.provider, identity.provider_user_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let user_id = match bound {
+                Some(user_id) => user_id,
+                None => insert_with_free_username(&tx, &username_hint)?,
+            };
+            // One statement for both cases: a new binding is inserted, an
+            // existing one gets the provider's latest details.
+            tx.execute(
+                "INSERT INTO user_auth_providers (user_id, provider, provider_user_id, \
+                 nickname, avatar_url, access_token, refresh_token, expires_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                 ON CONFLICT (provider, provider_user_id) DO UPDATE SET \
+                 nickname = excluded.nickname, avatar_url = excluded.avatar_url, \
+                 access_token = excluded.access_token, refresh_token = excluded.refresh_token, \
+                 expires_at = excluded.expires_at, updated_at = unixepoch()",
+                params![
+                    user_id,
+                    identity.provider,
+                    identity.provider_user_id,
+                    identity.nickname,
+                    identity.avatar_url,
+                    identity.access_token,
+                    identity.refresh_token,
+                    identity.expires_at
+                ],
+            )?;
+            let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = ?1");
+            let user = tx.query_row(&sql, [user_id], user_from_row)?;
+            tx.commit()?;
+            Ok(user)
+        })
+        .await
+    }
+}
+
+/// Insert a password-less user named `hint`, or `hint_2`, `hint_3`, … when
+/// taken (the name is cut so the suffix still fits in 50 characters).
+fn insert_with_free_username(conn: &Connection, hint: &str) -> Result<i64, StoreError> {
+    for n in 1..=100u32 {
+        let candidate = if n == 1 {
+            hint.chars().take(50).collect::<String>()
+        } else {
+            let suffix = format!("_{n}");
+            let base: String = hint.chars().take(50 - suffix.len()).collect();
+            base + &suffix
+        };
+        let inserted = conn.execute(
+            "INSERT INTO users (username, password_hash) VALUES (?1, ?2) \
+             ON CONFLICT (username) DO NOTHING",
+            params![candidate, NO_PASSWORD],
+        )?;
+        if inserted == 1 {
+            return Ok(conn.last_insert_rowid());
+        }
+    }
+    Err(StoreError::UsernameTaken)
+}

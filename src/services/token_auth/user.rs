@@ -1,0 +1,178 @@
+//! The user record as the rest of the service sees it: identity, role, and the
+//! rules a new username or email must follow.
+//!
+//! The same limits are enforced twice on purpose: here, to give the client a
+//! clear 400 message, and by `CHECK` constraints in the database schema
+//! (`store.rs`), so that no code path can store a row that breaks them.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Longest accepted username, in characters (spec §8).
+pub const USERNAME_MAX: usize = 50;
+/// Shortest accepted username, in characters.
+pub const USERNAME_MIN: usize = 3;
+/// Longest accepted email address, in characters (spec §8).
+pub const EMAIL_MAX: usize = 100;
+
+/// What a user may do. Carried in the access token's `role` claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Default role of every new account.
+    User,
+    /// A paying or otherwise privileged user.
+    Vip,
+    /// May list all users.
+    Admin,
+}
+
+impl Role {
+    /// The name stored in the database and in tokens.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Vip => "vip",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Role, String> {
+        match s {
+            "user" => Ok(Role::User),
+            "vip" => Ok(Role::Vip),
+            "admin" => Ok(Role::Admin),
+            other => Err(format!(
+                "unknown role {other:?} (expected user, vip or admin)"
+            )),
+        }
+    }
+}
+
+/// A stored user, without the password hash (that never leaves the store
+/// except through `Store::credentials`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// Primary key.
+    pub id: i64,
+    /// Unique login name.
+    pub username: String,
+    /// Unique email, when given.
+    pub email: Option<String>,
+    /// Role granted to the account.
+    pub role: Role,
+    /// Creation time, Unix seconds.
+    pub created_at: i64,
+    /// Last change, Unix seconds.
+    pub updated_at: i64,
+}
+
+/// The shape of a user in API responses: no hash, timestamps in RFC 3339.
+#[derive(Debug, Serialize)]
+pub struct PublicUser<'a> {
+    /// Primary key.
+    pub id: i64,
+    /// Login name.
+    pub username: &'a str,
+    /// Email or null.
+    pub email: Option<&'a str>,
+    /// Role name.
+    pub role: Role,
+    /// Creation time, e.g. `2024-05-01T12:00:00Z`.
+    pub created_at: String,
+}
+
+impl User {
+    /// The API view of this user.
+    pub fn public(&self) -> PublicUser<'_> {
+        PublicUser {
+            id: self.id,
+            username: &self.username,
+            email: self.email.as_deref(),
+            role: self.role,
+            created_at: crate::web::timefmt::rfc3339(self.created_at),
+        }
+    }
+}
+
+/// Check a username for registration: 3 to 50 characters out of ASCII
+/// letters, digits, `_`, `-` and `.`.
+pub fn check_username(username: &str) -> Result<(), String> {
+    let len = username.chars().count();
+    if !(USERNAME_MIN..=USERNAME_MAX).contains(&len) {
+        return Err(format!(
+            "username must be {USERNAME_MIN} to {USERNAME_MAX} characters"
+        ));
+    }
+    if !username
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err("username may contain only letters, digits, '_', '-' and '.'".into());
+    }
+    Ok(())
+}
+
+/// Check an email address: at most 100 characters, one `@` with text on
+/// both sides, no whitespace. Deliverability is not this service's business.
+pub fn check_email(email: &str) -> Result<(), String> {
+    if email.chars().count() > EMAIL_MAX {
+        return Err(format!("email must be at most {EMAIL_MAX} characters"));
+    }
+    let mut halves = email.split('@');
+    let valid = matches!(
+        (halves.next(), halves.next(), halves.next()),
+        (Some(local), Some(domain), None) if !local.is_empty() && !domain.is_empty()
+    ) && !email.chars().any(char::is_whitespace);
+    if !valid {
+        return Err("email must look like name@example.com".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usernames_outside_3_to_50_characters_are_refused() {
+        assert!(check_username("ab").is_err());
+        assert!(check_username("abc").is_ok());
+        assert!(check_username(&"a".repeat(50)).is_ok());
+        assert!(check_username(&"a".repeat(51)).is_err());
+        assert!(check_username("has space").is_err());
+        assert!(check_username("ünï").is_err());
+    }
+
+    #[test]
+    fn emails_must_have_one_at_and_fit_100_characters() {
+        assert!(check_email("a@b").is_ok());
+        assert!(check_email("ab").is_err());
+        assert!(check_email("@b").is_err());
+        assert!(check_email("a@").is_err());
+        assert!(check_email("a@b@c").is_err());
+        assert!(check_email("a b@c").is_err());
+        let long = format!("{}@example.com", "a".repeat(89));
+        assert_eq!(long.len(), 101);
+        assert!(check_email(&long).is_err());
+        assert!(check_email(&long[1..]).is_ok());
+    }
+
+    #[test]
+    fn roles_round_trip_through_their_names() {
+        for role in [Role::User, Role::Vip, Role::Admin] {
+            assert_eq!(role.as_str().parse::<Role>(), Ok(role));
+        }
+        assert!("root".parse::<Role>().is_err());
+    }
+}

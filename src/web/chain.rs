@@ -1,0 +1,317 @@
+//! The Gin-style handler chain: [`Context`], [`Handler`], `next()` and `abort()`.
+//!
+//! A request is answered by an ordered list of handlers: global middleware,
+//! then the middleware of the route's groups, then the route handler
+//! (spec "Middleware and routing rules" 1). The [`Context`] walks that list
+//! with an index, exactly like Gin's `Context.Next`:
+//!
+//! ```text
+//! next():  index += 1; while index < len { handlers[index](ctx); index += 1 }
+//! abort(): index = ABORT_INDEX          // past the end: the loop stops
+//! ```
+//!
+//! So a middleware that calls `next()` runs the rest of the chain at that
+//! point and then continues its own code (rule 3); one that never calls
+//! `next()` returns to the loop, which runs the following handler (rule 4);
+//! one that calls `abort()` keeps running its own code but nothing after it
+//! runs (rule 5). Values stored with [`Context::set`] are visible to every
+//! later handler (rule 6). The engine that builds the chains lives in
+//! [`crate::web::engine`].
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION};
+use http::{HeaderMap, Method, StatusCode, Uri};
+
+use crate::types::BoxFuture;
+use crate::web::urlenc;
+
+/// One step of a chain: middleware and route handlers have the same type.
+///
+/// A handler borrows the context for as long as its future runs, so it can
+/// call `c.next().await` in the middle of its own code.
+pub type Handler = Arc<dyn for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync>;
+
+/// Wrap a function or closure as a [`Handler`].
+///
+/// ```
+/// use handwire::web::chain::{handler, Handler};
+/// use http::StatusCode;
+/// let h: Handler = handler(|c| Box::pin(async move { c.string(StatusCode::OK, "hi"); }));
+/// ```
+pub fn handler<F>(f: F) -> Handler
+where
+    F: for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync + 'static,
+{
+    Arc::new(f)
+}
+
+/// Index value that means "aborted": far past any real chain length, and far
+/// enough from `isize::MAX` that the loop's `+= 1` cannot overflow (Gin uses 63).
+const ABORT_INDEX: isize = isize::MAX / 2;
+
+/// The response a chain is building.
+#[derive(Debug)]
+pub(crate) struct ResponseDraft {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: BytesMut,
+    pub(crate) written: bool,
+}
+
+/// Everything one request's handlers share: the request, path parameters, a
+/// key/value store and the response being built.
+pub struct Context {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+    remote: SocketAddr,
+    params: Vec<(String, String)>,
+    keys: HashMap<String, Box<dyn Any + Send + Sync>>,
+    handlers: Arc<[Handler]>,
+    index: isize,
+    pub(crate) response: ResponseDraft,
+}
+
+impl Context {
+    /// A context for one request that will run `handlers`.
+    pub fn new(
+        parts: http::request::Parts,
+        body: Bytes,
+        remote: SocketAddr,
+        params: Vec<(String, String)>,
+        handlers: Arc<[Handler]>,
+    ) -> Context {
+        Context {
+            method: parts.method,
+            uri: parts.uri,
+            headers: parts.headers,
+            body,
+            remote,
+            params,
+            keys: HashMap::new(),
+            handlers,
+            index: -1,
+            response: ResponseDraft {
+                status: StatusCode::OK,
+                headers: HeaderMap::new(),
+                body: BytesMut::new(),
+                written: false,
+            },
+        }
+    }
+
+    // ---- flow -------------------------------------------------------------
+
+    /// Run the rest of the chain now; returns when it has finished (or was
+    /// aborted), so the caller's remaining code runs afterwards.
+    #[allow(clippy::should_implement_trait)] // Gin's name, on purpose
+    pub fn next(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.index += 1;
+            let handlers = self.handlers.clone();
+            while let Some(h) = usize::try_from(self.index)
+                .ok()
+                .and_then(|i| handlers.get(i))
+            {
+                h(self).await;
+                self.index += 1;
+            }
+        })
+    }
+
+    /// Stop the chain: no handler after the current one runs. The current
+    /// handler's own code still runs to its end.
+    pub fn abort(&mut self) {
+        self.index = ABORT_INDEX;
+    }
+
+    /// Whether [`abort`](Self::abort) was called.
+    pub fn is_aborted(&self) -> bool {
+        self.index >= ABORT_INDEX
+    }
+
+    /// Set the status and abort, writing no body.
+    pub fn abort_with_status(&mut self, status: StatusCode) {
+        self.status(status);
+        self.abort();
+    }
+
+    /// Write a JSON body with `status` and abort.
+    pub fn abort_with_json(&mut self, status: StatusCode, body: serde_json::Value) {
+        self.json(status, &body);
+        self.abort();
+    }
+
+    // ---- request ----------------------------------------------------------
+
+    /// The request method.
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// The raw (not decoded) request path.
+    pub fn path(&self) -> &str {
+        self.uri.path()
+    }
+
+    /// The request URI.
+    pub fn uri(&self) -> &Uri {
+        &self.uri
+    }
+
+    /// The request headers.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// A request header as text; `None` when absent or not visible ASCII.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The whole request body (already read and size-checked by the engine).
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// The peer address of the connection.
+    pub fn remote_addr(&self) -> SocketAddr {
+        self.remote
+    }
+
+    /// The client's IP: the peer address. Forwarding headers are not
+    /// trusted, because nothing here says which proxy may set them.
+    pub fn client_ip(&self) -> IpAddr {
+        self.remote.ip()
+    }
+
+    /// A path parameter (`:name` or `*name`), percent-decoded.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The first value of query parameter `name`, decoded (`+` is a space).
+    pub fn query(&self, name: &str) -> Option<String> {
+        urlenc::find(self.uri.query().unwrap_or(""), name)
+    }
+
+    /// Like [`query`](Self::query), with `default` when the key is absent.
+    /// A present but empty value is returned as is (Gin's `DefaultQuery`).
+    pub fn default_query(&self, name: &str, default: &str) -> String {
+        self.query(name).unwrap_or_else(|| default.to_string())
+    }
+
+    // ---- key/value store --------------------------------------------------
+
+    /// Store `value` under `key` for the handlers that follow.
+    pub fn set<V: Any + Send + Sync>(&mut self, key: &str, value: V) {
+        self.keys.insert(key.to_string(), Box::new(value));
+    }
+
+    /// Read a value stored under `key`, if it has type `V`.
+    pub fn get<V: Any>(&self, key: &str) -> Option<&V> {
+        self.keys.get(key).and_then(|v| v.downcast_ref::<V>())
+    }
+
+    // ---- response ---------------------------------------------------------
+
+    /// Set the response status without writing a body.
+    pub fn status(&mut self, status: StatusCode) {
+        self.response.status = status;
+    }
+
+    /// The response status as it stands.
+    pub fn response_status(&self) -> StatusCode {
+        self.response.status
+    }
+
+    /// Forget the response written so far (status back to 200, no headers,
+    /// no body): recovery and timeout replace a half-written answer.
+    pub(crate) fn clear_response(&mut self) {
+        self.response.status = StatusCode::OK;
+        self.response.headers.clear();
+        self.response.body.clear();
+        self.response.written = false;
+    }
+
+    /// Whether a body has been written.
+    pub fn written(&self) -> bool {
+        self.response.written
+    }
+
+    /// Set a response header; a value that is not a valid header is ignored.
+    pub fn set_header(&mut self, name: HeaderName, value: &str) {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            self.response.headers.insert(name, v);
+        }
+    }
+
+    /// Write `body` with `status` and `content_type`. As in Gin, the first
+    /// write decides status and content type; later writes append.
+    pub fn data(&mut self, status: StatusCode, content_type: &str, body: impl Into<Bytes>) {
+        if !self.response.written {
+            self.response.status = status;
+            self.set_header(CONTENT_TYPE, content_type);
+            self.response.written = true;
+        }
+        self.response.body.extend_from_slice(&body.into());
+    }
+
+    /// Write plain text.
+    pub fn string(&mut self, status: StatusCode, text: impl Into<String>) {
+        self.data(status, "text/plain; charset=utf-8", text.into());
+    }
+
+    /// Write `value` as JSON. A value that cannot be serialized gives a 500
+    /// with a JSON error instead.
+    pub fn json(&mut self, status: StatusCode, value: &impl serde::Serialize) {
+        match serde_json::to_vec(value) {
+            Ok(bytes) => self.data(status, "application/json; charset=utf-8", bytes),
+            Err(e) => self.data(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "application/json; charset=utf-8",
+                serde_json::json!({ "error": format!("response serialization failed: {e}") })
+                    .to_string(),
+            ),
+        }
+    }
+
+    /// Redirect to `location` with `status` (301, 302, 307, 308) and, for
+    /// GET, a small HTML body with the link, as Go's `http.Redirect` writes.
+    pub fn redirect(&mut self, status: StatusCode, location: &str) {
+        self.set_header(LOCATION, location);
+        if self.method == Method::GET || self.method == Method::HEAD {
+            let text = status.canonical_reason().unwrap_or("Redirect");
+            let body = format!("<a href=\"{}\">{text}</a>.\n\n", html_escape(location));
+            self.data(status, "text/html; charset=utf-8", body);
+        } else {
+            self.status(status);
+            self.response.written = true;
+        }
+    }
+}
+
+/// Escape text for an HTML attribute or element.
+pub fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&#34;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,392 @@
+//! The Gin-style engine: route registration, groups, and request dispatch.
+//!
+//! Registration follows Gin: a route's chain is fixed when it is registered,
+//! as *global middleware registered so far* + *its groups' middleware* + *its
+//! handlers*. (So, as in Gin, `use_middleware` after a route does not change
+//! that route; it does change the 404/405 chains, which are built last.)
+//! A bad route is an [`InsertError`] value; the binaries print it and exit.
+//!
+//! Dispatch reads the body (bounded by the body limit, 413 past it), asks the
+//! matcher, and runs one of four chains through [`Context::next`]: the route's,
+//! a trailing-slash redirect, 405 (with `Allow`) or 404. The three fallbacks
+//! are prefixed by the global middleware too, so the logger and recovery see
+//! every request.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+
+use crate::types::{self, Body, BoxFuture};
+use crate::web::chain::{handler, Context, Handler};
+use crate::web::middleware;
+use crate::web::router::{InsertError, Lookup, Router};
+use crate::web::server::Service;
+
+/// Default request body limit: 4 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
+
+/// Context key under which the trailing-slash redirect target is stored.
+const TSR_LOCATION: &str = "handwire.tsr_location";
+
+/// Builds an [`App`]: routes, groups, middleware, fallbacks and limits.
+pub struct Engine {
+    router: Router<Arc<[Handler]>>,
+    global: Vec<Handler>,
+    no_route: Vec<Handler>,
+    no_method: Vec<Handler>,
+    body_limit: usize,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new()
+    }
+}
+
+impl Engine {
+    /// An engine with the default middleware: request logger, then recovery.
+    pub fn new() -> Engine {
+        let mut e = Engine::bare();
+        e.use_middleware(handler(middleware::logger));
+        e.use_middleware(handler(middleware::recovery));
+        e
+    }
+
+    /// An engine with no middleware at all.
+    pub fn bare() -> Engine {
+        Engine {
+            router: Router::new(),
+            global: Vec::new(),
+            no_route: vec![handler(default_not_found)],
+            no_method: vec![handler(default_method_not_allowed)],
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+
+    /// Add global middleware: it runs first on every route registered after
+    /// this call and on every 404/405/redirect.
+    pub fn use_middleware(&mut self, h: Handler) {
+        self.global.push(h);
+    }
+
+    /// Register `handlers` (middleware then handler) for `method` and `path`.
+    pub fn handle(
+        &mut self,
+        method: Method,
+        path: &str,
+        handlers: Vec<Handler>,
+    ) -> Result<(), InsertError> {
+        self.add_route(method, path, &[], handlers)
+    }
+
+    fn add_route(
+        &mut self,
+        method: Method,
+        path: &str,
+        group_mw: &[Handler],
+        handlers: Vec<Handler>,
+    ) -> Result<(), InsertError> {
+        let chain: Vec<Handler> = self
+            .global
+            .iter()
+            .chain(group_mw)
+            .cloned()
+            .chain(handlers)
+            .collect();
+        self.router.insert(method, path, chain.into())
+    }
+
+    /// Register a GET route with a single handler.
+    pub fn get(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
+        self.handle(Method::GET, path, vec![h])
+    }
+
+    /// Register a POST route with a single handler.
+    pub fn post(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
+        self.handle(Method::POST, path, vec![h])
+    }
+
+    /// Register a PUT route with a single handler.
+    pub fn put(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
+        self.handle(Method::PUT, path, vec![h])
+    }
+
+    /// Register a DELETE route with a single handler.
+    pub fn delete(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
+        self.handle(Method::DELETE, path, vec![h])
+    }
+
+    /// Register a PATCH route with a single handler.
+    pub fn patch(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
+        self.handle(Method::PATCH, path, vec![h])
+    }
+
+    /// A route group: every route registered through it gets `prefix` and
+    /// the group's middleware.
+    pub fn group(&mut self, prefix: &str) -> Group<'_> {
+        Group {
+            engine: self,
+            prefix: prefix.to_string(),
+            middleware: Vec::new(),
+        }
+    }
+
+    /// Replace the 404 handlers (default: `404 page not found`, text/plain).
+    pub fn no_route(&mut self, handlers: Vec<Handler>) {
+        self.no_route = handlers;
+    }
+
+    /// Replace the 405 handlers (default: `405 method not allowed`,
+    /// text/plain). The `Allow` header is set before they run.
+    pub fn no_method(&mut self, handlers: Vec<Handler>) {
+        self.no_method = handlers;
+    }
+
+    /// Largest request body accepted; larger ones get 413 with a JSON error.
+    pub fn body_limit(&mut self, bytes: usize) {
+        self.body_limit = bytes;
+    }
+
+    /// Freeze the routes into a servable [`App`].
+    pub fn build(self) -> Arc<App> {
+        let with_global = |tail: Vec<Handler>| -> Arc<[Handler]> {
+            self.global.iter().cloned().chain(tail).collect()
+        };
+        Arc::new(App {
+            not_found: with_global(self.no_route.clone()),
+            method_not_allowed: with_global(self.no_method.clone()),
+            redirect: with_global(vec![handler(trailing_slash_redirect)]),
+            router: self.router,
+            body_limit: self.body_limit,
+        })
+    }
+}
+
+/// A set of routes sharing a path prefix and middleware. Groups nest.
+pub struct Group<'e> {
+    engine: &'e mut Engine,
+    prefix: String,
+    middleware: Vec<Handler>,
+}
+
+impl Group<'_> {
+    /// Add middleware for the routes registered through this group afterwards.
+    pub fn use_middleware(&mut self, h: Handler) {
+        self.middleware.push(h);
+    }
+
+    /// A nested group: prefixes and middleware add up.
+    pub fn group(&mut self, prefix: &str) -> Group<'_> {
+        Group {
+            prefix: join_paths(&self.prefix, prefix),
+            middleware: self.middleware.clone(),
+            engine: self.engine,
+        }
+    }
+
+    /// Register `handlers` under the group's prefix.
+    pub fn handle(
+        &mut self,
+        method: Method,
+        path: &str,
+        handlers: Vec<Handler>,
+    ) -> Result<(), InsertError> {
+        let full = join_paths(&self.prefix, path);
+        self.engine
+            .add_route(method, &full, &self.middleware, handlers)
+    }
+
+    /// Register a GET route in the group.
+    pub fn get(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
+        self.handle(Method::GET, path, vec![h])
+    }
+
+    /// Register a POST route in the group.
+    pub fn post(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
+        self.handle(Method::POST, path, vec![h])
+    }
+}
+
+/// Join a group prefix and a relative path as Gin's `joinPaths` does: one
+/// slash between them, and a trailing slash of `rel` kept.
+fn join_paths(prefix: &str, rel: &str) -> String {
+    if rel.is_empty() {
+        return prefix.to_string();
+    }
+    let mut out = prefix.trim_end_matches('/').to_string();
+    if !rel.starts_with('/') {
+        out.push('/');
+    }
+    out.push_str(rel);
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// A frozen engine, ready to serve.
+pub struct App {
+    router: Router<Arc<[Handler]>>,
+    not_found: Arc<[Handler]>,
+    method_not_allowed: Arc<[Handler]>,
+    redirect: Arc<[Handler]>,
+    body_limit: usize,
+}
+
+impl Service for App {
+    fn call(
+        &self,
+        req: Request<Incoming>,
+        remote: SocketAddr,
+    ) -> BoxFuture<'static, Response<Body>> {
+        // The Arc<App> is not available here, only &self; the lookup needs
+        // the router for the whole request, so dispatch is done eagerly up to
+        // the point where the chain is chosen (cheap), and the rest is moved.
+        let (parts, body) = req.into_parts();
+        let limit = self.body_limit;
+        let declared_too_large = parts
+            .headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|n| n > limit as u64);
+
+        let (chain, params, allow, tsr) = match self.router.lookup(&parts.method, parts.uri.path())
+        {
+            Lookup::Found { value, params } => (
+                value.clone(),
+                params
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                None,
+                None,
+            ),
+            Lookup::RedirectTrailingSlash { location } => {
+                (self.redirect.clone(), Vec::new(), None, Some(location))
+            }
+            Lookup::MethodNotAllowed { allowed } => {
+                let allow = allowed
+                    .iter()
+                    .map(Method::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                (
+                    self.method_not_allowed.clone(),
+                    Vec::new(),
+                    Some(allow),
+                    None,
+                )
+            }
+            Lookup::NotFound => (self.not_found.clone(), Vec::new(), None, None),
+        };
+        Box::pin(async move {
+            if declared_too_large {
+                return too_large(limit);
+            }
+            let body = match Limited::new(body, limit).collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(e)
+                    if e.downcast_ref::<http_body_util::LengthLimitError>()
+                        .is_some() =>
+                {
+                    return too_large(limit);
+                }
+                Err(e) => return bad_body(&e.to_string()),
+            };
+            let mut c = Context::new(parts, body, remote, params, chain);
+            if let Some(location) = tsr {
+                c.set(TSR_LOCATION, location);
+            }
+            if let Some(allow) = allow {
+                c.set_header(ALLOW, &allow);
+            }
+            c.next().await;
+            into_response(c)
+        })
+    }
+}
+
+fn into_response(c: Context) -> Response<Body> {
+    let draft = c.response;
+    let mut resp = Response::new(types::full(draft.body.freeze()));
+    *resp.status_mut() = draft.status;
+    *resp.headers_mut() = draft.headers;
+    resp
+}
+
+fn json_response(status: StatusCode, body: serde_json::Value) -> Response<Body> {
+    let mut resp = Response::new(types::full(Bytes::from(body.to_string())));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    resp
+}
+
+fn too_large(limit: usize) -> Response<Body> {
+    json_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        serde_json::json!({ "error": format!("request body too large (limit {limit} bytes)") }),
+    )
+}
+
+fn bad_body(reason: &str) -> Response<Body> {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        serde_json::json!({ "error": format!("cannot read request body: {reason}") }),
+    )
+}
+
+fn default_not_found(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move { c.string(StatusCode::NOT_FOUND, "404 page not found") })
+}
+
+fn default_method_not_allowed(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move { c.string(StatusCode::METHOD_NOT_ALLOWED, "405 method not allowed") })
+}
+
+/// Gin's RedirectTrailingSlash: 301 for GET, 307 for other methods so that
+/// the client repeats the method and body.
+fn trailing_slash_redirect(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        let mut location = c.get::<String>(TSR_LOCATION).cloned().unwrap_or_default();
+        if let Some(q) = c.uri().query() {
+            location.push('?');
+            location.push_str(q);
+        }
+        let status = if c.method() == Method::GET {
+            StatusCode::MOVED_PERMANENTLY
+        } else {
+            StatusCode::TEMPORARY_REDIRECT
+        };
+        c.redirect(status, &location);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join_paths;
+
+    #[test]
+    fn group_prefixes_join_with_one_slash() {
+        let cases = [
+            ("/v1", "/login", "/v1/login"),
+            ("/v1/", "/login", "/v1/login"),
+            ("/v1", "login", "/v1/login"),
+            ("/v1", "", "/v1"),
+            ("/v1", "/x/", "/v1/x/"),
+            ("", "/x", "/x"),
+            ("/", "/", "/"),
+        ];
+        for (p, r, want) in cases {
+            assert_eq!(join_paths(p, r), want, "{p} + {r}");
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! The HTTP framework, written by hand on hyper: what Gin is to Go.
+//!
+//! From the socket inwards:
+//!
+//! - [`server`]: the accept loop (HTTP/1.1 + h2c, time-outs, graceful shutdown).
+//! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
+//! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
+//! - [`engine`]: Gin-style route registration, groups, dispatch, 404/405.
+//! - [`middleware`]: the default logger and panic recovery, and a time-out.
+//! - [`bind`]: JSON / form / multipart / query binding with required fields.
+//! - [`urlenc`]: percent and form decoding.
+//! - [`timefmt`]: UTC calendar formatting for logs and API timestamps.
+//!
+//! Nothing here knows about a service.
+
+pub mod bind;
+pub mod chain;
+pub mod engine;
+pub mod middleware;
+pub mod router;
+pub mod server;
+pub mod timefmt;
+pub mod urlenc;

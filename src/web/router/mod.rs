@@ -1,0 +1,72 @@
+//! HTTP path routing with Gin's semantics: a hand-written radix tree per
+//! method that maps a request path to the value registered for it.
+//!
+//! - [`Router::insert`] registers `METHOD path` with static text, `:param`
+//!   and a final `*catch-all`, and refuses bad or conflicting routes with an
+//!   [`InsertError`] worded like Gin's start-up panics.
+//! - [`Router::lookup`] answers with a [`Lookup`]: the value and its
+//!   [`Params`], else a trailing-slash redirect, else the methods that would
+//!   match (405), else not found.
+//!
+//! ```
+//! use handwire::web::router::{Lookup, Router};
+//! use http::Method;
+//!
+//! let mut router = Router::new();
+//! router.insert(Method::GET, "/users/new", "form")?;
+//! router.insert(Method::GET, "/users/:id", "profile")?;
+//! router.insert(Method::GET, "/static/*file", "files")?;
+//!
+//! let Lookup::Found { value, params } = router.lookup(&Method::GET, "/users/a%20b") else {
+//!     panic!("no match");
+//! };
+//! assert_eq!((*value, params.get("id")), ("profile", Some("a b")));
+//!
+//! let Lookup::Found { params, .. } = router.lookup(&Method::GET, "/static/css/x.css") else {
+//!     panic!("no match");
+//! };
+//! assert_eq!(params.get("file"), Some("/css/x.css"));
+//!
+//! assert!(matches!(
+//!     router.lookup(&Method::POST, "/users/7"),
+//!     Lookup::MethodNotAllowed { allowed } if allowed == [Method::GET]
+//! ));
+//! # Ok::<(), handwire::web::router::InsertError>(())
+//! ```
+//!
+//! Static text wins over a parameter at the same position, and a static
+//! branch that dead-ends falls back to the parameter (Gin >= 1.8); a
+//! catch-all has its segment to itself. Matching runs on the raw request
+//! path (Gin's `UseRawPath`); parameter values are percent-decoded afterwards
+//! (`UnescapePathValues`).
+//!
+//! Where this differs from Gin, on purpose:
+//! - A path that a route matches is served by it. Gin can answer a
+//!   trailing-slash redirect instead (`/cmd/whoami/` with routes
+//!   `/cmd/whoami` and `/cmd/:tool/`), because it looks for the redirect
+//!   hint before it backtracks.
+//! - Decoding keeps `+` as a plus sign (Gin uses `QueryUnescape`, which makes
+//!   it a space), keeps a malformed `%` escape as it is, and keeps the raw
+//!   value if the decoded bytes are not UTF-8.
+//! - No redirect to a location starting with `//` or `/\`, which browsers
+//!   read as another host.
+//! - Registering the same catch-all twice says "handlers are already
+//!   registered" (Gin reports a wildcard conflict); conflict messages give
+//!   the whole existing prefix (Gin sometimes gives only a tree node's part);
+//!   syntax errors are reported before conflicts.
+//!
+//! Files: `tree.rs` holds the [`Router`] (one tree per method) and the
+//! [`Lookup`] outcome, `node.rs` the radix tree itself, `params.rs` the
+//! captured values, `error.rs` the registration errors.
+
+mod error;
+mod node;
+mod params;
+mod tree;
+
+pub use error::InsertError;
+pub use params::Params;
+pub use tree::*;
+
+#[cfg(test)]
+mod tests;
