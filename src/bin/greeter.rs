@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use handwire::cli::Args;
 use handwire::services::greeter::config::Config;
 use handwire::services::greeter::Greeter;
+use handwire::web::log;
 use handwire::web::server::shutdown_signal;
 
 const USAGE: &str = "usage: greeter [--config PATH]   (default ./config.yaml)";
@@ -44,11 +45,17 @@ fn main() -> ExitCode {
             Ok(g) => g,
             Err(e) => return fail(&e.to_string()),
         };
-        println!("greeter: HTTP listening on {}", greeter.http_addr());
-        println!("greeter: gRPC listening on {}", greeter.grpc_addr());
+        log::announce(&format!(
+            "greeter: HTTP listening on {}",
+            greeter.http_addr()
+        ));
+        log::announce(&format!(
+            "greeter: gRPC listening on {}",
+            greeter.grpc_addr()
+        ));
         match greeter.serve(shutdown_signal()).await {
             Ok(()) => {
-                println!("greeter: stopped");
+                log::announce("greeter: stopped");
                 ExitCode::SUCCESS
             }
             Err(e) => fail(&e.to_string()),

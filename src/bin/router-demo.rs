@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use handwire::cli::Args;
 use handwire::services::router_demo::{self, DemoOptions};
+use handwire::web::log;
 use handwire::web::server::{self, Options};
 
 #[tokio::main]
@@ -29,10 +30,10 @@ async fn run() -> Result<(), String> {
         .build();
     let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    println!("router-demo listening on http://{local}");
+    log::announce(&format!("router-demo listening on http://{local}"));
     server::serve(listener, app, Options::default(), server::shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;
-    println!("router-demo stopped");
+    log::announce("router-demo stopped");
     Ok(())
 }

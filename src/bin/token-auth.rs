@@ -22,6 +22,7 @@ use handwire::services::token_auth::routes;
 use handwire::services::token_auth::service::{AuthService, Settings, SECRET_VAR};
 use handwire::services::token_auth::store::{NewUser, Store, StoreError};
 use handwire::services::token_auth::user::{check_username, Role};
+use handwire::web::log;
 use handwire::web::server::{self, Options};
 
 const DEFAULT_ADDR: &str = "0.0.0.0:8000";
@@ -73,7 +74,7 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
     settings.providers = config.oauth;
     settings.enc_key = std::env::var(ENC_KEY_VAR).ok();
     for (name, provider) in &settings.providers {
-        println!("token-auth: OAuth provider {name}: {provider}");
+        log::announce(&format!("token-auth: OAuth provider {name}: {provider}"));
         for key in provider.cleartext_endpoints() {
             eprintln!(
                 "token-auth: warning: oauth.{name}.{key} is plain http:// to a non-loopback \
@@ -95,12 +96,12 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
     let addr = args.get("addr").unwrap_or(DEFAULT_ADDR);
     let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    println!("token-auth listening on http://{local}");
+    log::announce(&format!("token-auth listening on http://{local}"));
     server::serve(listener, app, Options::default(), server::shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;
     maintenance.abort();
-    println!("token-auth stopped");
+    log::announce("token-auth stopped");
     Ok(())
 }
 

@@ -8,34 +8,105 @@
 use std::any::Any;
 use std::future::Future;
 use std::io::Write;
+use std::net::IpAddr;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
-use http::StatusCode;
+use http::{Method, StatusCode, Uri};
 
 use crate::types::BoxFuture;
 use crate::web::chain::{handler, Context, Handler};
+use crate::web::{log, timefmt, urlenc};
+
+/// Longest path-and-query written to a log line; past it the text is cut
+/// (user input must not make log lines, or the log buffer, unbounded).
+pub const LOG_TARGET_MAX: usize = 512;
+
+/// Query parameters whose values never reach a log line.
+pub const REDACTED_PARAMS: [&str; 6] = [
+    "code",
+    "state",
+    "token",
+    "access_token",
+    "refresh_token",
+    "password",
+];
 
 /// Logs one line per request after the rest of the chain has run:
 /// `[handwire] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello"`
+///
+/// The line goes to the process-wide [`log::stdout`] sink, so it costs no
+/// syscall here and a slow reader never blocks the request.
 pub fn logger(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
         let start = Instant::now();
         c.next().await;
-        let line = format!(
-            "[handwire] {} | {:3} | {:>12?} | {:>15} | {:<7} \"{}\"\n",
-            crate::web::timefmt::log_timestamp(SystemTime::now()),
-            c.response_status().as_u16(),
+        log_request(
+            log::stdout(),
+            c.response_status(),
             start.elapsed(),
             c.client_ip(),
-            c.method().as_str(),
-            c.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/"),
+            c.method(),
+            c.uri(),
         );
-        // One write call per line so concurrent requests do not interleave.
-        let _ = std::io::stdout().lock().write_all(line.as_bytes());
     })
+}
+
+/// Write one request-log line to `sink` (also used for the answers the
+/// engine gives before any chain runs: 400, 413, 408).
+pub fn log_request(
+    sink: &log::Sink,
+    status: StatusCode,
+    latency: Duration,
+    ip: IpAddr,
+    method: &Method,
+    uri: &Uri,
+) {
+    sink.line(|buf| {
+        buf.extend_from_slice(b"[handwire] ");
+        timefmt::push_log_timestamp(buf, SystemTime::now());
+        let _ = write!(
+            buf,
+            " | {:3} | {:>12?} | {:>15} | {:<7} \"",
+            status.as_u16(),
+            latency,
+            ip,
+            method.as_str(),
+        );
+        push_redacted_target(buf, uri, LOG_TARGET_MAX);
+        buf.extend_from_slice(b"\"\n");
+    });
+}
+
+/// Append the path and query of `uri` with the values of
+/// [`REDACTED_PARAMS`] replaced by `REDACTED`, capped at `max` bytes.
+pub fn push_redacted_target(buf: &mut Vec<u8>, uri: &Uri, max: usize) {
+    let path = uri.path();
+    let Some(query) = uri.query() else {
+        log::push_capped(buf, path, max);
+        return;
+    };
+    let mut target = String::with_capacity(path.len() + 1 + query.len());
+    target.push_str(path);
+    target.push('?');
+    for (i, pair) in query.split('&').enumerate() {
+        if i > 0 {
+            target.push('&');
+        }
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let secret = REDACTED_PARAMS
+            .iter()
+            .any(|p| urlenc::unescape(key.as_bytes(), true) == p.as_bytes());
+        if secret && !value.is_empty() {
+            target.push_str(key);
+            target.push_str("=REDACTED");
+        } else {
+            target.push_str(pair);
+        }
+    }
+    log::push_capped(buf, &target, max);
 }
 
 /// Turns a panic anywhere later in the chain into a 500 and a log line; the
@@ -44,12 +115,12 @@ pub fn recovery(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
         let outcome = CatchUnwind(c.next()).await;
         if let Err(payload) = outcome {
-            eprintln!(
-                "[recovery] {} {} panicked: {}",
-                c.method(),
-                c.path(),
-                panic_message(payload.as_ref())
-            );
+            let message = panic_message(payload.as_ref());
+            log::stdout().line(|buf| {
+                let _ = write!(buf, "[recovery] {} ", c.method());
+                log::push_capped(buf, c.path(), LOG_TARGET_MAX);
+                let _ = writeln!(buf, " panicked: {message}");
+            });
             c.clear_response();
             c.abort_with_status(StatusCode::INTERNAL_SERVER_ERROR);
         }
@@ -84,8 +155,10 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
 }
 
 /// A future adapter that catches a panic raised while polling the inner
-/// future (the futures crate's `catch_unwind`, in ten lines).
-struct CatchUnwind<F>(F);
+/// future (the futures crate's `catch_unwind`, in ten lines). The one panic
+/// isolation of the crate: recovery uses it for the HTTP chain, the gRPC
+/// server for each call.
+pub struct CatchUnwind<F>(pub F);
 
 impl<F: Future + Unpin> Future for CatchUnwind<F> {
     type Output = Result<F::Output, Box<dyn Any + Send>>;

@@ -7,6 +7,7 @@
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
 //! - [`engine`]: Gin-style route registration, groups, dispatch, 404/405.
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
+//! - [`log`]: the one log sink: buffered, drained off the runtime, never blocking.
 //! - [`bind`]: JSON / form / multipart / query binding with required fields.
 //! - [`urlenc`]: percent and form decoding.
 //! - [`timefmt`]: UTC calendar formatting for logs and API timestamps.
@@ -16,6 +17,7 @@
 pub mod bind;
 pub mod chain;
 pub mod engine;
+pub mod log;
 pub mod middleware;
 pub mod router;
 pub mod server;

@@ -23,6 +23,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use crate::types::{Body, BoxFuture};
+use crate::web::log;
 
 /// Anything the server can call: one request in, one response out.
 ///
@@ -131,7 +132,7 @@ pub async fn serve(
                     Ok(pair) => pair,
                     Err(err) => {
                         // Usually EMFILE: back off instead of spinning.
-                        eprintln!("accept error: {err}");
+                        log::message("server", format_args!("accept error: {err}"));
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         continue;
                     }
@@ -157,9 +158,12 @@ pub async fn serve(
         .await
         .is_err()
     {
-        eprintln!(
-            "shutdown: connections still open after {:?}, closing them",
-            opts.shutdown_grace
+        log::message(
+            "server",
+            format_args!(
+                "shutdown: connections still open after {:?}, closing them",
+                opts.shutdown_grace
+            ),
         );
     }
     Ok(())

@@ -21,6 +21,26 @@ pub fn log_timestamp(t: SystemTime) -> String {
     )
 }
 
+/// Append [`log_timestamp`] of `t` to `buf`. The text changes once a
+/// second, so each thread keeps the last one and formats only on a new second.
+pub fn push_log_timestamp(buf: &mut Vec<u8>, t: SystemTime) {
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+    }
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != secs {
+            *last = (secs, log_timestamp(t));
+        }
+        buf.extend_from_slice(last.1.as_bytes());
+    });
+}
+
 /// Format Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
 pub fn rfc3339(unix: i64) -> String {
     let days = unix.div_euclid(86_400);

@@ -21,7 +21,8 @@ use hyper::body::{Body as HttpBody, Frame, SizeHint};
 
 use super::status::Code;
 use crate::types::{Body, BoxError};
-use crate::web::timefmt;
+use crate::web::middleware::LOG_TARGET_MAX;
+use crate::web::{log, timefmt};
 
 /// What the log line needs to know about one call.
 #[derive(Debug)]
@@ -33,16 +34,19 @@ struct Call {
 
 impl Call {
     fn write(&self, outcome: &str) {
-        let line = format!(
-            "[grpc] {} | {} | {:?} | {} | {}\n",
-            timefmt::log_timestamp(SystemTime::now()),
-            outcome,
-            self.start.elapsed(),
-            self.remote.ip(),
-            self.path,
-        );
-        // One write per line so concurrent calls do not interleave.
-        let _ = std::io::stdout().lock().write_all(line.as_bytes());
+        log::stdout().line(|buf| {
+            buf.extend_from_slice(b"[grpc] ");
+            timefmt::push_log_timestamp(buf, SystemTime::now());
+            let _ = write!(
+                buf,
+                " | {} | {:?} | {} | ",
+                outcome,
+                self.start.elapsed(),
+                self.remote.ip()
+            );
+            log::push_capped(buf, &self.path, LOG_TARGET_MAX);
+            buf.push(b'\n');
+        });
     }
 }
 

@@ -47,6 +47,7 @@ use super::frame::{Decoder, Frame, FrameError, DEFAULT_MAX_MESSAGE_SIZE};
 use super::status::{Code, Status};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
 use crate::types::{Body, BoxError, BoxFuture};
+use crate::web::middleware::{panic_message, CatchUnwind};
 use crate::web::server::Service;
 
 /// The request body as the dispatcher sees it (boxed so tests can feed any body).
@@ -300,6 +301,9 @@ async fn call_unary(
     mut requests: Streaming,
     deadline: Option<Duration>,
 ) -> Response<Body> {
+    // The deadline counts from the call's arrival (now), so a grpc-timeout
+    // that has already run out (`0n`, `1n`) fails before the handler runs.
+    let due = deadline.map(|d| (Instant::now() + d, d));
     let call = async move {
         let message = requests.message().await?.ok_or_else(|| {
             Status::unimplemented("unary call carried no request message (expected exactly one)")
@@ -309,12 +313,16 @@ async fn call_unary(
                 "unary call carried more than one request message (expected exactly one)",
             ));
         }
-        // Spawned so that a panicking handler becomes INTERNAL instead of
-        // taking the connection down; aborted if the deadline passes first.
+        if let Some((at, d)) = due {
+            if Instant::now() >= at {
+                return Err(deadline_exceeded(d));
+            }
+        }
+        // The handler runs in this task: a panic becomes INTERNAL instead of
+        // taking the connection down, and the deadline drops it in place.
         isolated(handler(message)).await
     };
-    let result = within(deadline, call).await;
-    match result {
+    match within(due, call).await {
         Ok(reply) => unary_response(Frame::encode(&reply)),
         Err(status) => trailers_only(&status),
     }
@@ -327,37 +335,30 @@ fn deadline_exceeded(d: Duration) -> Status {
     )
 }
 
-/// Run `fut` in its own task: a panic there becomes INTERNAL, and dropping
-/// the returned future (deadline, client gone) aborts the task.
-async fn isolated<T: Send + 'static>(
-    fut: impl Future<Output = Result<T, Status>> + Send + 'static,
-) -> Result<T, Status> {
-    let mut task = AbortOnDrop(tokio::spawn(fut));
-    match (&mut task.0).await {
+/// Await a handler's future, turning a panic into INTERNAL. The crate's one
+/// panic isolation ([`CatchUnwind`]), as the HTTP recovery middleware uses.
+async fn isolated<T>(fut: BoxFuture<'static, Result<T, Status>>) -> Result<T, Status> {
+    match CatchUnwind(fut).await {
         Ok(result) => result,
-        Err(e) if e.is_panic() => Err(Status::internal("handler panicked")),
-        Err(_) => Err(Status::new(Code::Cancelled, "call cancelled")),
+        Err(payload) => Err(Status::internal(format!(
+            "handler panicked: {}",
+            panic_message(payload.as_ref())
+        ))),
     }
 }
 
-/// `call`, or DEADLINE_EXCEEDED once `deadline` has passed.
+/// `call`, or DEADLINE_EXCEEDED once `due` (instant, and the timeout it came
+/// from) has passed; an already-passed deadline fails without polling `call`.
 async fn within<T>(
-    deadline: Option<Duration>,
+    due: Option<(Instant, Duration)>,
     call: impl Future<Output = Result<T, Status>>,
 ) -> Result<T, Status> {
-    match deadline {
+    match due {
         None => call.await,
-        Some(d) => tokio::time::timeout(d, call)
+        Some((at, d)) if Instant::now() >= at => Err(deadline_exceeded(d)),
+        Some((at, d)) => tokio::time::timeout_at(at.into(), call)
             .await
             .unwrap_or_else(|_| Err(deadline_exceeded(d))),
-    }
-}
-
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
@@ -368,10 +369,12 @@ fn call_streaming(
 ) -> Response<Body> {
     let (tx, response) = streaming_response(8);
     let sink = Sink { tx: tx.clone() };
+    let due = deadline.map(|d| (Instant::now() + d, d));
     tokio::spawn(async move {
-        // The handler runs in its own task so that a panic ends the call
-        // with INTERNAL trailers instead of a stream without a status.
-        let result = within(deadline, isolated(handler(requests, sink))).await;
+        // A stream is driven by its own task (the response body is read
+        // while the handler still runs); a panic ends the call with
+        // INTERNAL trailers instead of a stream without a status.
+        let result = within(due, isolated(handler(requests, sink))).await;
         let mut trailers = HeaderMap::new();
         result
             .err()

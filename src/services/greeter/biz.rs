@@ -4,7 +4,6 @@
 //! can map them to its own status (gRPC code, HTTP status).
 
 use std::fmt;
-use std::io::Write;
 use std::sync::Arc;
 
 use crate::types::BoxFuture;
@@ -153,9 +152,7 @@ fn preview(value: &str) -> String {
     }
 }
 
-/// One log line on stdout, written in one call so lines do not interleave.
+/// One `[greeter]` line through the framework's log sink.
 pub fn log(message: &str) {
-    let _ = std::io::stdout()
-        .lock()
-        .write_all(format!("[greeter] {message}\n").as_bytes());
+    crate::web::log::message("greeter", format_args!("{message}"));
 }

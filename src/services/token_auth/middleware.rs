@@ -15,6 +15,7 @@ use crate::services::token_auth::service::AuthService;
 use crate::services::token_auth::tokens::{Claims, TokenKind};
 use crate::services::token_auth::user::Role;
 use crate::web::chain::{handler, Context, Handler};
+use crate::web::log;
 use http::header::WWW_AUTHENTICATE;
 use http::StatusCode;
 use serde_json::json;
@@ -53,7 +54,10 @@ pub fn fail(c: &mut Context, status: StatusCode, message: &str) {
 
 /// Log `what` with its cause and abort with a 500.
 pub fn internal(c: &mut Context, what: &str, cause: &dyn std::fmt::Display) {
-    eprintln!("[token-auth] {} {}: {what}: {cause}", c.method(), c.path());
+    log::message(
+        "token-auth",
+        format_args!("{} {}: {what}: {cause}", c.method(), c.path()),
+    );
     fail(c, StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR);
 }
 
@@ -89,10 +93,9 @@ pub fn authenticate(service: Arc<AuthService>) -> Handler {
                 Ok(claims) => claims,
                 Err(JwtError::Expired) => return unauthorized(c, TOKEN_EXPIRED, true),
                 Err(why) => {
-                    eprintln!(
-                        "[token-auth] {} {}: refused token: {why}",
-                        c.method(),
-                        c.path()
+                    log::message(
+                        "token-auth",
+                        format_args!("{} {}: refused token: {why}", c.method(), c.path()),
                     );
                     return unauthorized(c, TOKEN_INVALID, true);
                 }

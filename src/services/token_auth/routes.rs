@@ -31,6 +31,7 @@ use crate::services::token_auth::user::{check_email, check_username, Role, User,
 use crate::types::BoxFuture;
 use crate::web::chain::{handler, Context, Handler};
 use crate::web::engine::Engine;
+use crate::web::log;
 use crate::web::router::InsertError;
 use http::header::{CACHE_CONTROL, RETRY_AFTER};
 use http::{Method, StatusCode};
@@ -376,7 +377,10 @@ fn oauth_failure(c: &mut Context, error: &OAuthError) {
         OAuthError::Cipher(_) => return internal(c, "oauth", error),
     };
     if status == StatusCode::BAD_GATEWAY {
-        eprintln!("[token-auth] {} {}: {error}", c.method(), c.path());
+        log::message(
+            "token-auth",
+            format_args!("{} {}: {error}", c.method(), c.path()),
+        );
     }
     fail(c, status, &error.to_string());
 }

@@ -198,7 +198,7 @@ impl AuthService {
             loop {
                 ticks.tick().await;
                 if let Err(e) = service.maintain().await {
-                    eprintln!("[token-auth] maintenance failed: {e}");
+                    crate::web::log::message("token-auth", format_args!("maintenance failed: {e}"));
                 }
             }
         })
