@@ -30,13 +30,40 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 use crate::types::BoxFuture;
 use crate::web::urlenc;
 
+/// The function inside a [`Handler`].
+pub type HandlerFn = dyn for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync;
+
 /// One step of a chain: middleware and route handlers have the same type.
 ///
 /// A handler borrows the context for as long as its future runs, so it can
-/// call `c.next().await` in the middle of its own code.
-pub type Handler = Arc<dyn for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync>;
+/// call `c.next().await` in the middle of its own code. It may carry a name
+/// (given at registration with [`named`]), which the route table and the
+/// chain trace print; an unnamed one is shown by its index.
+#[derive(Clone)]
+pub struct Handler {
+    run: Arc<HandlerFn>,
+    name: Option<&'static str>,
+}
 
-/// Wrap a function or closure as a [`Handler`].
+impl Handler {
+    /// Run this handler on `c`.
+    pub fn call<'a>(&self, c: &'a mut Context) -> BoxFuture<'a, ()> {
+        (self.run)(c)
+    }
+
+    /// The name given at registration, if any.
+    pub fn name(&self) -> Option<&'static str> {
+        self.name
+    }
+
+    /// The same handler under `name`.
+    pub fn with_name(mut self, name: &'static str) -> Handler {
+        self.name = Some(name);
+        self
+    }
+}
+
+/// Wrap a function or closure as an unnamed [`Handler`].
 ///
 /// ```
 /// use handwire::web::chain::{handler, Handler};
@@ -47,7 +74,18 @@ pub fn handler<F>(f: F) -> Handler
 where
     F: for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync + 'static,
 {
-    Arc::new(f)
+    Handler {
+        run: Arc::new(f),
+        name: None,
+    }
+}
+
+/// Wrap a function or closure as a [`Handler`] called `name`.
+pub fn named<F>(name: &'static str, f: F) -> Handler
+where
+    F: for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync + 'static,
+{
+    handler(f).with_name(name)
 }
 
 /// Index value that means "aborted": far past any real chain length, and far
@@ -75,6 +113,9 @@ pub struct Context {
     keys: HashMap<String, Box<dyn Any + Send + Sync>>,
     handlers: Arc<[Handler]>,
     index: isize,
+    /// The walk of the chain, when tracing is on (`None`: one branch per
+    /// step, nothing else).
+    trace: Option<Box<Trace>>,
     pub(crate) response: ResponseDraft,
 }
 
@@ -97,6 +138,7 @@ impl Context {
             keys: HashMap::new(),
             handlers,
             index: -1,
+            trace: None,
             response: ResponseDraft {
                 status: StatusCode::OK,
                 headers: HeaderMap::new(),
@@ -113,27 +155,65 @@ impl Context {
     #[allow(clippy::should_implement_trait)] // Gin's name, on purpose
     pub fn next(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            if let Some(t) = &mut self.trace {
+                t.next_called(self.index, &self.handlers);
+            }
             self.index += 1;
             let handlers = self.handlers.clone();
             while let Some(h) = usize::try_from(self.index)
                 .ok()
                 .and_then(|i| handlers.get(i))
             {
-                h(self).await;
+                match self.trace.is_some() {
+                    false => h.call(self).await,
+                    true => self.traced(h).await,
+                }
                 self.index += 1;
             }
         })
     }
 
+    /// Run `h` (at the current index) between its enter and exit lines.
+    async fn traced(&mut self, h: &Handler) {
+        let index = self.index;
+        if let Some(t) = &mut self.trace {
+            t.enter(index, h);
+        }
+        h.call(self).await;
+        let aborted = self.is_aborted();
+        if let Some(t) = &mut self.trace {
+            t.exit(index, h, aborted);
+        }
+    }
+
     /// Stop the chain: no handler after the current one runs. The current
     /// handler's own code still runs to its end.
     pub fn abort(&mut self) {
+        let first = !self.index_is_aborted();
+        if let (Some(t), true) = (&mut self.trace, first) {
+            t.abort_called(self.index, &self.handlers);
+        }
         self.index = ABORT_INDEX;
+    }
+
+    fn index_is_aborted(&self) -> bool {
+        self.index >= ABORT_INDEX
+    }
+
+    /// Record the walk of the chain from now on (see [`Trace`]).
+    pub fn start_trace(&mut self) {
+        let header = format!("{} {}", self.method, self.uri.path());
+        self.trace = Some(Box::new(Trace::new(header, self.handlers.len())));
+    }
+
+    /// The recorded walk, if tracing was started.
+    pub fn take_trace(&mut self) -> Option<Box<Trace>> {
+        self.trace.take()
     }
 
     /// Whether [`abort`](Self::abort) was called.
     pub fn is_aborted(&self) -> bool {
-        self.index >= ABORT_INDEX
+        self.index_is_aborted()
     }
 
     /// Set the status and abort, writing no body.
@@ -296,6 +376,106 @@ impl Context {
         } else {
             self.status(status);
             self.response.written = true;
+        }
+    }
+}
+
+/// The walk of one request's chain, for people studying the mechanics:
+/// each handler's enter and exit with its index and name, where `next()` was
+/// called and where `abort()` stopped the chain. Nesting is indentation, so
+/// a Next chain (each handler inside the one before) and a chain stopped by
+/// Abort look different at a glance:
+///
+/// ```text
+/// GET /index (4 handlers)
+///   enter 0 logger
+///     0 logger: next()
+///     enter 1 recovery
+///       1 recovery: next()
+///       enter 2 token_check
+///         2 token_check: abort() (3 index_handler will not run)
+///       exit  2 token_check [aborted]
+///     exit  1 recovery [aborted]
+///   exit  0 logger [aborted]
+/// ```
+pub struct Trace {
+    text: String,
+    depth: usize,
+}
+
+impl Trace {
+    fn new(header: String, len: usize) -> Trace {
+        let mut text = header;
+        text.push_str(&format!(" ({len} handlers)"));
+        Trace { text, depth: 1 }
+    }
+
+    fn line(&mut self, args: std::fmt::Arguments<'_>) {
+        use std::fmt::Write;
+        self.text.push('\n');
+        for _ in 0..self.depth {
+            self.text.push_str("  ");
+        }
+        let _ = self.text.write_fmt(args);
+    }
+
+    fn enter(&mut self, index: isize, h: &Handler) {
+        self.line(format_args!("enter {}", Label(index, h)));
+        self.depth += 1;
+    }
+
+    fn exit(&mut self, index: isize, h: &Handler, aborted: bool) {
+        self.depth = self.depth.saturating_sub(1);
+        let mark = if aborted { " [aborted]" } else { "" };
+        self.line(format_args!("exit  {}{mark}", Label(index, h)));
+    }
+
+    fn next_called(&mut self, index: isize, handlers: &[Handler]) {
+        if let Some(h) = usize::try_from(index).ok().and_then(|i| handlers.get(i)) {
+            self.line(format_args!("{}: next()", Label(index, h)));
+        }
+    }
+
+    fn abort_called(&mut self, index: isize, handlers: &[Handler]) {
+        let skipped: Vec<String> = usize::try_from(index + 1)
+            .map(|from| {
+                handlers
+                    .iter()
+                    .enumerate()
+                    .skip(from)
+                    .map(|(i, h)| Label(i as isize, h).to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let who = usize::try_from(index)
+            .ok()
+            .and_then(|i| handlers.get(i))
+            .map(|h| Label(index, h).to_string())
+            .unwrap_or_else(|| "engine".into());
+        let rest = if skipped.is_empty() {
+            String::from("nothing left to skip")
+        } else {
+            format!("{} will not run", skipped.join(", "))
+        };
+        self.depth += 1;
+        self.line(format_args!("{who}: abort() ({rest})"));
+        self.depth -= 1;
+    }
+
+    /// The trace as text, one step per line.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// A handler as the trace shows it: `2 token_check`, or `#2` unnamed.
+struct Label<'h>(isize, &'h Handler);
+
+impl std::fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1.name() {
+            Some(name) => write!(f, "{} {name}", self.0),
+            None => write!(f, "#{}", self.0),
         }
     }
 }

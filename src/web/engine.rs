@@ -14,6 +14,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
@@ -21,8 +22,9 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
-use crate::types::{self, Body, BoxFuture};
-use crate::web::chain::{handler, Context, Handler};
+use crate::types::{self, Body, BoxError, BoxFuture};
+use crate::web::chain::{named, Context, Handler};
+use crate::web::log;
 use crate::web::middleware;
 use crate::web::router::{InsertError, Lookup, Router};
 use crate::web::server::Service;
@@ -33,13 +35,35 @@ pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
 /// Context key under which the trailing-slash redirect target is stored.
 const TSR_LOCATION: &str = "handwire.tsr_location";
 
+/// The one-handler shortcuts (`get`, `post`, …), the same on [`Engine`] and
+/// [`Group`]: each is `handle(METHOD, path, vec![h])`.
+macro_rules! verbs {
+    () => {
+        verbs!(
+            get GET, post POST, put PUT, delete DELETE, patch PATCH,
+            head HEAD, options OPTIONS
+        );
+    };
+    ($($name:ident $method:ident),*) => {
+        $(
+            #[doc = concat!("Register a ", stringify!($method), " route with a single handler.")]
+            pub fn $name(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
+                self.handle(Method::$method, path, vec![h])
+            }
+        )*
+    };
+}
+
 /// Builds an [`App`]: routes, groups, middleware, fallbacks and limits.
 pub struct Engine {
     router: Router<Arc<[Handler]>>,
+    /// Every route as registered: method, path, its whole chain.
+    routes: Vec<(Method, String, Arc<[Handler]>)>,
     global: Vec<Handler>,
     no_route: Vec<Handler>,
     no_method: Vec<Handler>,
     body_limit: usize,
+    trace: bool,
 }
 
 impl Default for Engine {
@@ -52,8 +76,8 @@ impl Engine {
     /// An engine with the default middleware: request logger, then recovery.
     pub fn new() -> Engine {
         let mut e = Engine::bare();
-        e.use_middleware(handler(middleware::logger));
-        e.use_middleware(handler(middleware::recovery));
+        e.use_middleware(named("logger", middleware::logger));
+        e.use_middleware(named("recovery", middleware::recovery));
         e
     }
 
@@ -61,10 +85,12 @@ impl Engine {
     pub fn bare() -> Engine {
         Engine {
             router: Router::new(),
+            routes: Vec::new(),
             global: Vec::new(),
-            no_route: vec![handler(default_not_found)],
-            no_method: vec![handler(default_method_not_allowed)],
+            no_route: vec![named("not_found", default_not_found)],
+            no_method: vec![named("method_not_allowed", default_method_not_allowed)],
             body_limit: DEFAULT_BODY_LIMIT,
+            trace: false,
         }
     }
 
@@ -91,40 +117,47 @@ impl Engine {
         group_mw: &[Handler],
         handlers: Vec<Handler>,
     ) -> Result<(), InsertError> {
-        let chain: Vec<Handler> = self
+        let chain: Arc<[Handler]> = self
             .global
             .iter()
             .chain(group_mw)
             .cloned()
             .chain(handlers)
             .collect();
-        self.router.insert(method, path, chain.into())
+        self.router.insert(method.clone(), path, chain.clone())?;
+        self.routes.push((method, path.to_string(), chain));
+        Ok(())
     }
 
-    /// Register a GET route with a single handler.
-    pub fn get(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
-        self.handle(Method::GET, path, vec![h])
+    /// The route table, one line per route in registration order, as Gin's
+    /// debug mode prints it: `GET    /index --> 4 handlers (logger, …)`.
+    pub fn route_table(&self) -> Vec<String> {
+        self.routes
+            .iter()
+            .map(|(method, path, chain)| {
+                let names: Vec<String> = chain
+                    .iter()
+                    .enumerate()
+                    .map(|(i, h)| h.name().map_or_else(|| format!("#{i}"), str::to_string))
+                    .collect();
+                format!(
+                    "{:<7}{path} --> {} handlers ({})",
+                    method.as_str(),
+                    chain.len(),
+                    names.join(", ")
+                )
+            })
+            .collect()
     }
 
-    /// Register a POST route with a single handler.
-    pub fn post(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
-        self.handle(Method::POST, path, vec![h])
+    /// Trace every request's walk of its chain (see [`crate::web::chain::Trace`])
+    /// to the log sink. Off by default; when off it costs one branch per
+    /// handler.
+    pub fn trace(&mut self, on: bool) {
+        self.trace = on;
     }
 
-    /// Register a PUT route with a single handler.
-    pub fn put(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
-        self.handle(Method::PUT, path, vec![h])
-    }
-
-    /// Register a DELETE route with a single handler.
-    pub fn delete(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
-        self.handle(Method::DELETE, path, vec![h])
-    }
-
-    /// Register a PATCH route with a single handler.
-    pub fn patch(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
-        self.handle(Method::PATCH, path, vec![h])
-    }
+    verbs!();
 
     /// A route group: every route registered through it gets `prefix` and
     /// the group's middleware.
@@ -160,9 +193,10 @@ impl Engine {
         Arc::new(App {
             not_found: with_global(self.no_route.clone()),
             method_not_allowed: with_global(self.no_method.clone()),
-            redirect: with_global(vec![handler(trailing_slash_redirect)]),
+            redirect: with_global(vec![named("redirect", trailing_slash_redirect)]),
             router: self.router,
             body_limit: self.body_limit,
+            trace: self.trace,
         })
     }
 }
@@ -201,15 +235,7 @@ impl Group<'_> {
             .add_route(method, &full, &self.middleware, handlers)
     }
 
-    /// Register a GET route in the group.
-    pub fn get(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
-        self.handle(Method::GET, path, vec![h])
-    }
-
-    /// Register a POST route in the group.
-    pub fn post(&mut self, path: &str, h: Handler) -> Result<(), InsertError> {
-        self.handle(Method::POST, path, vec![h])
-    }
+    verbs!();
 }
 
 /// Join a group prefix and a relative path as Gin's `joinPaths` does: one
@@ -236,6 +262,7 @@ pub struct App {
     method_not_allowed: Arc<[Handler]>,
     redirect: Arc<[Handler]>,
     body_limit: usize,
+    trace: bool,
 }
 
 impl Service for App {
@@ -244,6 +271,24 @@ impl Service for App {
         req: Request<Incoming>,
         remote: SocketAddr,
     ) -> BoxFuture<'static, Response<Body>> {
+        self.handle(req, remote)
+    }
+}
+
+impl App {
+    /// Answer one request whose body is any [`hyper::body::Body`] (`http_body::Body`): what the
+    /// server calls with hyper's `Incoming`, and what tests call with a
+    /// `Full` or `Empty` body, no socket needed.
+    pub fn handle<B>(
+        &self,
+        req: Request<B>,
+        remote: SocketAddr,
+    ) -> BoxFuture<'static, Response<Body>>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
         // The Arc<App> is not available here, only &self; the lookup needs
         // the router for the whole request, so dispatch is done eagerly up to
         // the point where the chain is chosen (cheap), and the rest is moved.
@@ -285,9 +330,23 @@ impl Service for App {
             }
             Lookup::NotFound => (self.not_found.clone(), Vec::new(), None, None),
         };
+        let trace = self.trace;
         Box::pin(async move {
+            let start = Instant::now();
+            // Answers given before any chain runs still reach the request log.
+            let early = |resp: Response<Body>| {
+                middleware::log_request(
+                    log::stdout(),
+                    resp.status(),
+                    start.elapsed(),
+                    remote.ip(),
+                    &parts.method,
+                    &parts.uri,
+                );
+                resp
+            };
             if declared_too_large {
-                return too_large(limit);
+                return early(too_large(limit));
             }
             let body = match Limited::new(body, limit).collect().await {
                 Ok(collected) => collected.to_bytes(),
@@ -295,11 +354,14 @@ impl Service for App {
                     if e.downcast_ref::<http_body_util::LengthLimitError>()
                         .is_some() =>
                 {
-                    return too_large(limit);
+                    return early(too_large(limit));
                 }
-                Err(e) => return bad_body(&e.to_string()),
+                Err(e) => return early(bad_body(&e.to_string())),
             };
             let mut c = Context::new(parts, body, remote, params, chain);
+            if trace {
+                c.start_trace();
+            }
             if let Some(location) = tsr {
                 c.set(TSR_LOCATION, location);
             }
@@ -307,6 +369,15 @@ impl Service for App {
                 c.set_header(ALLOW, &allow);
             }
             c.next().await;
+            if let Some(t) = c.take_trace() {
+                log::stdout().line(|buf| {
+                    for line in t.text().lines() {
+                        buf.extend_from_slice(b"[trace] ");
+                        buf.extend_from_slice(line.as_bytes());
+                        buf.push(b'\n');
+                    }
+                });
+            }
             into_response(c)
         })
     }

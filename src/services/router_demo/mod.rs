@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::types::BoxFuture;
 use crate::web::bind::{bind, Validate};
-use crate::web::chain::{handler, Context, Handler};
+use crate::web::chain::{named, Context, Handler};
 use crate::web::engine::Engine;
 use crate::web::router::InsertError;
 
@@ -62,19 +62,19 @@ impl Validate for Login {
 /// Build the demo engine with every route of spec §4.2.
 pub fn engine(opts: DemoOptions) -> Result<Engine, InsertError> {
     let mut e = Engine::new();
-    e.use_middleware(handler(store_middle));
+    e.use_middleware(named("global_middleware", store_middle));
 
     e.get("/api/gin-test", text("Hello, gin-test!"))?;
     e.get("/hello", text("Hello World!"))?;
-    e.get("/book/:id", handler(book))?;
-    e.get("/user", handler(user))?;
-    e.get("/food/:name", handler(food))?;
-    e.get("/login", handler(login))?;
-    e.post("/login", handler(login))?;
+    e.get("/book/:id", named("book_handler", book))?;
+    e.get("/user", named("user_handler", user))?;
+    e.get("/food/:name", named("food_handler", food))?;
+    e.get("/login", named("login_handler", login))?;
+    e.post("/login", named("login_handler", login))?;
     let target: Arc<str> = opts.redirect_target.into();
     e.get(
         "/remove",
-        handler(move |c| {
+        named("redirect_handler", move |c| {
             let target = target.clone();
             Box::pin(async move { c.redirect(StatusCode::MOVED_PERMANENTLY, &target) })
         }),
@@ -89,21 +89,26 @@ pub fn engine(opts: DemoOptions) -> Result<Engine, InsertError> {
     v2.post("/login", hello_with_default("jack"))?;
     v2.post("/submit", hello_with_default("lily"))?;
 
-    e.get("/Global", handler(global))?;
+    e.get("/Global", named("global_handler", global))?;
     e.handle(
         Method::GET,
         "/index",
-        vec![handler(require_token), handler(index)],
+        vec![
+            named("token_check", require_token),
+            named("index_handler", index),
+        ],
     )?;
     Ok(e)
 }
 
 fn text(body: &'static str) -> Handler {
-    handler(move |c| Box::pin(async move { c.string(StatusCode::OK, body) }))
+    named("text_handler", move |c| {
+        Box::pin(async move { c.string(StatusCode::OK, body) })
+    })
 }
 
 fn envelope(msg: &'static str) -> Handler {
-    handler(move |c| {
+    named("envelope_handler", move |c| {
         Box::pin(async move {
             c.json(
                 StatusCode::OK,
@@ -114,7 +119,7 @@ fn envelope(msg: &'static str) -> Handler {
 }
 
 fn hello_with_default(default: &'static str) -> Handler {
-    handler(move |c| {
+    named("hello_handler", move |c| {
         Box::pin(async move {
             let name = c.default_query("name", default);
             c.string(StatusCode::OK, format!("hello {name}\n"));

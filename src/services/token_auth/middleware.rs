@@ -14,7 +14,7 @@ use crate::protocol::jwt::JwtError;
 use crate::services::token_auth::service::AuthService;
 use crate::services::token_auth::tokens::{Claims, TokenKind};
 use crate::services::token_auth::user::Role;
-use crate::web::chain::{handler, Context, Handler};
+use crate::web::chain::{named, Context, Handler};
 use crate::web::log;
 use http::header::WWW_AUTHENTICATE;
 use http::StatusCode;
@@ -83,7 +83,7 @@ pub fn bearer_token(c: &Context) -> Option<&str> {
 /// Middleware: require a valid, unrevoked access token; store its claims
 /// under [`CLAIMS_KEY`] and run the rest of the chain.
 pub fn authenticate(service: Arc<AuthService>) -> Handler {
-    handler(move |c| {
+    named("authenticate", move |c| {
         let service = Arc::clone(&service);
         Box::pin(async move {
             let Some(token) = bearer_token(c) else {
@@ -115,7 +115,7 @@ pub fn authenticate(service: Arc<AuthService>) -> Handler {
 /// `allowed`. Place it after [`authenticate`]; without an authenticated
 /// caller it answers 401 "not logged in".
 pub fn require_role(allowed: &'static [Role]) -> Handler {
-    handler(move |c| {
+    named("require_role", move |c| {
         Box::pin(async move {
             let role = match claims(c) {
                 None => return fail(c, StatusCode::UNAUTHORIZED, NOT_LOGGED_IN),

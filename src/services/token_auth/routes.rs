@@ -29,7 +29,7 @@ use crate::services::token_auth::store::{NewUser, StoreError};
 use crate::services::token_auth::tokens::TokenKind;
 use crate::services::token_auth::user::{check_email, check_username, Role, User, USERNAME_MAX};
 use crate::types::BoxFuture;
-use crate::web::chain::{handler, Context, Handler};
+use crate::web::chain::{named, Context, Handler};
 use crate::web::engine::Engine;
 use crate::web::log;
 use crate::web::router::InsertError;
@@ -57,28 +57,34 @@ pub const INVALID_STATE: &str = "invalid state";
 
 type Route = for<'a> fn(Arc<AuthService>, &'a mut Context) -> BoxFuture<'a, ()>;
 
-fn route(service: &Arc<AuthService>, f: Route) -> Handler {
+fn route(service: &Arc<AuthService>, name: &'static str, f: Route) -> Handler {
     let service = Arc::clone(service);
-    handler(move |c| f(Arc::clone(&service), c))
+    named(name, move |c| f(Arc::clone(&service), c))
 }
 
 /// The engine with every route of the service.
 pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
     let mut e = Engine::new();
     e.body_limit(BODY_LIMIT);
-    e.post("/login", route(&service, login))?;
-    e.post("/auth/token", route(&service, simple_login))?;
-    e.post("/auth/register", route(&service, register))?;
-    e.post("/auth/refresh", route(&service, refresh))?;
+    e.post("/login", route(&service, "login", login))?;
+    e.post("/auth/token", route(&service, "simple_login", simple_login))?;
+    e.post("/auth/register", route(&service, "register", register))?;
+    e.post("/auth/refresh", route(&service, "refresh", refresh))?;
     e.handle(
         Method::POST,
         "/auth/logout",
-        vec![authenticate(Arc::clone(&service)), route(&service, logout)],
+        vec![
+            authenticate(Arc::clone(&service)),
+            route(&service, "logout", logout),
+        ],
     )?;
-    e.get("/auth/oauth/:provider/login", route(&service, oauth_login))?;
+    e.get(
+        "/auth/oauth/:provider/login",
+        route(&service, "oauth_login", oauth_login),
+    )?;
     e.get(
         "/auth/oauth/:provider/callback",
-        route(&service, oauth_callback),
+        route(&service, "oauth_callback", oauth_callback),
     )?;
 
     let mut api = e.group("/api");
@@ -86,11 +92,11 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
     {
         let mut user = api.group("/user");
         user.use_middleware(require_role(ANY_ROLE));
-        user.get("/profile", route(&service, profile))?;
+        user.get("/profile", route(&service, "profile", profile))?;
     }
     let mut admin = api.group("/admin");
     admin.use_middleware(require_role(&[Role::Admin]));
-    admin.get("/users", route(&service, list_users))?;
+    admin.get("/users", route(&service, "list_users", list_users))?;
     Ok(e)
 }
 
