@@ -49,7 +49,14 @@ impl fmt::Display for PasswordError {
     }
 }
 
-impl std::error::Error for PasswordError {}
+impl std::error::Error for PasswordError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PasswordError::Bcrypt(e) => Some(e),
+            PasswordError::TooLong | PasswordError::Task(_) => None,
+        }
+    }
+}
 
 /// Hashes and verifies passwords at a fixed bcrypt cost.
 pub struct Passwords {
@@ -244,5 +251,19 @@ mod tests {
         assert!(Passwords::check_policy("12345678").is_ok());
         assert!(Passwords::check_policy(&"é".repeat(36)).is_ok());
         assert!(Passwords::check_policy(&"é".repeat(37)).is_err());
+    }
+
+    #[test]
+    fn password_error_exposes_the_bcrypt_error_as_source() {
+        use std::error::Error as _;
+        let err = PasswordError::Bcrypt(bcrypt::BcryptError::CostNotAllowed(3));
+        let source = err.source().expect("Bcrypt has a source");
+        assert!(source.is::<bcrypt::BcryptError>(), "{source:?}");
+        assert_eq!(
+            source.to_string(),
+            bcrypt::BcryptError::CostNotAllowed(3).to_string()
+        );
+        assert!(PasswordError::TooLong.source().is_none());
+        assert!(PasswordError::Task("panicked".into()).source().is_none());
     }
 }
