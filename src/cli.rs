@@ -5,6 +5,43 @@
 //! the flag, so a typo never silently falls back to a default.
 
 use std::collections::HashMap;
+use std::fmt;
+
+/// A command line the binary cannot run with; the message names the flag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgsError {
+    /// `--flag` is the last argument, with no value after it.
+    MissingValue {
+        /// The flag without its leading `--`.
+        flag: String,
+    },
+    /// The flag is not one the binary takes.
+    UnknownFlag {
+        /// The flag without its leading `--`.
+        name: String,
+        /// The flags the binary takes, without `--`.
+        known: Vec<String>,
+    },
+}
+
+impl fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgsError::MissingValue { flag } => write!(f, "--{flag} needs a value"),
+            ArgsError::UnknownFlag { name, known } => write!(
+                f,
+                "unknown option --{name} (known: {})",
+                known
+                    .iter()
+                    .map(|k| format!("--{k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ArgsError {}
 
 /// Parsed arguments: `--name value` / `--name=value` pairs and positionals.
 #[derive(Debug, Default)]
@@ -17,7 +54,10 @@ pub struct Args {
 impl Args {
     /// Parse `args` (without the program name), accepting only `known` flags
     /// (names without the leading `--`).
-    pub fn parse(args: impl IntoIterator<Item = String>, known: &[&str]) -> Result<Args, String> {
+    pub fn parse(
+        args: impl IntoIterator<Item = String>,
+        known: &[&str],
+    ) -> Result<Args, ArgsError> {
         let mut out = Args::default();
         let mut it = args.into_iter();
         while let Some(arg) = it.next() {
@@ -28,19 +68,17 @@ impl Args {
             let (name, value) = match flag.split_once('=') {
                 Some((n, v)) => (n.to_string(), v.to_string()),
                 None => {
-                    let v = it.next().ok_or_else(|| format!("--{flag} needs a value"))?;
+                    let v = it.next().ok_or_else(|| ArgsError::MissingValue {
+                        flag: flag.to_string(),
+                    })?;
                     (flag.to_string(), v)
                 }
             };
             if !known.contains(&name.as_str()) {
-                return Err(format!(
-                    "unknown option --{name} (known: {})",
-                    known
-                        .iter()
-                        .map(|k| format!("--{k}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                return Err(ArgsError::UnknownFlag {
+                    name,
+                    known: known.iter().map(|k| k.to_string()).collect(),
+                });
             }
             out.flags.insert(name, value);
         }
@@ -55,9 +93,9 @@ impl Args {
 
 #[cfg(test)]
 mod tests {
-    use super::Args;
+    use super::{Args, ArgsError};
 
-    fn parse(v: &[&str]) -> Result<Args, String> {
+    fn parse(v: &[&str]) -> Result<Args, ArgsError> {
         Args::parse(v.iter().map(|s| s.to_string()), &["addr", "db"])
     }
 
@@ -71,9 +109,37 @@ mod tests {
 
     #[test]
     fn unknown_flags_and_missing_values_are_errors_naming_the_flag() {
-        assert!(parse(&["--adr", "x"]).unwrap_err().contains("--adr"));
+        assert!(parse(&["--adr", "x"])
+            .unwrap_err()
+            .to_string()
+            .contains("--adr"));
         assert!(parse(&["--addr"])
             .unwrap_err()
+            .to_string()
             .contains("--addr needs a value"));
+    }
+
+    #[test]
+    fn args_errors_are_typed_and_keep_their_messages() {
+        let cases = [
+            (
+                &["--db"][..],
+                ArgsError::MissingValue { flag: "db".into() },
+                "--db needs a value",
+            ),
+            (
+                &["--adr=x"][..],
+                ArgsError::UnknownFlag {
+                    name: "adr".into(),
+                    known: vec!["addr".into(), "db".into()],
+                },
+                "unknown option --adr (known: --addr, --db)",
+            ),
+        ];
+        for (argv, want, message) in cases {
+            let err = parse(argv).unwrap_err();
+            assert_eq!(err, want);
+            assert_eq!(err.to_string(), message);
+        }
     }
 }

@@ -19,7 +19,8 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), String> {
-    let args = Args::parse(std::env::args().skip(1), &["addr", "redirect-target"])?;
+    let args = Args::parse(std::env::args().skip(1), &["addr", "redirect-target"])
+        .map_err(|e| e.to_string())?;
     let addr = args.get("addr").unwrap_or("0.0.0.0:8000");
     let mut opts = DemoOptions::default();
     if let Some(t) = args.get("redirect-target") {

@@ -43,7 +43,8 @@ async fn run() -> Result<(), String> {
     let args = Args::parse(
         std::env::args().skip(1),
         &["addr", "db", "config", "username"],
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let db = PathBuf::from(args.get("db").unwrap_or(DEFAULT_DB));
     match args.positional.as_slice() {
         [] => serve(&args, db).await,
@@ -106,7 +107,7 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
 }
 
 async fn create_admin(username: &str, db: PathBuf) -> Result<(), String> {
-    check_username(username)?;
+    check_username(username).map_err(|e| e.to_string())?;
     eprintln!("token-auth: reading the password for {username:?} from stdin (one line)");
     let mut line = String::new();
     std::io::stdin()
@@ -114,7 +115,7 @@ async fn create_admin(username: &str, db: PathBuf) -> Result<(), String> {
         .read_line(&mut line)
         .map_err(|e| format!("cannot read the password from stdin: {e}"))?;
     let password = line.trim_end_matches(['\r', '\n']).to_string();
-    Passwords::check_policy(&password)?;
+    Passwords::check_policy(&password).map_err(|e| e.to_string())?;
 
     let (store, passwords) = tokio::task::spawn_blocking(move || {
         let store = Store::open(&db).map_err(|e| e.to_string())?;

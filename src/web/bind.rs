@@ -155,14 +155,68 @@ pub mod multipart {
     //! delimiters, then read its headers and value. File parts (those with a
     //! `filename`) are skipped: binding only reads text fields.
 
+    use std::fmt;
+
+    /// Why a multipart body could not be read.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum MultipartError {
+        /// The boundary is empty or longer than 70 characters.
+        BadBoundary,
+        /// The body never contains `--boundary`.
+        NoDelimiter,
+        /// A delimiter line does not end with CRLF.
+        DelimiterWithoutCrlf,
+        /// A part is not followed by another delimiter.
+        UnterminatedPart,
+        /// A part's headers are not followed by an empty line.
+        UnterminatedHeaders,
+        /// A part's headers are not UTF-8.
+        HeadersNotUtf8,
+        /// A part header line has no `:`.
+        MalformedHeader,
+        /// The content-disposition is not `form-data`.
+        UnsupportedDisposition(String),
+        /// A part has no `name` in its content-disposition.
+        NoName,
+        /// The value of this text field is not UTF-8.
+        FieldNotUtf8(String),
+    }
+
+    impl fmt::Display for MultipartError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                MultipartError::BadBoundary => write!(f, "boundary must be 1 to 70 characters"),
+                MultipartError::NoDelimiter => write!(f, "no boundary delimiter in body"),
+                MultipartError::DelimiterWithoutCrlf => write!(f, "delimiter line without CRLF"),
+                MultipartError::UnterminatedPart => {
+                    write!(f, "part is not terminated by a boundary")
+                }
+                MultipartError::UnterminatedHeaders => {
+                    write!(f, "part headers are not terminated by an empty line")
+                }
+                MultipartError::HeadersNotUtf8 => write!(f, "part headers are not UTF-8"),
+                MultipartError::MalformedHeader => write!(f, "malformed part header"),
+                MultipartError::UnsupportedDisposition(kind) => {
+                    write!(f, "unsupported content-disposition '{kind}'")
+                }
+                MultipartError::NoName => write!(f, "part without a content-disposition name"),
+                MultipartError::FieldNotUtf8(name) => {
+                    write!(f, "field '{name}' is not valid UTF-8")
+                }
+            }
+        }
+    }
+
+    impl std::error::Error for MultipartError {}
+
     /// Parse the text fields of a multipart body.
-    pub fn parse(body: &[u8], boundary: &str) -> Result<Vec<(String, String)>, String> {
+    pub fn parse(body: &[u8], boundary: &str) -> Result<Vec<(String, String)>, MultipartError> {
         if boundary.is_empty() || boundary.len() > 70 {
-            return Err("boundary must be 1 to 70 characters".into());
+            return Err(MultipartError::BadBoundary);
         }
         let delim = format!("--{boundary}");
         let delim = delim.as_bytes();
-        let mut pos = find(body, delim, 0).ok_or("no boundary delimiter in body")?;
+        let mut pos = find(body, delim, 0).ok_or(MultipartError::NoDelimiter)?;
         let mut fields = Vec::new();
         loop {
             pos += delim.len();
@@ -171,13 +225,13 @@ pub mod multipart {
                 return Ok(fields); // close delimiter
             }
             // Transport padding, then CRLF, after each delimiter.
-            let line_end = find(body, b"\r\n", pos).ok_or("delimiter line without CRLF")?;
+            let line_end = find(body, b"\r\n", pos).ok_or(MultipartError::DelimiterWithoutCrlf)?;
             let part_start = line_end + 2;
             let mut next_delim = Vec::with_capacity(delim.len() + 2);
             next_delim.extend_from_slice(b"\r\n");
             next_delim.extend_from_slice(delim);
-            let part_end = find(body, &next_delim, part_start)
-                .ok_or("part is not terminated by a boundary")?;
+            let part_end =
+                find(body, &next_delim, part_start).ok_or(MultipartError::UnterminatedPart)?;
             let part = &body[part_start..part_end];
             if let Some(field) = parse_part(part)? {
                 fields.push(field);
@@ -186,22 +240,24 @@ pub mod multipart {
         }
     }
 
-    fn parse_part(part: &[u8]) -> Result<Option<(String, String)>, String> {
+    fn parse_part(part: &[u8]) -> Result<Option<(String, String)>, MultipartError> {
         let head_end = find(part, b"\r\n\r\n", 0)
             .map(|i| (i, i + 4))
             .or_else(|| part.starts_with(b"\r\n").then_some((0, 2)))
-            .ok_or("part headers are not terminated by an empty line")?;
+            .ok_or(MultipartError::UnterminatedHeaders)?;
         let head =
-            std::str::from_utf8(&part[..head_end.0]).map_err(|_| "part headers are not UTF-8")?;
+            std::str::from_utf8(&part[..head_end.0]).map_err(|_| MultipartError::HeadersNotUtf8)?;
         let value = &part[head_end.1..];
         let mut name = None;
         let mut is_file = false;
         for line in head.split("\r\n").filter(|l| !l.is_empty()) {
-            let (k, v) = line.split_once(':').ok_or("malformed part header")?;
+            let (k, v) = line
+                .split_once(':')
+                .ok_or(MultipartError::MalformedHeader)?;
             if k.trim().eq_ignore_ascii_case("content-disposition") {
                 let (kind, params) = super::split_media_type(v);
                 if kind != "form-data" {
-                    return Err(format!("unsupported content-disposition '{kind}'"));
+                    return Err(MultipartError::UnsupportedDisposition(kind));
                 }
                 for (pk, pv) in params {
                     match pk.as_str() {
@@ -212,12 +268,12 @@ pub mod multipart {
                 }
             }
         }
-        let name = name.ok_or("part without a content-disposition name")?;
+        let name = name.ok_or(MultipartError::NoName)?;
         if is_file {
             return Ok(None);
         }
         let value = String::from_utf8(value.to_vec())
-            .map_err(|_| format!("field '{name}' is not valid UTF-8"))?;
+            .map_err(|_| MultipartError::FieldNotUtf8(name.clone()))?;
         Ok(Some((name, value)))
     }
 
@@ -233,7 +289,7 @@ pub mod multipart {
 
     #[cfg(test)]
     mod tests {
-        use super::parse;
+        use super::{parse, MultipartError};
 
         const BODY: &str = "--XyZ\r\nContent-Disposition: form-data; name=\"username\"\r\n\r\nalice\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nignored\r\n--XyZ\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\np@ss\r\nword\r\n--XyZ--\r\n";
 
@@ -250,25 +306,64 @@ pub mod multipart {
         }
 
         #[test]
-        fn malformed_multipart_bodies_give_errors_not_panics() {
-            let bad: &[&[u8]] = &[
-                b"",
-                b"--XyZ",
-                b"--XyZ\r\n",
-                b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nvalue-without-end",
-                b"--XyZ\r\nContent-Disposition: attachment; name=\"a\"\r\n\r\nv\r\n--XyZ--",
-                b"--XyZ\r\nNo-Colon\r\n\r\nv\r\n--XyZ--",
-                b"--XyZ\r\nContent-Disposition: form-data\r\n\r\nv\r\n--XyZ--",
-                b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n\xff\r\n--XyZ--",
+        fn malformed_multipart_bodies_give_typed_errors_with_their_messages() {
+            use MultipartError::*;
+            let bad: &[(&[u8], MultipartError, &str)] = &[
+                (b"", NoDelimiter, "no boundary delimiter in body"),
+                (
+                    b"--XyZ",
+                    DelimiterWithoutCrlf,
+                    "delimiter line without CRLF",
+                ),
+                (
+                    b"--XyZ\r\n",
+                    UnterminatedPart,
+                    "part is not terminated by a boundary",
+                ),
+                (
+                    b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nvalue-without-end",
+                    UnterminatedPart,
+                    "part is not terminated by a boundary",
+                ),
+                (
+                    b"--XyZ\r\nContent-Disposition: form-data\r\n\r\nv\r\n--XyZ--",
+                    NoName,
+                    "part without a content-disposition name",
+                ),
+                (
+                    b"--XyZ\r\nContent-Disposition: attachment; name=\"a\"\r\n\r\nv\r\n--XyZ--",
+                    UnsupportedDisposition("attachment".into()),
+                    "unsupported content-disposition 'attachment'",
+                ),
+                (
+                    b"--XyZ\r\nNo-Colon\r\n\r\nv\r\n--XyZ--",
+                    MalformedHeader,
+                    "malformed part header",
+                ),
+                (
+                    b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n\xff\r\n--XyZ--",
+                    FieldNotUtf8("a".into()),
+                    "field 'a' is not valid UTF-8",
+                ),
+                (
+                    b"--XyZ\r\nX-\xff: y\r\n\r\nv\r\n--XyZ--",
+                    HeadersNotUtf8,
+                    "part headers are not UTF-8",
+                ),
+                (
+                    b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\nv\r\n--XyZ--",
+                    UnterminatedHeaders,
+                    "part headers are not terminated by an empty line",
+                ),
             ];
-            for body in bad {
-                assert!(
-                    parse(body, "XyZ").is_err(),
-                    "{:?}",
-                    String::from_utf8_lossy(body)
-                );
+            for (body, want, message) in bad {
+                let err = parse(body, "XyZ").unwrap_err();
+                assert_eq!(&err, want, "{:?}", String::from_utf8_lossy(body));
+                assert_eq!(err.to_string(), *message);
             }
-            assert!(parse(BODY.as_bytes(), "").is_err());
+            let err = parse(BODY.as_bytes(), "").unwrap_err();
+            assert_eq!(err, BadBoundary);
+            assert_eq!(err.to_string(), "boundary must be 1 to 70 characters");
         }
     }
 }

@@ -89,7 +89,14 @@ impl fmt::Display for ServerError {
     }
 }
 
-impl std::error::Error for ServerError {}
+impl std::error::Error for ServerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServerError::Bind { source, .. } => Some(source),
+            ServerError::NoProtocol => None,
+        }
+    }
+}
 
 /// Bind a TCP listener on `addr` (`HOST:PORT`); the error names the address.
 pub async fn bind(addr: &str) -> Result<TcpListener, ServerError> {
@@ -189,5 +196,29 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn server_error_exposes_the_os_error_as_source() {
+        let err = ServerError::Bind {
+            addr: "127.0.0.1:1".into(),
+            source: std::io::Error::from(std::io::ErrorKind::AddrInUse),
+        };
+        let source = err.source().expect("Bind has a source");
+        let io = source.downcast_ref::<std::io::Error>().unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::AddrInUse);
+        assert!(ServerError::NoProtocol.source().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_refused_address_keeps_what_the_os_said_as_source() {
+        let err = bind("not an address").await.err().unwrap();
+        assert!(err.source().unwrap().is::<std::io::Error>(), "{err}");
     }
 }

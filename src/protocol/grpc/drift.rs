@@ -10,9 +10,85 @@
 //! lets the test prove its samples covered every declared field.
 
 use std::collections::BTreeSet;
+use std::fmt;
 
 use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FileDescriptorProto};
+
+/// How an encoded sample disagrees with the `.proto`. `field` reads
+/// `Message.name (= number)`, so the message says which line to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriftError {
+    /// The message is not declared in the file.
+    UnknownMessage { message: String, file: String },
+    /// The struct writes a field number the message does not declare.
+    UndeclaredField { message: String, number: i32 },
+    /// A length-delimited field runs past the end of the sample.
+    Truncated { field: String },
+    /// A string or bytes field holds another field's name: the tags are swapped.
+    WrongName {
+        field: String,
+        found: String,
+        declared: String,
+    },
+    /// A field declared with a non-length-delimited type was encoded as one.
+    NotLengthDelimited { field: String, declared: Type },
+    /// The wire type does not fit the declared type.
+    WrongWireType {
+        field: String,
+        declared: Type,
+        wire_type: u8,
+    },
+    /// An integer field does not hold its own field number.
+    WrongNumber { field: String, found: u64 },
+    /// The sample ends inside a varint.
+    TruncatedVarint,
+    /// A varint runs past 10 bytes.
+    VarintTooLong,
+}
+
+impl fmt::Display for DriftError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriftError::UnknownMessage { message, file } => {
+                write!(f, "message {message} is not in {file}")
+            }
+            DriftError::UndeclaredField { message, number } => write!(
+                f,
+                "{message}: the Rust struct writes field number {number}, which the .proto does not declare"
+            ),
+            DriftError::Truncated { field } => write!(f, "{field}: truncated"),
+            DriftError::WrongName {
+                field,
+                found,
+                declared,
+            } => write!(
+                f,
+                "{field}: the Rust struct put {found:?} here; the .proto names this field {declared:?}"
+            ),
+            DriftError::NotLengthDelimited { field, declared } => write!(
+                f,
+                "{field}: declared {declared:?} but encoded length-delimited"
+            ),
+            DriftError::WrongWireType {
+                field,
+                declared,
+                wire_type,
+            } => write!(
+                f,
+                "{field}: declared {declared:?} but encoded with wire type {wire_type}"
+            ),
+            DriftError::WrongNumber { field, found } => write!(
+                f,
+                "{field}: the Rust struct put {found} here; samples must hold the field number"
+            ),
+            DriftError::TruncatedVarint => write!(f, "truncated varint"),
+            DriftError::VarintTooLong => write!(f, "varint too long"),
+        }
+    }
+}
+
+impl std::error::Error for DriftError {}
 
 /// The descriptor of message `name` (short or fully qualified) in `fd`.
 pub fn message<'a>(fd: &'a FileDescriptorProto, name: &str) -> Option<&'a DescriptorProto> {
@@ -37,7 +113,7 @@ pub fn check_sample(
     fd: &FileDescriptorProto,
     name: &str,
     encoded: &[u8],
-) -> Result<BTreeSet<(String, i32)>, String> {
+) -> Result<BTreeSet<(String, i32)>, DriftError> {
     let mut seen = BTreeSet::new();
     check(fd, name, encoded, &mut seen)?;
     Ok(seen)
@@ -48,8 +124,11 @@ fn check(
     name: &str,
     mut buf: &[u8],
     seen: &mut BTreeSet<(String, i32)>,
-) -> Result<(), String> {
-    let m = message(fd, name).ok_or_else(|| format!("message {name} is not in {}", fd.name()))?;
+) -> Result<(), DriftError> {
+    let m = message(fd, name).ok_or_else(|| DriftError::UnknownMessage {
+        message: name.to_owned(),
+        file: fd.name().to_owned(),
+    })?;
     while !buf.is_empty() {
         let key = varint(&mut buf)?;
         let (number, wire_type) = ((key >> 3) as i32, (key & 7) as u8);
@@ -57,7 +136,10 @@ fn check(
             .field
             .iter()
             .find(|f| f.number() == number)
-            .ok_or_else(|| format!("{}: the Rust struct writes field number {number}, which the .proto does not declare", m.name()))?;
+            .ok_or_else(|| DriftError::UndeclaredField {
+                message: m.name().to_owned(),
+                number,
+            })?;
         let what = format!("{}.{} (= {number})", m.name(), field.name());
         seen.insert((m.name().to_owned(), number));
         let ty = field.r#type();
@@ -70,18 +152,18 @@ fn check(
             2 => {
                 let len = varint(&mut buf)? as usize;
                 if buf.len() < len {
-                    return Err(format!("{what}: truncated"));
+                    return Err(DriftError::Truncated { field: what });
                 }
                 let (payload, rest) = buf.split_at(len);
                 buf = rest;
                 match ty {
                     Type::String | Type::Bytes => {
                         if payload != field.name().as_bytes() {
-                            return Err(format!(
-                                "{what}: the Rust struct put {:?} here; the .proto names this field {:?}",
-                                String::from_utf8_lossy(payload),
-                                field.name()
-                            ));
+                            return Err(DriftError::WrongName {
+                                field: what,
+                                found: String::from_utf8_lossy(payload).into_owned(),
+                                declared: field.name().to_owned(),
+                            });
                         }
                     }
                     Type::Message => check(fd, field.type_name(), payload, seen)?,
@@ -93,16 +175,19 @@ fn check(
                         }
                     }
                     other => {
-                        return Err(format!(
-                            "{what}: declared {other:?} but encoded length-delimited"
-                        ))
+                        return Err(DriftError::NotLengthDelimited {
+                            field: what,
+                            declared: other,
+                        })
                     }
                 }
             }
             other => {
-                return Err(format!(
-                    "{what}: declared {ty:?} but encoded with wire type {other}"
-                ))
+                return Err(DriftError::WrongWireType {
+                    field: what,
+                    declared: ty,
+                    wire_type: other,
+                })
             }
         }
     }
@@ -116,25 +201,76 @@ fn is_varint(ty: Type) -> bool {
     )
 }
 
-fn expect_number(what: &str, n: u64, number: i32) -> Result<(), String> {
+fn expect_number(what: &str, n: u64, number: i32) -> Result<(), DriftError> {
     if n == number as u64 {
         Ok(())
     } else {
-        Err(format!(
-            "{what}: the Rust struct put {n} here; samples must hold the field number"
-        ))
+        Err(DriftError::WrongNumber {
+            field: what.to_owned(),
+            found: n,
+        })
     }
 }
 
-fn varint(buf: &mut &[u8]) -> Result<u64, String> {
+fn varint(buf: &mut &[u8]) -> Result<u64, DriftError> {
     let mut n = 0u64;
     for shift in (0..64).step_by(7) {
-        let (&b, rest) = buf.split_first().ok_or("truncated varint")?;
+        let (&b, rest) = buf.split_first().ok_or(DriftError::TruncatedVarint)?;
         *buf = rest;
         n |= u64::from(b & 0x7F) << shift;
         if b < 0x80 {
             return Ok(n);
         }
     }
-    Err("varint too long".into())
+    Err(DriftError::VarintTooLong)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::grpc::descriptor::parse_proto;
+
+    #[test]
+    fn drift_errors_are_typed_and_keep_their_messages() {
+        let fd = parse_proto(
+            "t.proto",
+            "syntax = \"proto3\"; package t; message M { string name = 1; int32 count = 2; }",
+        )
+        .unwrap();
+        let cases: [(&str, &[u8], &str); 9] = [
+            ("Nope", &[], "message Nope is not in t.proto"),
+            (
+                "M",
+                &[0x48, 0x01],
+                "M: the Rust struct writes field number 9, which the .proto does not declare",
+            ),
+            ("M", &[0x0a, 0x05, b'n'], "M.name (= 1): truncated"),
+            (
+                "M",
+                &[0x0a, 0x01, b'x'],
+                "M.name (= 1): the Rust struct put \"x\" here; the .proto names this field \"name\"",
+            ),
+            (
+                "M",
+                &[0x12, 0x00],
+                "M.count (= 2): declared Int32 but encoded length-delimited",
+            ),
+            (
+                "M",
+                &[0x08, 0x01],
+                "M.name (= 1): declared String but encoded with wire type 0",
+            ),
+            (
+                "M",
+                &[0x10, 0x07],
+                "M.count (= 2): the Rust struct put 7 here; samples must hold the field number",
+            ),
+            ("M", &[0x80], "truncated varint"),
+            ("M", &[0xff; 10], "varint too long"),
+        ];
+        for (message, encoded, want) in cases {
+            let err = check_sample(&fd, message, encoded).unwrap_err();
+            assert_eq!(err.to_string(), want, "{err:?}");
+        }
+    }
 }

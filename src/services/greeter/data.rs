@@ -62,7 +62,15 @@ impl fmt::Display for DataError {
     }
 }
 
-impl std::error::Error for DataError {}
+impl std::error::Error for DataError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DataError::Open { error, .. } => Some(error),
+            DataError::Thread(e) => Some(e),
+            DataError::Closed => None,
+        }
+    }
+}
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
@@ -372,5 +380,37 @@ mod tests {
         store.save_greeting("ann".into()).await.unwrap();
         assert_eq!(store.count_greetings("ann").await.unwrap(), 2);
         assert_eq!(store.count_greetings("bob").await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn data_error_exposes_the_sqlite_error_as_source() {
+        let err = Data::open_async("/nonexistent-dir/x/greeter.db".into())
+            .await
+            .err()
+            .unwrap();
+        let source = std::error::Error::source(&err).expect("an open failure has a source");
+        assert!(source.is::<rusqlite::Error>(), "{source:?}");
+    }
+
+    #[test]
+    fn data_error_exposes_the_wrapped_error_as_source() {
+        let cases = [
+            (
+                DataError::Open {
+                    source_name: "x.db".into(),
+                    error: rusqlite::Error::InvalidQuery,
+                },
+                Some(rusqlite::Error::InvalidQuery.to_string()),
+            ),
+            (
+                DataError::Thread(std::io::Error::other("no threads left")),
+                Some("no threads left".to_string()),
+            ),
+            (DataError::Closed, None),
+        ];
+        for (err, want) in cases {
+            let got = std::error::Error::source(&err).map(|s| s.to_string());
+            assert_eq!(got, want, "{err}");
+        }
     }
 }

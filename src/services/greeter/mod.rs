@@ -59,7 +59,17 @@ impl fmt::Display for GreeterError {
     }
 }
 
-impl std::error::Error for GreeterError {}
+impl std::error::Error for GreeterError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            GreeterError::Data(e) => Some(e),
+            GreeterError::Bind { error, .. } => Some(error),
+            GreeterError::Proto(e) => Some(e),
+            GreeterError::Route(e) => Some(e),
+            GreeterError::Serve(e) => Some(e),
+        }
+    }
+}
 
 /// A greeter with its store open and both listeners bound.
 pub struct Greeter {
@@ -151,5 +161,61 @@ impl Greeter {
         );
         tokio::try_join!(http, grpc).map_err(GreeterError::Serve)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    fn bind_error() -> ServerError {
+        ServerError::Bind {
+            addr: "127.0.0.1:1".into(),
+            source: std::io::Error::other("address in use"),
+        }
+    }
+
+    #[test]
+    fn greeter_error_exposes_the_wrapped_error_as_source() {
+        let proto = ProtoError {
+            file: "greeter.proto".into(),
+            line: 3,
+            message: "expected ';'".into(),
+        };
+        let route = InsertError::MissingLeadingSlash { path: "x".into() };
+        let cases = [
+            (
+                GreeterError::Data(DataError::Closed),
+                DataError::Closed.to_string(),
+            ),
+            (
+                GreeterError::Bind {
+                    key: "server.http.addr",
+                    error: bind_error(),
+                },
+                bind_error().to_string(),
+            ),
+            (GreeterError::Proto(proto.clone()), proto.to_string()),
+            (GreeterError::Route(route.clone()), route.to_string()),
+            (GreeterError::Serve(bind_error()), bind_error().to_string()),
+        ];
+        for (err, want) in cases {
+            let source = err.source().unwrap_or_else(|| panic!("no source: {err}"));
+            assert_eq!(source.to_string(), want, "{err}");
+        }
+    }
+
+    #[test]
+    fn greeter_error_source_chain_reaches_the_os_error() {
+        let err = GreeterError::Bind {
+            key: "server.grpc.addr",
+            error: bind_error(),
+        };
+        let server = err.source().unwrap();
+        assert!(server.is::<ServerError>());
+        let os = server.source().unwrap();
+        assert!(os.is::<std::io::Error>());
+        assert_eq!(os.to_string(), "address in use");
     }
 }

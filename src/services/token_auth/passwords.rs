@@ -26,11 +26,13 @@ pub const PASSWORD_MIN: usize = 8;
 /// byte 72, so longer passwords are refused instead of silently truncated.
 pub const PASSWORD_MAX_BYTES: usize = 72;
 
-/// How hashing can fail.
+/// How checking or hashing a password can fail.
 #[derive(Debug)]
 pub enum PasswordError {
     /// bcrypt refused the input or the cost.
     Bcrypt(bcrypt::BcryptError),
+    /// The password is shorter than [`PASSWORD_MIN`] characters.
+    TooShort,
     /// The password is longer than [`PASSWORD_MAX_BYTES`].
     TooLong,
     /// The blocking task did not finish.
@@ -41,6 +43,9 @@ impl fmt::Display for PasswordError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PasswordError::Bcrypt(e) => write!(f, "password hashing failed: {e}"),
+            PasswordError::TooShort => {
+                write!(f, "password must be at least {PASSWORD_MIN} characters")
+            }
             PasswordError::TooLong => {
                 write!(f, "password must be at most {PASSWORD_MAX_BYTES} bytes")
             }
@@ -49,7 +54,14 @@ impl fmt::Display for PasswordError {
     }
 }
 
-impl std::error::Error for PasswordError {}
+impl std::error::Error for PasswordError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PasswordError::Bcrypt(e) => Some(e),
+            PasswordError::TooShort | PasswordError::TooLong | PasswordError::Task(_) => None,
+        }
+    }
+}
 
 /// Hashes and verifies passwords at a fixed bcrypt cost.
 pub struct Passwords {
@@ -95,16 +107,13 @@ impl Passwords {
     }
 
     /// Check a new password against the policy: 8 characters to 72 bytes.
-    pub fn check_policy(password: &str) -> Result<(), String> {
+    /// Fails only with [`PasswordError::TooShort`] or [`PasswordError::TooLong`].
+    pub fn check_policy(password: &str) -> Result<(), PasswordError> {
         if password.chars().count() < PASSWORD_MIN {
-            return Err(format!(
-                "password must be at least {PASSWORD_MIN} characters"
-            ));
+            return Err(PasswordError::TooShort);
         }
         if password.len() > PASSWORD_MAX_BYTES {
-            return Err(format!(
-                "password must be at most {PASSWORD_MAX_BYTES} bytes"
-            ));
+            return Err(PasswordError::TooLong);
         }
         Ok(())
     }
@@ -244,5 +253,35 @@ mod tests {
         assert!(Passwords::check_policy("12345678").is_ok());
         assert!(Passwords::check_policy(&"é".repeat(36)).is_ok());
         assert!(Passwords::check_policy(&"é".repeat(37)).is_err());
+    }
+
+    #[test]
+    fn password_error_exposes_the_bcrypt_error_as_source() {
+        use std::error::Error as _;
+        let err = PasswordError::Bcrypt(bcrypt::BcryptError::CostNotAllowed(3));
+        let source = err.source().expect("Bcrypt has a source");
+        assert!(source.is::<bcrypt::BcryptError>(), "{source:?}");
+        assert_eq!(
+            source.to_string(),
+            bcrypt::BcryptError::CostNotAllowed(3).to_string()
+        );
+        assert!(PasswordError::TooLong.source().is_none());
+        assert!(PasswordError::Task("panicked".into()).source().is_none());
+    }
+
+    #[test]
+    fn policy_errors_are_typed_and_keep_their_messages() {
+        let cases = [
+            ("1234567", "password must be at least 8 characters"),
+            (&"é".repeat(37), "password must be at most 72 bytes"),
+        ];
+        for (password, want) in cases {
+            let err = Passwords::check_policy(password).unwrap_err();
+            assert!(
+                matches!(err, PasswordError::TooShort | PasswordError::TooLong),
+                "{err:?}"
+            );
+            assert_eq!(err.to_string(), want);
+        }
     }
 }

@@ -228,6 +228,19 @@ struct Registration {
     email: Option<String>,
 }
 
+/// The first registration field that breaks its rule, as the 400 message.
+fn registration_problem(username: &str, password: &str, email: Option<&str>) -> Option<String> {
+    if let Err(e) = check_username(username) {
+        return Some(e.to_string());
+    }
+    if let Err(e) = Passwords::check_policy(password) {
+        return Some(e.to_string());
+    }
+    email
+        .and_then(|e| check_email(e).err())
+        .map(|e| e.to_string())
+}
+
 /// `POST /auth/register` `{username, password, email?}` → 201 token object.
 fn register(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
@@ -235,10 +248,8 @@ fn register(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
             return;
         };
         let email = reg.email.filter(|e| !e.is_empty());
-        let checked = check_username(&reg.username)
-            .and_then(|()| Passwords::check_policy(&reg.password))
-            .and_then(|()| email.as_deref().map_or(Ok(()), check_email));
-        if let Err(message) = checked {
+        if let Some(message) = registration_problem(&reg.username, &reg.password, email.as_deref())
+        {
             return fail(c, StatusCode::BAD_REQUEST, &message);
         }
         let password_hash = match service.passwords.hash(reg.password).await {

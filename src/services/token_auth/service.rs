@@ -112,7 +112,18 @@ impl fmt::Display for SetupError {
     }
 }
 
-impl std::error::Error for SetupError {}
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SetupError::Secret(e) => Some(e),
+            SetupError::EncKeyMissing => None,
+            SetupError::EncKey(e) => Some(e),
+            SetupError::Store(e) => Some(e),
+            SetupError::Passwords(e) => Some(e),
+            SetupError::Provider(e) => Some(e),
+        }
+    }
+}
 
 /// The running service's shared state.
 pub struct AuthService {
@@ -202,5 +213,41 @@ impl AuthService {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn setup_error_exposes_the_wrapped_error_as_source() {
+        let cases = [
+            (
+                SetupError::Secret(TokenError::SecretTooShort(3)),
+                Some(TokenError::SecretTooShort(3).to_string()),
+            ),
+            (SetupError::EncKeyMissing, None),
+            (
+                SetupError::EncKey(CipherError::BadKey),
+                Some(CipherError::BadKey.to_string()),
+            ),
+            (
+                SetupError::Store(StoreError::UsernameTaken),
+                Some(StoreError::UsernameTaken.to_string()),
+            ),
+            (
+                SetupError::Passwords(PasswordError::TooLong),
+                Some(PasswordError::TooLong.to_string()),
+            ),
+            (
+                SetupError::Provider(ConfigError("oauth.github.ca_file: missing".into())),
+                Some("oauth.github.ca_file: missing".to_string()),
+            ),
+        ];
+        for (err, want) in cases {
+            assert_eq!(err.source().map(|s| s.to_string()), want, "{err}");
+        }
     }
 }

@@ -89,7 +89,14 @@ impl fmt::Display for TokenError {
     }
 }
 
-impl std::error::Error for TokenError {}
+impl std::error::Error for TokenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TokenError::Jwt(e) => Some(e),
+            TokenError::SecretTooShort(_) | TokenError::Random(_) => None,
+        }
+    }
+}
 
 /// Issues and checks this service's tokens.
 #[derive(Clone)]
@@ -308,5 +315,21 @@ mod tests {
             tokens.verify(&token, TokenKind::Access),
             Err(JwtError::Expired)
         );
+    }
+
+    #[test]
+    fn token_error_exposes_the_jwt_error_as_source() {
+        use std::error::Error as _;
+        let cases = [
+            (
+                TokenError::Jwt(JwtError::Expired),
+                Some(JwtError::Expired.to_string()),
+            ),
+            (TokenError::SecretTooShort(3), None),
+            (TokenError::Random("no entropy".into()), None),
+        ];
+        for (err, want) in cases {
+            assert_eq!(err.source().map(|s| s.to_string()), want, "{err}");
+        }
     }
 }

@@ -46,18 +46,54 @@ impl fmt::Display for Role {
 }
 
 impl FromStr for Role {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Role, String> {
+    type Err = UserError;
+    fn from_str(s: &str) -> Result<Role, UserError> {
         match s {
             "user" => Ok(Role::User),
             "vip" => Ok(Role::Vip),
             "admin" => Ok(Role::Admin),
-            other => Err(format!(
-                "unknown role {other:?} (expected user, vip or admin)"
-            )),
+            other => Err(UserError::UnknownRole(other.to_string())),
         }
     }
 }
+
+/// A role name, username or email that breaks its rule. The messages are the
+/// 400 answers of registration, so they say what a valid value looks like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserError {
+    /// The role name is not `user`, `vip` or `admin`.
+    UnknownRole(String),
+    /// The username is outside [`USERNAME_MIN`]..=[`USERNAME_MAX`] characters.
+    UsernameLength,
+    /// The username holds a character other than ASCII letters, digits, `_`, `-`, `.`.
+    UsernameCharacters,
+    /// The email is longer than [`EMAIL_MAX`] characters.
+    EmailTooLong,
+    /// The email is not `local@domain` without whitespace.
+    EmailShape,
+}
+
+impl fmt::Display for UserError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UserError::UnknownRole(role) => {
+                write!(f, "unknown role {role:?} (expected user, vip or admin)")
+            }
+            UserError::UsernameLength => write!(
+                f,
+                "username must be {USERNAME_MIN} to {USERNAME_MAX} characters"
+            ),
+            UserError::UsernameCharacters => write!(
+                f,
+                "username may contain only letters, digits, '_', '-' and '.'"
+            ),
+            UserError::EmailTooLong => write!(f, "email must be at most {EMAIL_MAX} characters"),
+            UserError::EmailShape => write!(f, "email must look like name@example.com"),
+        }
+    }
+}
+
+impl std::error::Error for UserError {}
 
 /// A stored user, without the password hash (that never leaves the store
 /// except through `Store::credentials`).
@@ -107,27 +143,25 @@ impl User {
 
 /// Check a username for registration: 3 to 50 characters out of ASCII
 /// letters, digits, `_`, `-` and `.`.
-pub fn check_username(username: &str) -> Result<(), String> {
+pub fn check_username(username: &str) -> Result<(), UserError> {
     let len = username.chars().count();
     if !(USERNAME_MIN..=USERNAME_MAX).contains(&len) {
-        return Err(format!(
-            "username must be {USERNAME_MIN} to {USERNAME_MAX} characters"
-        ));
+        return Err(UserError::UsernameLength);
     }
     if !username
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
     {
-        return Err("username may contain only letters, digits, '_', '-' and '.'".into());
+        return Err(UserError::UsernameCharacters);
     }
     Ok(())
 }
 
 /// Check an email address: at most 100 characters, one `@` with text on
 /// both sides, no whitespace. Deliverability is not this service's business.
-pub fn check_email(email: &str) -> Result<(), String> {
+pub fn check_email(email: &str) -> Result<(), UserError> {
     if email.chars().count() > EMAIL_MAX {
-        return Err(format!("email must be at most {EMAIL_MAX} characters"));
+        return Err(UserError::EmailTooLong);
     }
     let mut halves = email.split('@');
     let valid = matches!(
@@ -135,7 +169,7 @@ pub fn check_email(email: &str) -> Result<(), String> {
         (Some(local), Some(domain), None) if !local.is_empty() && !domain.is_empty()
     ) && !email.chars().any(char::is_whitespace);
     if !valid {
-        return Err("email must look like name@example.com".into());
+        return Err(UserError::EmailShape);
     }
     Ok(())
 }
@@ -174,5 +208,40 @@ mod tests {
             assert_eq!(role.as_str().parse::<Role>(), Ok(role));
         }
         assert!("root".parse::<Role>().is_err());
+    }
+
+    #[test]
+    fn user_errors_are_typed_and_keep_their_messages() {
+        let cases = [
+            (
+                "root".parse::<Role>().unwrap_err(),
+                UserError::UnknownRole("root".into()),
+                "unknown role \"root\" (expected user, vip or admin)",
+            ),
+            (
+                check_username("ab").unwrap_err(),
+                UserError::UsernameLength,
+                "username must be 3 to 50 characters",
+            ),
+            (
+                check_username("has space").unwrap_err(),
+                UserError::UsernameCharacters,
+                "username may contain only letters, digits, '_', '-' and '.'",
+            ),
+            (
+                check_email(&format!("{}@example.com", "a".repeat(89))).unwrap_err(),
+                UserError::EmailTooLong,
+                "email must be at most 100 characters",
+            ),
+            (
+                check_email("a@b@c").unwrap_err(),
+                UserError::EmailShape,
+                "email must look like name@example.com",
+            ),
+        ];
+        for (got, want, message) in cases {
+            assert_eq!(got, want);
+            assert_eq!(got.to_string(), message);
+        }
     }
 }

@@ -132,7 +132,8 @@ fn drift_check_catches_a_swapped_tag() {
     )
     .unwrap_err();
     assert!(
-        err.contains("the .proto names this field \"file_by_filename\""),
+        err.to_string()
+            .contains("the .proto names this field \"file_by_filename\""),
         "{err}"
     );
     #[derive(Clone, PartialEq, Message)]
@@ -147,7 +148,8 @@ fn drift_check_catches_a_swapped_tag() {
     )
     .unwrap_err();
     assert!(
-        err.contains("field number 9, which the .proto does not declare"),
+        err.to_string()
+            .contains("field number 9, which the .proto does not declare"),
         "{err}"
     );
 }

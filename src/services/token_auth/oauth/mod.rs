@@ -65,7 +65,19 @@ impl fmt::Display for OAuthError {
     }
 }
 
-impl std::error::Error for OAuthError {}
+impl std::error::Error for OAuthError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OAuthError::Provider(e) => Some(e),
+            OAuthError::Start(e) => Some(e),
+            OAuthError::Cipher(e) => Some(e),
+            OAuthError::UnknownProvider
+            | OAuthError::InvalidState
+            | OAuthError::Denied(_)
+            | OAuthError::MissingCode => None,
+        }
+    }
+}
 
 /// The query of a callback request.
 #[derive(Debug, Clone, Default)]
@@ -301,5 +313,31 @@ mod tests {
         assert_eq!(hashed, username_hint(Provider::Wechat, None, "o-123"));
         assert!(username_hint(Provider::Google, Some(&"x".repeat(99)), "1").len() <= 50);
         assert!(crate::services::token_auth::user::check_username(&hashed).is_ok());
+    }
+
+    #[test]
+    fn oauth_error_exposes_the_wrapped_error_as_source() {
+        use std::error::Error as _;
+        let cases = [
+            (
+                OAuthError::Provider(ProviderError::Timeout),
+                Some(ProviderError::Timeout.to_string()),
+            ),
+            (
+                OAuthError::Start(StateError::Full),
+                Some(StateError::Full.to_string()),
+            ),
+            (
+                OAuthError::Cipher(CipherError::Open),
+                Some(CipherError::Open.to_string()),
+            ),
+            (OAuthError::UnknownProvider, None),
+            (OAuthError::InvalidState, None),
+            (OAuthError::Denied("access_denied".into()), None),
+            (OAuthError::MissingCode, None),
+        ];
+        for (err, want) in cases {
+            assert_eq!(err.source().map(|s| s.to_string()), want, "{err}");
+        }
     }
 }

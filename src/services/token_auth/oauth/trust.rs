@@ -46,7 +46,16 @@ impl fmt::Display for TrustError {
     }
 }
 
-impl std::error::Error for TrustError {}
+impl std::error::Error for TrustError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TrustError::Read(_, e) => Some(e),
+            TrustError::Pem(..) | TrustError::NoCertificate(_) | TrustError::BadCertificate(..) => {
+                None
+            }
+        }
+    }
+}
 
 /// Mozilla's root certificates, as compiled into this binary.
 pub fn builtin_roots() -> RootCertStore {
@@ -77,4 +86,27 @@ pub fn roots(ca_file: Option<&Path>) -> Result<RootCertStore, TrustError> {
         return Err(TrustError::NoCertificate(path.to_owned()));
     }
     Ok(roots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn trust_error_exposes_the_io_error_as_source() {
+        let path = PathBuf::from("ca.pem");
+        let cases = [
+            (
+                TrustError::Read(path.clone(), std::io::Error::other("permission denied")),
+                Some("permission denied".to_string()),
+            ),
+            (TrustError::Pem(path.clone(), "bad base64".into()), None),
+            (TrustError::NoCertificate(path.clone()), None),
+            (TrustError::BadCertificate(path, 1, "not a CA".into()), None),
+        ];
+        for (err, want) in cases {
+            assert_eq!(err.source().map(|s| s.to_string()), want, "{err}");
+        }
+    }
 }

@@ -54,7 +54,15 @@ impl fmt::Display for StoreError {
     }
 }
 
-impl std::error::Error for StoreError {}
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Open { source, .. } => Some(source),
+            StoreError::Sqlite(e) => Some(e),
+            StoreError::UsernameTaken | StoreError::EmailTaken | StoreError::Task(_) => None,
+        }
+    }
+}
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> StoreError {

@@ -306,3 +306,38 @@ async fn provider_sign_in_picks_a_free_username() {
         .unwrap();
     assert_eq!(user.username, "g".repeat(50));
 }
+
+#[test]
+fn store_error_exposes_the_sqlite_error_as_source() {
+    use std::error::Error as _;
+    let sqlite = || rusqlite::Error::QueryReturnedNoRows;
+    let cases = [
+        (
+            StoreError::Open {
+                path: PathBuf::from("auth.db"),
+                source: sqlite(),
+            },
+            Some(sqlite().to_string()),
+        ),
+        (StoreError::Sqlite(sqlite()), Some(sqlite().to_string())),
+        (StoreError::UsernameTaken, None),
+        (StoreError::EmailTaken, None),
+        (StoreError::Task("panicked".into()), None),
+    ];
+    for (err, want) in cases {
+        if want.is_some() {
+            assert!(err.source().unwrap().is::<rusqlite::Error>(), "{err}");
+        }
+        assert_eq!(err.source().map(|s| s.to_string()), want, "{err}");
+    }
+}
+
+#[test]
+fn store_open_failure_keeps_what_sqlite_said_as_source() {
+    use std::error::Error as _;
+    let err = Store::open(Path::new("/nonexistent-dir/x/auth.db"))
+        .err()
+        .unwrap();
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+    assert!(err.source().unwrap().is::<rusqlite::Error>());
+}
