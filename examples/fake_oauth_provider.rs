@@ -13,7 +13,7 @@
 //! It prints the `--config` YAML to give `token-auth`. The default secret is
 //! for local demos only.
 
-#[path = "../tests/token_auth_support/fake_provider.rs"]
+#[path = "../tests/support/fake_provider.rs"]
 mod fake_provider;
 
 use fake_provider::{FakeProvider, FakeUser};

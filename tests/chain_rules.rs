@@ -15,7 +15,8 @@ use handwire::types::BoxFuture;
 use handwire::web::chain::{handler, Context, Handler};
 use handwire::web::engine::Engine;
 use handwire::web::middleware;
-use support::{get, send, start, Proto, BOTH};
+use support::app::start;
+use support::http::{get, send, Proto, BOTH};
 
 type Log = Arc<Mutex<Vec<String>>>;
 

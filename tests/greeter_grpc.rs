@@ -2,12 +2,11 @@
 //! RPCs, a raw h2 client for every error path of the hand-written framing,
 //! and reflection spoken as a real bidirectional stream.
 
-mod greeter_common;
+mod support;
 
 use std::net::SocketAddr;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use greeter_common::{greetings_for, start, start_with, user_rows, WriteLock};
 use handwire::protocol::grpc::reflection::{
     MessageRequest, MessageResponse, ServerReflectionRequest, ServerReflectionResponse,
 };
@@ -18,6 +17,7 @@ use handwire::services::greeter::api::{
 };
 use http::HeaderMap;
 use prost::Message;
+use support::greeter::{greetings_for, start, start_with, user_rows, WriteLock};
 
 // ---- tonic client -------------------------------------------------------
 
@@ -649,12 +649,12 @@ async fn binary_logs_one_line_per_call_with_its_final_status() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
 
-    let dir = greeter_common::TempDir::new("grpc-log");
+    let dir = support::greeter::TempDir::new("grpc-log");
     let config = dir.0.join("config.yaml");
     let db = dir.0.join("g.db");
     std::fs::write(
         &config,
-        greeter_common::config_text(&db.display().to_string(), "1s", "1s"),
+        support::greeter::config_text(&db.display().to_string(), "1s", "1s"),
     )
     .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_greeter"))

@@ -1,41 +1,17 @@
 //! Black-box tests of the greeter's HTTP side with a hyper client, and of the
 //! `greeter` binary's start-up and shutdown.
 
-mod greeter_common;
+mod support;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 
-use bytes::Bytes;
-use greeter_common::{
-    config_text, greetings_for, start, start_with, user_rows, TempDir, WriteLock,
-};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use http::Method;
 use serde_json::{json, Value};
-
-async fn send(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String, Value) {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let req = http::Request::builder()
-        .method(method)
-        .uri(format!("http://{addr}{path}"))
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_owned())))
-        .unwrap();
-    let resp = client.request(req).await.unwrap();
-    let status = resp.status().as_u16();
-    let ct = resp
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    let value = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
-    (status, ct, value)
-}
+use support::greeter::{
+    call, config_text, greetings_for, start, start_with, user_rows, TempDir, WriteLock,
+};
 
 fn kratos_error(code: u16, reason: &str, message: &str) -> Value {
     json!({ "code": code, "reason": reason, "message": message, "metadata": {} })
@@ -44,7 +20,9 @@ fn kratos_error(code: u16, reason: &str, message: &str) -> Value {
 #[tokio::test]
 async fn helloworld_returns_hello_name_as_json_and_stores_a_greeting() {
     let g = start().await;
-    let (status, ct, body) = send(g.http, "GET", "/helloworld/kratos", "").await;
+    let reply = call(g.http, Method::GET, "/helloworld/kratos", "").await;
+    let (status, body) = (reply.status.as_u16(), reply.json());
+    let ct = reply.header("content-type").unwrap_or_default();
     assert_eq!(status, 200);
     assert!(ct.starts_with("application/json"), "{ct}");
     assert_eq!(body, json!({ "message": "Hello kratos" }));
@@ -54,7 +32,8 @@ async fn helloworld_returns_hello_name_as_json_and_stores_a_greeting() {
 #[tokio::test]
 async fn helloworld_name_is_percent_decoded() {
     let g = start().await;
-    let (status, _, body) = send(g.http, "GET", "/helloworld/w%C3%B6rld%20two", "").await;
+    let reply = call(g.http, Method::GET, "/helloworld/w%C3%B6rld%20two", "").await;
+    let (status, body) = (reply.status.as_u16(), reply.json());
     assert_eq!(status, 200);
     assert_eq!(body, json!({ "message": "Hello wörld two" }));
 }
@@ -62,19 +41,22 @@ async fn helloworld_name_is_percent_decoded() {
 #[tokio::test]
 async fn register_then_list_in_id_order() {
     let g = start().await;
-    let (status, _, body) = send(g.http, "GET", "/v1/users", "").await;
+    let reply = call(g.http, Method::GET, "/v1/users", "").await;
+    let (status, body) = (reply.status.as_u16(), reply.json());
     assert_eq!((status, body), (200, json!({ "users": [] })));
     for (u, p) in [("zed", "z1"), ("amy", "a1")] {
-        let (status, _, body) = send(
+        let reply = call(
             g.http,
-            "POST",
+            Method::POST,
             "/v1/users",
             &json!({"username": u, "password": p}).to_string(),
         )
         .await;
+        let (status, body) = (reply.status.as_u16(), reply.json());
         assert_eq!((status, body), (200, json!({ "result": "success" })));
     }
-    let (status, _, body) = send(g.http, "GET", "/v1/users", "").await;
+    let reply = call(g.http, Method::GET, "/v1/users", "").await;
+    let (status, body) = (reply.status.as_u16(), reply.json());
     assert_eq!(status, 200);
     assert_eq!(
         body,
@@ -105,7 +87,8 @@ async fn empty_or_missing_fields_are_400_kratos_errors() {
         ),
     ];
     for (input, reason, message) in cases {
-        let (status, _, body) = send(g.http, "POST", "/v1/users", &input.to_string()).await;
+        let reply = call(g.http, Method::POST, "/v1/users", &input.to_string()).await;
+        let (status, body) = (reply.status.as_u16(), reply.json());
         assert_eq!(status, 400, "{input}");
         assert_eq!(body, kratos_error(400, reason, message));
     }
@@ -121,7 +104,8 @@ async fn malformed_json_is_400_codec_error() {
         "{\"username\": 5, \"password\": \"x\"}",
         "",
     ] {
-        let (status, _, body) = send(g.http, "POST", "/v1/users", input).await;
+        let reply = call(g.http, Method::POST, "/v1/users", input).await;
+        let (status, body) = (reply.status.as_u16(), reply.json());
         assert_eq!(status, 400, "{input}");
         assert_eq!(body["code"], 400);
         assert_eq!(body["reason"], "CODEC");
@@ -133,8 +117,12 @@ async fn malformed_json_is_400_codec_error() {
 async fn duplicate_username_is_409() {
     let g = start().await;
     let input = json!({"username": "ann", "password": "pw"}).to_string();
-    assert_eq!(send(g.http, "POST", "/v1/users", &input).await.0, 200);
-    let (status, _, body) = send(g.http, "POST", "/v1/users", &input).await;
+    assert_eq!(
+        call(g.http, Method::POST, "/v1/users", &input).await.status,
+        200
+    );
+    let reply = call(g.http, Method::POST, "/v1/users", &input).await;
+    let (status, body) = (reply.status.as_u16(), reply.json());
     assert_eq!(status, 409);
     assert_eq!(
         body,
@@ -149,7 +137,8 @@ async fn duplicate_username_is_409() {
 #[tokio::test]
 async fn unknown_route_is_404_kratos_error() {
     let g = start().await;
-    let (status, _, body) = send(g.http, "GET", "/nope", "").await;
+    let reply = call(g.http, Method::GET, "/nope", "").await;
+    let (status, body) = (reply.status.as_u16(), reply.json());
     assert_eq!(status, 404);
     assert_eq!(
         body,
@@ -160,7 +149,8 @@ async fn unknown_route_is_404_kratos_error() {
 #[tokio::test]
 async fn wrong_method_is_405_kratos_error() {
     let g = start().await;
-    let (status, _, body) = send(g.http, "DELETE", "/v1/users", "").await;
+    let reply = call(g.http, Method::DELETE, "/v1/users", "").await;
+    let (status, body) = (reply.status.as_u16(), reply.json());
     assert_eq!(status, 405);
     assert_eq!(body["reason"], "METHOD_NOT_ALLOWED");
 }
@@ -169,7 +159,8 @@ async fn wrong_method_is_405_kratos_error() {
 async fn request_past_http_timeout_is_504_kratos_error() {
     let g = start_with("150ms", "1s").await;
     let lock = WriteLock::take(&g.db);
-    let (status, _, body) = send(g.http, "GET", "/helloworld/slow", "").await;
+    let reply = call(g.http, Method::GET, "/helloworld/slow", "").await;
+    let (status, body) = (reply.status.as_u16(), reply.json());
     assert_eq!(status, 504);
     assert_eq!(
         body,
@@ -180,7 +171,12 @@ async fn request_past_http_timeout_is_504_kratos_error() {
         )
     );
     drop(lock);
-    assert_eq!(send(g.http, "GET", "/helloworld/fast", "").await.0, 200);
+    assert_eq!(
+        call(g.http, Method::GET, "/helloworld/fast", "")
+            .await
+            .status,
+        200
+    );
 }
 
 // ---- the binary ---------------------------------------------------------
@@ -267,7 +263,8 @@ async fn binary_prints_both_addresses_serves_and_stops_on_sigterm() {
     };
     let http = addr_of("HTTP");
     let _grpc = addr_of("gRPC");
-    let (status, _, body) = send(http, "GET", "/helloworld/bin", "").await;
+    let reply = call(http, Method::GET, "/helloworld/bin", "").await;
+    let (status, body) = (reply.status.as_u16(), reply.json());
     assert_eq!((status, body), (200, json!({"message": "Hello bin"})));
     let kill = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

@@ -11,7 +11,8 @@ use http::{Method, StatusCode};
 use serde_json::json;
 
 use handwire::services::router_demo::{self, DemoOptions, MIDDLE_VALUE};
-use support::{get, send, start, Proto, TestServer, BOTH};
+use support::app::{start, TestServer};
+use support::http::{get, send, Proto, Reply, BOTH};
 
 const TARGET: &str = "https://target.example/landing?a=1&b=2";
 
@@ -27,7 +28,7 @@ async fn demo_server() -> TestServer {
     .await
 }
 
-fn assert_text(r: &support::Reply, want: &str) {
+fn assert_text(r: &Reply, want: &str) {
     assert_eq!(r.status, StatusCode::OK, "body: {}", r.text());
     assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
     assert_eq!(r.text(), want);

@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use handwire::web::chain::handler;
 use handwire::web::engine::Engine;
 use handwire::web::server::{self, Options};
-use support::{get, Proto};
+use support::http::{get, Proto};
 
 fn slow_and_fast() -> Engine {
     let mut e = Engine::bare();
@@ -40,7 +40,7 @@ async fn slow_header_senders_are_disconnected_after_the_header_read_timeout() {
         header_read_timeout: Duration::from_millis(200),
         ..Options::default()
     };
-    let srv = support::start_with(slow_and_fast().build(), opts).await;
+    let srv = support::app::start_with(slow_and_fast().build(), opts).await;
     let mut conn = TcpStream::connect(srv.addr).await.unwrap();
     conn.write_all(b"GET /fast HTTP/1.1\r\nHost: x\r\n")
         .await
@@ -125,7 +125,7 @@ async fn shutdown_waits_no_longer_than_the_grace_period() {
 
 #[tokio::test]
 async fn keep_alive_serves_several_requests_on_one_connection() {
-    let srv = support::start(slow_and_fast().build()).await;
+    let srv = support::app::start(slow_and_fast().build()).await;
     let mut conn = TcpStream::connect(srv.addr).await.unwrap();
     conn.write_all(b"GET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .await

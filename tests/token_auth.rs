@@ -2,12 +2,13 @@
 //! real server: register → profile → refresh → logout → revoked, roles, the
 //! simple 24 h token, and the error rows of §7.
 
-mod token_auth_support;
+mod support;
 
 use handwire::services::token_auth::user::Role;
 use http::StatusCode;
 use serde_json::json;
-use token_auth_support::{payload, start, start_with};
+use support::http::{Client, Proto};
+use support::token_auth::{payload, start, start_with};
 
 #[tokio::test]
 async fn register_profile_refresh_logout_then_revoked() {
@@ -381,14 +382,14 @@ async fn expired_blacklist_rows_are_pruned_periodically() {
 async fn malformed_json_bodies_are_400_and_the_server_keeps_serving() {
     let s = start().await;
     for path in ["/login", "/auth/register", "/auth/refresh", "/auth/token"] {
-        let reply = token_auth_support::request(
-            http::Method::POST,
-            &s.url(path),
-            &[("content-type", "application/json")],
-            "{not json",
-            None,
-        )
-        .await;
+        let reply = Client::new(Proto::H1)
+            .request(
+                http::Method::POST,
+                &s.url(path),
+                &[("content-type", "application/json")],
+                "{not json",
+            )
+            .await;
         assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{path}");
         assert!(
             reply

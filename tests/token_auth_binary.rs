@@ -2,13 +2,14 @@
 //! `create-admin` reads the password from stdin, and the binary hashes with
 //! bcrypt cost 12 (read back from the database as the `$2b$12$` prefix).
 
-mod token_auth_support;
+mod support;
 
 use http::StatusCode;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
-use token_auth_support::TempDb;
+use support::http::{Client, Proto};
+use support::token_auth::TempDb;
 
 const BIN: &str = env!("CARGO_BIN_EXE_token-auth");
 const SECRET: &str = "binary-test secret, long enough: 0123456789";
@@ -213,14 +214,14 @@ async fn served_binary_registers_with_cost_12_and_serves_the_admin_route() {
     let post = |path: &str, body: serde_json::Value| {
         let url = url(path);
         async move {
-            token_auth_support::request(
-                http::Method::POST,
-                &url,
-                &[("content-type", "application/json")],
-                body.to_string(),
-                None,
-            )
-            .await
+            Client::new(Proto::H1)
+                .request(
+                    http::Method::POST,
+                    &url,
+                    &[("content-type", "application/json")],
+                    body.to_string(),
+                )
+                .await
         }
     };
 
@@ -239,14 +240,14 @@ async fn served_binary_registers_with_cost_12_and_serves_the_admin_route() {
     .await;
     assert_eq!(admin.status, StatusCode::OK, "{}", admin.text());
     let auth = format!("Bearer {}", admin.str("access_token"));
-    let users = token_auth_support::request(
-        http::Method::GET,
-        &url("/api/admin/users"),
-        &[("authorization", &auth)],
-        bytes::Bytes::new(),
-        None,
-    )
-    .await;
+    let users = Client::new(Proto::H1)
+        .request(
+            http::Method::GET,
+            &url("/api/admin/users"),
+            &[("authorization", &auth)],
+            bytes::Bytes::new(),
+        )
+        .await;
     assert_eq!(users.status, StatusCode::OK, "{}", users.text());
     assert_eq!(users.json()["users"].as_array().unwrap().len(), 2);
     drop(served);

@@ -2,7 +2,7 @@
 //! stale or misplaced token must be refused with the exact 401 body of
 //! spec §7, and the route handler must not run.
 
-mod token_auth_support;
+mod support;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -12,7 +12,8 @@ use handwire::web::chain::handler;
 use handwire::web::engine::Engine;
 use http::StatusCode;
 use serde_json::json;
-use token_auth_support::{payload, start, TEST_SECRET};
+use support::http::{Client, Proto};
+use support::token_auth::{payload, start, TEST_SECRET};
 
 fn b64(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
@@ -31,13 +32,13 @@ fn forge(secret: &[u8], header: &str, payload: &serde_json::Value) -> String {
     format!("{input}.{sig}")
 }
 
-async fn setup() -> (token_auth_support::AuthServer, serde_json::Value) {
+async fn setup() -> (support::token_auth::AuthServer, serde_json::Value) {
     let s = start().await;
     let pair = s.register("mallory", "password1").await;
     (s, pair)
 }
 
-async fn assert_refused(s: &token_auth_support::AuthServer, path: &str, token: &str, error: &str) {
+async fn assert_refused(s: &support::token_auth::AuthServer, path: &str, token: &str, error: &str) {
     let reply = s.get_bearer(path, token).await;
     assert_eq!(
         reply.status,
@@ -235,14 +236,14 @@ async fn role_route_without_authentication_is_401_not_logged_in() {
         Default::default(),
         std::future::pending(),
     ));
-    let reply = token_auth_support::request(
-        http::Method::GET,
-        &format!("http://{addr}/members"),
-        &[],
-        bytes::Bytes::new(),
-        None,
-    )
-    .await;
+    let reply = Client::new(Proto::H1)
+        .request(
+            http::Method::GET,
+            &format!("http://{addr}/members"),
+            &[],
+            bytes::Bytes::new(),
+        )
+        .await;
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
     assert_eq!(reply.json(), json!({"error": "not logged in"}));
     assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));

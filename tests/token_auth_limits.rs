@@ -3,12 +3,13 @@
 //! lock after 10. Time is a manual clock moved by the test: nothing sleeps.
 //! Different client IPs are real: the client binds 127.0.0.x as its source.
 
-mod token_auth_support;
+mod support;
 
 use http::StatusCode;
 use serde_json::json;
 use std::net::IpAddr;
-use token_auth_support::{start, AuthServer, Reply};
+use support::http::Reply;
+use support::token_auth::{start, AuthServer};
 
 fn ip(last: u8) -> Option<IpAddr> {
     Some(IpAddr::from([127, 0, 0, last]))

@@ -1,9 +1,9 @@
 //! The OAuth authorization-code flow (spec §5.7) end to end: our server, a
-//! real loopback identity provider (tests/token_auth_support/fake_provider.rs)
+//! real loopback identity provider (tests/support/fake_provider.rs)
 //! and a client playing the browser, over real HTTP — and over HTTPS with a
 //! certificate made at test time, trusted through the provider's `ca_file`.
 
-mod token_auth_support;
+mod support;
 
 use bytes::Bytes;
 use handwire::services::token_auth::clock::Clock;
@@ -14,11 +14,10 @@ use handwire::services::token_auth::store::NO_PASSWORD;
 use http::{Method, StatusCode, Version};
 use serde_json::json;
 use std::path::PathBuf;
-use token_auth_support::fake_provider::{Failure, FakeProvider, FakeUser};
-use token_auth_support::tls::TestPki;
-use token_auth_support::{
-    get_trusting, request, start, start_with, AuthServer, Reply, TEST_ENC_KEY,
-};
+use support::fake_provider::{Failure, FakeProvider, FakeUser};
+use support::http::{Client, Proto, Reply};
+use support::tls::TestPki;
+use support::token_auth::{start, start_with, AuthServer, TEST_ENC_KEY};
 
 const APPID: &str = "test-app";
 const SECRET: &str = "test-app-secret";
@@ -64,7 +63,9 @@ async fn serve_with(provider: &FakeProvider, ca_file: Option<PathBuf>) -> AuthSe
 }
 
 async fn get(url: &str) -> Reply {
-    request(Method::GET, url, &[], Bytes::new(), None).await
+    Client::new(Proto::H1)
+        .request(Method::GET, url, &[], Bytes::new())
+        .await
 }
 
 fn query_of(url: &str) -> Vec<(String, String)> {
@@ -202,7 +203,7 @@ async fn signing_in_again_updates_the_same_local_user() {
     provider.set_user(renamed);
     let second = sign_in(&s).await;
     assert_eq!(second.status, StatusCode::OK, "{}", second.text());
-    let id = |r: &Reply| token_auth_support::payload(&r.str("access_token"))["user_id"].clone();
+    let id = |r: &Reply| support::token_auth::payload(&r.str("access_token"))["user_id"].clone();
     assert_eq!(id(&first), id(&second));
     assert_eq!(stored_rows(&s), (1, 1));
     let nickname: String =
@@ -342,9 +343,9 @@ async fn provider_denial_is_400_and_unknown_providers_are_404() {
 
 #[test]
 fn providers_without_an_encryption_key_refuse_to_start_naming_the_variable() {
-    let db = token_auth_support::TempDb::new("no-enc-key");
-    let mut settings = Settings::new(token_auth_support::TEST_SECRET, db.path.clone());
-    settings.bcrypt_cost = token_auth_support::TEST_COST;
+    let db = support::token_auth::TempDb::new("no-enc-key");
+    let mut settings = Settings::new(support::token_auth::TEST_SECRET, db.path.clone());
+    settings.bcrypt_cost = support::token_auth::TEST_COST;
     settings.providers.insert(
         Provider::Github,
         provider_config("http://127.0.0.1:1", "http://127.0.0.1:2"),
@@ -370,7 +371,10 @@ async fn https_provider_trusted_through_ca_file_signs_in_over_tls() {
         location.starts_with(&format!("https://127.0.0.1:{port}/authorize?")),
         "{location}"
     );
-    let approved = get_trusting(&location, pki.client_roots()).await;
+    let approved = Client::new(Proto::H1)
+        .trusting(pki.client_roots())
+        .request(Method::GET, &location, &[], Bytes::new())
+        .await;
     assert_eq!(approved.status, StatusCode::FOUND, "{}", approved.text());
     let callback = approved.header("location").expect("Location").to_string();
     let reply = get(&callback).await;
@@ -398,7 +402,10 @@ async fn https_provider_whose_ca_is_not_trusted_is_502_and_stores_nothing() {
     // Built-in roots only, then a ca_file holding an unrelated CA.
     for ca_file in [None, Some(other_ca.path.clone())] {
         let s = serve_with(&provider, ca_file.clone()).await;
-        let approved = get_trusting(&begin(&s).await, pki.client_roots()).await;
+        let approved = Client::new(Proto::H1)
+            .trusting(pki.client_roots())
+            .request(Method::GET, &begin(&s).await, &[], Bytes::new())
+            .await;
         let callback = approved.header("location").expect("Location").to_string();
         let reply = get(&callback).await;
         assert_eq!(
@@ -452,9 +459,9 @@ async fn https_provider_certificate_for_another_host_is_502_even_with_its_ca_tru
 
 #[test]
 fn an_unusable_ca_file_refuses_to_start_naming_the_key() {
-    let db = token_auth_support::TempDb::new("bad-ca-file");
-    let mut settings = Settings::new(token_auth_support::TEST_SECRET, db.path.clone());
-    settings.bcrypt_cost = token_auth_support::TEST_COST;
+    let db = support::token_auth::TempDb::new("bad-ca-file");
+    let mut settings = Settings::new(support::token_auth::TEST_SECRET, db.path.clone());
+    settings.bcrypt_cost = support::token_auth::TEST_COST;
     settings.enc_key = Some(TEST_ENC_KEY.into());
     let mut config = provider_config("https://127.0.0.1:1", "http://127.0.0.1:2");
     let missing = db.path.with_extension("missing.pem");

@@ -18,6 +18,9 @@
 //!   answers `{openid, nickname, avatar}`.
 //!
 //! Failures can be switched on to test the client's error handling.
+//!
+//! The example includes this file on its own (`#[path]`), outside
+//! `support/mod.rs`, so it carries its own dead-code allowance.
 #![allow(dead_code)]
 
 use bytes::Bytes;

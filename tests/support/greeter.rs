@@ -1,15 +1,17 @@
-//! Shared by the greeter's black-box tests: start a real greeter on
-//! 127.0.0.1:0 with a temporary SQLite file, and hold a lock on that file
-//! to make store calls hang (the way to exercise time-outs without timing).
-
-#![allow(dead_code)]
+//! The greeter's black-box tests: start a real greeter on 127.0.0.1:0 with a
+//! temporary SQLite file, and hold a lock on that file to make store calls
+//! hang (the way to exercise time-outs without timing).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
 use handwire::services::greeter::config::Config;
 use handwire::services::greeter::Greeter;
+use http::Method;
 use tokio::sync::oneshot;
+
+use super::http::{send, Proto, Reply};
 
 /// A running greeter; stops when dropped.
 pub struct Running {
@@ -25,13 +27,7 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "handwire-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
+        let dir = super::temp_path(tag, "");
         std::fs::create_dir_all(&dir).unwrap();
         TempDir(dir)
     }
@@ -82,13 +78,21 @@ pub async fn start() -> Running {
     start_with("1s", "1s").await
 }
 
+/// One call to the greeter's HTTP side at `addr`, the way its clients make
+/// it: HTTP/1.1, body (possibly empty) labelled `application/json`.
+pub async fn call(addr: SocketAddr, method: Method, path: &str, body: &str) -> Reply {
+    let headers = [("content-type", "application/json")];
+    let body = Bytes::from(body.to_owned());
+    send(Proto::H1, addr, method, path, &headers, body).await
+}
+
 /// Holds SQLite's write lock on the store until dropped: every write of the
 /// service then waits (up to its busy time-out), so requests outlive their
 /// deadlines deterministically.
 pub struct WriteLock(rusqlite::Connection);
 
 impl WriteLock {
-    pub fn take(db: &std::path::Path) -> WriteLock {
+    pub fn take(db: &Path) -> WriteLock {
         let conn = rusqlite::Connection::open(db).unwrap();
         conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
         WriteLock(conn)
@@ -102,7 +106,7 @@ impl Drop for WriteLock {
 }
 
 /// Number of greeting rows stored for `name`, read with a separate connection.
-pub fn greetings_for(db: &std::path::Path, name: &str) -> i64 {
+pub fn greetings_for(db: &Path, name: &str) -> i64 {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.query_row(
         "SELECT COUNT(*) FROM greetings WHERE name = ?1",
@@ -113,7 +117,7 @@ pub fn greetings_for(db: &std::path::Path, name: &str) -> i64 {
 }
 
 /// The (id, username, password, age) rows of the users table.
-pub fn user_rows(db: &std::path::Path) -> Vec<(i64, String, String, i64)> {
+pub fn user_rows(db: &Path) -> Vec<(i64, String, String, i64)> {
     let conn = rusqlite::Connection::open(db).unwrap();
     let mut stmt = conn
         .prepare("SELECT id, username, password, age FROM users ORDER BY id")

@@ -3,12 +3,10 @@
 //! serves with the server certificate; the service under test trusts the CA
 //! through a provider's `ca_file`, written here as a temporary PEM file; and
 //! the test's "browser" trusts it through [`TestPki::client_roots`].
-#![allow(dead_code)]
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::{RootCertStore, ServerConfig};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A CA and one server certificate signed by it.
@@ -82,12 +80,7 @@ impl TestPki {
 
     /// Write the CA certificate to a temporary PEM file.
     pub fn write_ca_file(&self, tag: &str) -> TempPem {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "handwire-{tag}-{}-{}.pem",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
+        let path = super::temp_path(tag, ".pem");
         std::fs::write(&path, &self.ca_pem).expect("write CA file");
         TempPem { path }
     }

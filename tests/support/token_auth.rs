@@ -1,11 +1,7 @@
-//! Test support for the token-auth black-box tests: start the real service
-//! on 127.0.0.1:0 with a manual clock and a temporary database, and talk to
-//! it with a real hyper client (optionally from another loopback address,
-//! to play a different client IP).
-#![allow(dead_code)]
-
-pub mod fake_provider;
-pub mod tls;
+//! The token-auth black-box tests: start the real service on 127.0.0.1:0
+//! with a manual clock and a temporary database, and talk to it through
+//! [`super::http`] (optionally from another loopback address, to play a
+//! different client IP).
 
 use bytes::Bytes;
 use handwire::services::token_auth::clock::ManualClock;
@@ -14,15 +10,12 @@ use handwire::services::token_auth::service::{AuthService, Settings};
 use handwire::services::token_auth::store::NewUser;
 use handwire::services::token_auth::user::{Role, User};
 use handwire::web::server::{self, Options};
-use http::{HeaderMap, Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::{Connect, HttpConnector};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use http::{Method, StatusCode};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+use super::http::{Client, Proto, Reply};
 
 /// Secret used by the tests (never by the binary).
 pub const TEST_SECRET: &str = "test-only secret, at least 32 bytes long";
@@ -38,13 +31,9 @@ pub struct TempDb {
 
 impl TempDb {
     pub fn new(tag: &str) -> TempDb {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "handwire-{tag}-{}-{}.db",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        TempDb { path }
+        TempDb {
+            path: super::temp_path(tag, ".db"),
+        }
     }
 
     /// A direct connection, to look at what the service stored.
@@ -126,96 +115,6 @@ pub async fn start() -> AuthServer {
     start_with(|_, _| {}).await
 }
 
-/// A reply, fully read.
-#[derive(Debug)]
-pub struct Reply {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
-
-impl Reply {
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.text()))
-    }
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-    /// The `error` member of a JSON body.
-    pub fn error(&self) -> String {
-        self.json()["error"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    }
-    pub fn str(&self, key: &str) -> String {
-        self.json()[key]
-            .as_str()
-            .unwrap_or_else(|| panic!("no string {key:?} in {}", self.text()))
-            .to_string()
-    }
-}
-
-/// Send one request to `url`, from the loopback address `from` if given.
-pub async fn request(
-    method: Method,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: impl Into<Bytes>,
-    from: Option<IpAddr>,
-) -> Reply {
-    let mut connector = HttpConnector::new();
-    connector.set_local_address(from);
-    send(connector, method, url, headers, body.into()).await
-}
-
-/// GET `url`, `https://` allowed, trusting only `roots` (a test CA).
-pub async fn get_trusting(url: &str, roots: rustls::RootCertStore) -> Reply {
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("ring supports the default versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .build();
-    send(connector, Method::GET, url, &[], Bytes::new()).await
-}
-
-async fn send<C: Connect + Clone + Send + Sync + 'static>(
-    connector: C,
-    method: Method,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: Bytes,
-) -> Reply {
-    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
-    let mut req = Request::builder().method(method).uri(url);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let req = req.body(Full::new(body)).expect("request");
-    let resp = client
-        .request(req)
-        .await
-        .unwrap_or_else(|e| panic!("request to {url} failed: {e}"));
-    let (parts, body) = resp.into_parts();
-    let body = body.collect().await.expect("read body").to_bytes();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    }
-}
-
 impl AuthServer {
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
@@ -233,14 +132,10 @@ impl AuthServer {
         from: Option<IpAddr>,
     ) -> Reply {
         let headers = [("content-type", "application/json")];
-        request(
-            Method::POST,
-            &self.url(path),
-            &headers,
-            body.to_string(),
-            from,
-        )
-        .await
+        Client::new(Proto::H1)
+            .from(from)
+            .request(Method::POST, &self.url(path), &headers, body.to_string())
+            .await
     }
 
     /// GET with an `Authorization` header value (or none).
@@ -249,7 +144,9 @@ impl AuthServer {
             .map(|a| ("authorization", a))
             .into_iter()
             .collect();
-        request(Method::GET, &self.url(path), &headers, Bytes::new(), None).await
+        Client::new(Proto::H1)
+            .request(Method::GET, &self.url(path), &headers, Bytes::new())
+            .await
     }
 
     /// GET with `Authorization: Bearer <token>`.
@@ -264,14 +161,14 @@ impl AuthServer {
             ("authorization", auth.as_str()),
             ("content-type", "application/json"),
         ];
-        request(
-            Method::POST,
-            &self.url("/auth/logout"),
-            &headers,
-            body.to_string(),
-            None,
-        )
-        .await
+        Client::new(Proto::H1)
+            .request(
+                Method::POST,
+                &self.url("/auth/logout"),
+                &headers,
+                body.to_string(),
+            )
+            .await
     }
 
     /// Register `username` with `password`; panics unless 201.
