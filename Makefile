@@ -4,7 +4,7 @@ CARGO ?= cargo
 # set TOKEN_AUTH_SECRET yourself (at least 32 random bytes) outside local demos.
 DEV_TOKEN_AUTH_SECRET := dev-only-INSECURE-secret-change-me-0123456789
 
-.PHONY: run run-router run-auth test test-grpcurl lint bench load fuzz build clean
+.PHONY: run run-router run-auth test test-grpcurl demo lint bench load fuzz build clean
 
 ## Area A: the greeter with ./config.yaml (HTTP :8000, gRPC :9000)
 run:
@@ -38,6 +38,10 @@ test-grpcurl:
 			echo "skipping tests/grpcurl.sh: grpcurl not installed (tests/install-grpcurl.sh installs it)"; \
 		fi; \
 	fi
+
+## The README's curl / grpcurl examples against the three services, answers checked
+demo:
+	CARGO=$(CARGO) bash tests/demo.sh
 
 lint:
 	$(CARGO) fmt --check

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# `make demo`: runs the README's examples against the three real services and
+# checks every answer against what the README says it is.
+#
+# 1. Builds the binaries, starts greeter, router-demo and token-auth on free
+#    loopback ports (temporary config, databases and a demo-only secret, all in
+#    one temporary directory) and reads their addresses from their start-up lines.
+# 2. Runs, in order, every line of the ```sh demo blocks in README.md's three
+#    service sections, with `localhost:8000` / `127.0.0.1:8000` replaced by the
+#    section's service, `localhost:9000` by the greeter's gRPC address and
+#    `/tmp/` by the temporary directory. Shell variables carry values (tokens)
+#    from one line to the next.
+# 3. Each curl / grpcurl command there is followed by its expectation:
+#
+#        curl -s localhost:8000/helloworld/kratos
+#        # 200 {"message":"Hello kratos"}
+#        # Content-Type: application/json…        (optional header lines)
+#
+#    STATUS is the HTTP status (curl) or the gRPC code name (grpcurl: OK,
+#    AlreadyExists, ...); BODY is optional. JSON bodies are compared by shape
+#    (same keys, same types, equal values) where `…` in a string matches any
+#    text, a bare `…` any value and `[…]` any array; text bodies are compared
+#    with whitespace runs collapsed, `…` matching any text. For a failing
+#    grpcurl call the body is the error message. tests/demo_readme.py parses
+#    and compares.
+# 4. Prints every command with its answer, then `demo: N passed, M failed`,
+#    and exits non-zero if anything differed. Processes and files are removed
+#    on every exit path.
+#
+# grpcurl: $GRPCURL, else `grpcurl` on PATH, else tests/install-grpcurl.sh.
+# jq: used by the README; when it is not installed, a python3 stand-in that
+# knows `jq -r .a.b [FILE]` takes its place. DEMO_MAX_TIME bounds each request
+# (seconds, default 10).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO="${CARGO:-cargo}"
+max_time="${DEMO_MAX_TIME:-10}"
+bin_dir="${CARGO_TARGET_DIR:-target}/debug"
+
+echo "demo: building the binaries"
+"$CARGO" build --quiet --bins
+
+grpcurl_bin="${GRPCURL:-$(command -v grpcurl || true)}"
+if [ -z "$grpcurl_bin" ]; then
+	echo "demo: grpcurl not found; installing it (tests/install-grpcurl.sh)"
+	grpcurl_bin="$(bash tests/install-grpcurl.sh)"
+fi
+[ -x "$grpcurl_bin" ] || { echo "demo: grpcurl at '$grpcurl_bin' is not executable" >&2; exit 1; }
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/handwire-demo.XXXXXX")"
+pids=()
+cleanup() {
+	local rc=$? pid n
+	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for pid in "${pids[@]}"; do
+		# Graceful shutdown first; a process still there after 5 s is killed.
+		for ((n = 0; n < 50; n++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$tmp"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# start NAME COMMAND...: runs it in the background, output in $tmp/NAME.{out,err}.
+start() {
+	local name="$1"
+	shift
+	: >"$tmp/$name.out"
+	"$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+	pids+=("$!")
+}
+
+# address NAME SED_REGEX: waits (30 s at most) for the start-up line of the
+# last started process and prints the address captured by \1. Other lines
+# (route tables, request logs) are ignored.
+address() {
+	local name="$1" regex="$2" pid="${pids[-1]}" addr n
+	for ((n = 0; n < 300; n++)); do
+		addr="$(sed -n "s#$regex#\\1#p" "$tmp/$name.out" | head -n 1)"
+		if [ -n "$addr" ]; then
+			echo "$addr"
+			return 0
+		fi
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "demo: $name exited at start-up:" >&2
+			cat "$tmp/$name.err" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "demo: $name printed no address within 30 s" >&2
+	return 1
+}
+
+# The greeter: the repo's config.yaml with both servers on 127.0.0.1:0 and
+# the database in the temporary directory.
+sed -e '/^server:/,/^[^[:space:]#]/ s#^\([[:space:]]*addr:[[:space:]]*\).*#\1127.0.0.1:0#' \
+	-e "s#^\\([[:space:]]*source:[[:space:]]*\\).*#\\1\"$tmp/greeter.db\"#" \
+	config.yaml >"$tmp/config.yaml"
+if [ "$(grep -c 'addr: 127.0.0.1:0$' "$tmp/config.yaml")" != 2 ] || ! grep -q "source: \"$tmp/greeter.db\"" "$tmp/config.yaml"; then
+	echo "demo: could not rewrite config.yaml (server.*.addr, data.database.source):" >&2
+	cat "$tmp/config.yaml" >&2
+	exit 1
+fi
+start greeter "$bin_dir/greeter" --config "$tmp/config.yaml"
+greeter_http="$(address greeter '^greeter: HTTP listening on \(.*\)$')"
+greeter_grpc="$(address greeter '^greeter: gRPC listening on \(.*\)$')"
+
+start router "$bin_dir/router-demo" --addr 127.0.0.1:0
+router_http="$(address router '^router-demo listening on http://\(.*\)$')"
+
+# DEMO ONLY: a throw-away signing secret made for this run, never stored.
+demo_secret="demo-only-not-a-real-secret-$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
+start auth env TOKEN_AUTH_SECRET="$demo_secret" "$bin_dir/token-auth" --addr 127.0.0.1:0 --db "$tmp/token-auth.db"
+auth_http="$(address auth '^token-auth listening on http://\(.*\)$')"
+
+echo "demo: greeter HTTP $greeter_http, gRPC $greeter_grpc; router-demo $router_http; token-auth $auth_http"
+
+mkdir "$tmp/steps"
+python3 tests/demo_readme.py extract README.md "$tmp/steps" \
+	GREETER_HTTP="$greeter_http" GREETER_GRPC="$greeter_grpc" \
+	ROUTER_HTTP="$router_http" AUTH_HTTP="$auth_http" TMP="$tmp/" >/dev/null
+
+# What the README's commands run as. Each request is bounded in time; curl
+# also writes the response head to $tmp/head for the status and headers.
+curl() { command curl --silent --show-error --max-time "$max_time" -D "$tmp/head" "$@"; }
+grpcurl() { "$grpcurl_bin" -max-time "$max_time" "$@"; }
+# `cargo run [-q] --bin NAME -- ARGS` runs the binary built above.
+cargo() {
+	local name=""
+	[ "${1:-}" = run ] || { echo "demo: README demo blocks may only use 'cargo run --bin NAME -- ARGS'" >&2; return 2; }
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		-q | --quiet) shift ;;
+		--bin) name="$2"; shift 2 ;;
+		--) shift; break ;;
+		*) echo "demo: unsupported cargo option $1" >&2; return 2 ;;
+		esac
+	done
+	"$bin_dir/$name" "$@"
+}
+if ! command -v jq >/dev/null 2>&1; then
+	jq() {
+		python3 -c '
+import json, sys
+args = [a for a in sys.argv[1:] if a != "-r"]
+path, files = args[0], args[1:]
+data = json.load(open(files[0])) if files else json.load(sys.stdin)
+for key in filter(None, path.split(".")):
+    data = data.get(key) if isinstance(data, dict) else None
+print(data if isinstance(data, str) else json.dumps(data))
+' "$@"
+	}
+fi
+
+indent() { sed 's/^/      /'; }
+# answer STATUS FILE: "  -> STATUS body", a body of several lines indented below.
+answer() {
+	if [ "$(wc -l <"$2")" -le 1 ]; then
+		echo "  -> $1 $(head -c 2000 "$2")"
+	else
+		echo "  -> $1"
+		head -c 2000 "$2" | indent
+	fi
+}
+
+passed=0
+failed=0
+out="$tmp/out"
+err="$tmp/err"
+set +eu # the README's lines run as a person's shell would run them
+for script in "$tmp"/steps/*.sh; do
+	cmd="$(<"$script")"
+	expect="${script%.sh}.json"
+	echo "\$ $cmd"
+	: >"$tmp/head"
+	if eval "$cmd" >"$out" 2>"$err"; then rc=0; else rc=$?; fi
+	if [ ! -f "$expect" ]; then
+		# A plain shell line (an assignment, create-admin, ...): it must succeed.
+		[ -s "$out" ] && indent <"$out"
+		if [ "$rc" -ne 0 ]; then
+			echo "  FAIL: exit status $rc"
+			indent <"$err"
+			failed=$((failed + 1))
+		fi
+		continue
+	fi
+	if [[ "$cmd" == grpcurl* ]]; then
+		if [ "$rc" -eq 0 ]; then
+			status=OK
+		else
+			status="$(sed -n 's/^ *Code: //p' "$err" | head -n 1)"
+			[ -n "$status" ] || status="grpcurl-exit-$rc"
+			sed -n 's/^ *Message: //p' "$err" >"$out"
+		fi
+	else
+		status="$(awk '/^HTTP\//{s=$2} END{print s}' "$tmp/head")"
+		[ -n "$status" ] || status="no-response(curl-exit-$rc)"
+		if [[ " $cmd " =~ [[:space:]](-i|--include)[[:space:]] ]]; then
+			# -i puts the head in front of the body; the check wants the body.
+			tail -c "+$(($(wc -c <"$tmp/head") + 1))" "$out" >"$out.body" && mv "$out.body" "$out"
+		fi
+	fi
+	answer "$status" "$out"
+	if why="$(python3 tests/demo_readme.py check "$expect" "$status" "$out" "$tmp/head")"; then
+		passed=$((passed + 1))
+	else
+		line="$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); print(e["line"], e["status"], e["body"] or "")' "$expect")"
+		echo "  FAIL (README.md:${line%% *}): expected ${line#* }"
+		printf '%s\n' "$why" | indent
+		[ -s "$err" ] && indent <"$err"
+		failed=$((failed + 1))
+	fi
+done
+set -eu
+
+echo "demo: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,315 @@
+"""README examples as checks, for tests/demo.sh (`make demo`).
+
+Two commands:
+
+  extract README OUTDIR NAME=VALUE...
+      Reads the ```sh demo blocks of the three service sections of README.md
+      and writes one numbered step per shell statement into OUTDIR:
+      NNNN.sh (the statement, with the addresses and /tmp/ paths substituted)
+      and, for a curl/grpcurl command, NNNN.json (what the README expects).
+      The NAME=VALUE pairs are the substitutions (see SUBSTITUTIONS).
+
+  check EXPECT.json STATUS BODY_FILE HEADERS_FILE
+      Compares one answer with its expectation; prints nothing and exits 0
+      when it matches, else prints why and exits 1.
+
+The README convention (also described in the header of tests/demo.sh):
+
+  ```sh demo                  <- a block that `make demo` runs, top to bottom
+  B=http://127.0.0.1:8000     <- any shell line runs as written
+  curl -s $B/hello            <- a curl or grpcurl command (may continue
+  # 200 Hello World!              with a trailing backslash) must be followed
+  # Content-Type: text/plain…     by `# STATUS [BODY]`, then optional
+                                  `# Header-Name: value` lines
+  ```
+
+STATUS is the HTTP status for curl and the gRPC code name for grpcurl (`OK`,
+`AlreadyExists`, ...). BODY is optional (absent: not compared). A BODY that
+starts with `{` or `[` is JSON and compared by shape: same keys, same types,
+equal values, except that `…` inside a string stands for any text
+(`"eyJ…"`), a bare `…` for any value and `[…]` for any array. Any other BODY
+is text, compared with runs of whitespace collapsed; `…` stands for any text.
+For a failed grpcurl call the body is the error's message.
+"""
+
+import json
+import os
+import re
+import sys
+
+ELLIPSIS = "\u2026"
+ANY = "\u0000any"
+
+# README headings (level 2) of the service sections, by the service they show.
+SECTIONS = {
+    "## Greeter (Area A)": "greeter",
+    "## Area B: router-demo": "router",
+    "## token-auth (Area C)": "auth",
+}
+
+# What the README writes -> which NAME=VALUE given to `extract` replaces it.
+# The section decides which service `localhost:8000` means.
+SUBSTITUTIONS = [
+    ("localhost:9000", "GREETER_GRPC"),
+    ("/tmp/", "TMP"),
+]
+HTTP_BY_SECTION = {
+    "greeter": "GREETER_HTTP",
+    "router": "ROUTER_HTTP",
+    "auth": "AUTH_HTTP",
+}
+
+GRPC_CODES = (
+    "OK Canceled Unknown InvalidArgument DeadlineExceeded NotFound AlreadyExists "
+    "PermissionDenied ResourceExhausted FailedPrecondition Aborted OutOfRange "
+    "Unimplemented Internal Unavailable DataLoss Unauthenticated"
+).split()
+
+EXPECT_RE = re.compile(r"^#\s+(\d{3}|" + "|".join(GRPC_CODES) + r")(?:\s+(.*))?$")
+HEADER_RE = re.compile(r"^#\s+([A-Za-z][A-Za-z0-9-]*):\s?(.*)$")
+COMMAND_RE = re.compile(r"^(curl|grpcurl)\s")
+
+
+class ReadmeError(Exception):
+    pass
+
+
+def demo_blocks(lines):
+    """Yield (section, [(line_number, text)]) for each ```sh demo block."""
+    section = None
+    block = None
+    for number, line in enumerate(lines, 1):
+        if block is not None:
+            if line.startswith("```"):
+                yield section, block
+                block = None
+            else:
+                block.append((number, line))
+            continue
+        if line.startswith("## "):
+            section = next(
+                (name for head, name in SECTIONS.items() if line.startswith(head)),
+                None,
+            )
+        elif line.startswith("```"):
+            info = line[3:].split()
+            if info[:2] == ["sh", "demo"]:
+                if section is None:
+                    raise ReadmeError(
+                        f"README.md:{number}: a ```sh demo block outside the three service sections"
+                    )
+                block = []
+    if block is not None:
+        raise ReadmeError("README.md: a ```sh demo block is not closed")
+
+
+def statements(block):
+    """Join backslash continuations: yield (first_line_number, text)."""
+    pending = None
+    for number, line in block:
+        if pending is None:
+            pending = (number, line)
+        else:
+            pending = (pending[0], pending[1] + "\n" + line)
+        if not line.endswith("\\"):
+            yield pending
+            pending = None
+    if pending is not None:
+        yield pending
+
+
+def extract(readme, outdir, values):
+    with open(readme, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    seen = set()
+    step = 0
+    for section, block in demo_blocks(lines):
+        seen.add(section)
+        subst = [(text, values[name]) for text, name in SUBSTITUTIONS]
+        http = values[HTTP_BY_SECTION[section]]
+        subst += [("localhost:8000", http), ("127.0.0.1:8000", http)]
+        stmts = list(statements(block))
+        i = 0
+        while i < len(stmts):
+            number, text = stmts[i]
+            i += 1
+            stripped = text.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            step += 1
+            command = text
+            for old, new in subst:
+                command = command.replace(old, new)
+            base = os.path.join(outdir, f"{step:04d}")
+            with open(base + ".sh", "w", encoding="utf-8") as f:
+                f.write(command)
+            match = COMMAND_RE.match(stripped)
+            if not match:
+                continue
+            expect = expectation(stmts, i, number)
+            i += 1 + len(expect["headers"])
+            expect.update(line=number, kind=match.group(1), section=section)
+            with open(base + ".json", "w", encoding="utf-8") as f:
+                json.dump(expect, f)
+    missing = set(SECTIONS.values()) - seen
+    if missing:
+        raise ReadmeError(f"README.md: no ```sh demo block in section(s) {sorted(missing)}")
+    print(step)
+
+
+def expectation(stmts, i, number):
+    """The `# STATUS [BODY]` line at stmts[i] and the header lines after it."""
+    if i >= len(stmts) or not EXPECT_RE.match(stmts[i][1].strip()):
+        raise ReadmeError(
+            f"README.md:{number}: a command in a ```sh demo block must be followed "
+            "by an expectation line `# STATUS [BODY]`"
+        )
+    m = EXPECT_RE.match(stmts[i][1].strip())
+    headers = []
+    for _, line in stmts[i + 1 :]:
+        h = HEADER_RE.match(line.strip())
+        if not h or EXPECT_RE.match(line.strip()):
+            break
+        headers.append([h.group(1), h.group(2)])
+    return {"status": m.group(1), "body": m.group(2), "headers": headers}
+
+
+# ---- comparing ---------------------------------------------------------
+
+
+def parse_pattern(text):
+    """Parse an expected JSON body: a bare … (outside strings) becomes ANY."""
+    out = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            out.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+            out.append(ch)
+        elif ch == ELLIPSIS:
+            out.append(json.dumps(ANY))
+        else:
+            out.append(ch)
+    return json.loads("".join(out))
+
+
+def glob(pattern, text):
+    regex = ".*".join(re.escape(part) for part in pattern.split(ELLIPSIS))
+    return re.fullmatch(regex, text, re.DOTALL) is not None
+
+
+def type_name(value):
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object", type(None): "null"}[type(value)]
+
+
+def compare(want, got, path="$"):
+    """None when got matches the pattern want, else a description of the first difference."""
+    if want == ANY:
+        return None
+    if type_name(want) != type_name(got):
+        return f"{path}: expected a {type_name(want)}, got {json.dumps(got)}"
+    if isinstance(want, dict):
+        missing = sorted(set(want) - set(got))
+        extra = sorted(set(got) - set(want))
+        if missing or extra:
+            parts = [f"missing {missing}"] * bool(missing) + [f"unexpected {extra}"] * bool(extra)
+            return f"{path}: keys differ ({', '.join(parts)})"
+        for key in want:
+            diff = compare(want[key], got[key], f"{path}.{key}")
+            if diff:
+                return diff
+        return None
+    if isinstance(want, list):
+        if want == [ANY]:
+            return None
+        if len(want) != len(got):
+            return f"{path}: expected {len(want)} element(s), got {len(got)}"
+        for n, (w, g) in enumerate(zip(want, got)):
+            diff = compare(w, g, f"{path}[{n}]")
+            if diff:
+                return diff
+        return None
+    if isinstance(want, str) and ELLIPSIS in want:
+        return None if glob(want, got) else f"{path}: {json.dumps(got)} does not match {json.dumps(want)}"
+    if want != got:
+        return f"{path}: expected {json.dumps(want)}, got {json.dumps(got)}"
+    return None
+
+
+def collapse(text):
+    return " ".join(text.split())
+
+
+def check(expect_file, status, body_file, headers_file):
+    with open(expect_file, encoding="utf-8") as f:
+        expect = json.load(f)
+    with open(body_file, encoding="utf-8", errors="replace") as f:
+        body = f.read()
+    problems = []
+    if status != expect["status"]:
+        problems.append(f"status: expected {expect['status']}, got {status}")
+    want = expect["body"]
+    if want is not None:
+        if want.startswith(("{", "[")):
+            try:
+                pattern = parse_pattern(want)
+            except ValueError as e:
+                problems.append(f"README.md:{expect['line']}: the expected body is not JSON: {e}")
+                pattern = None
+            if pattern is not None:
+                try:
+                    got = json.loads(body)
+                except ValueError:
+                    problems.append("body: expected JSON, got text")
+                else:
+                    diff = compare(pattern, got)
+                    if diff:
+                        problems.append(f"body {diff}")
+        elif not glob(collapse(want), collapse(body)):
+            problems.append(f"body: expected text {want!r}")
+    if expect["headers"]:
+        with open(headers_file, encoding="utf-8", errors="replace") as f:
+            received = {}
+            for line in f.read().splitlines():
+                if ":" in line:
+                    name, value = line.split(":", 1)
+                    received[name.strip().lower()] = value.strip()
+        for name, value in expect["headers"]:
+            got = received.get(name.lower())
+            if got is None:
+                problems.append(f"header {name}: missing")
+            elif not glob(value.strip(), got):
+                problems.append(f"header {name}: expected {value!r}, got {got!r}")
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+def main(argv):
+    try:
+        if len(argv) >= 3 and argv[0] == "extract":
+            values = dict(arg.split("=", 1) for arg in argv[3:])
+            extract(argv[1], argv[2], values)
+            return 0
+        if len(argv) == 5 and argv[0] == "check":
+            return check(argv[1], argv[2], argv[3], argv[4])
+    except ReadmeError as e:
+        print(f"demo: {e}", file=sys.stderr)
+        return 2
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
