@@ -1,4 +1,4 @@
-//! A tiny `--flag value` argument parser shared by the binaries.
+//! A tiny `--flag value` / `--switch` argument parser shared by the binaries.
 //!
 //! The binaries take a handful of options each; a dependency for that would
 //! outweigh the code. Unknown flags and missing values are errors that name
@@ -15,6 +15,11 @@ pub enum ArgsError {
         /// The flag without its leading `--`.
         flag: String,
     },
+    /// A switch (`--quiet`) was given a value.
+    SwitchWithValue {
+        /// The switch without its leading `--`.
+        name: String,
+    },
     /// The flag is not one the binary takes.
     UnknownFlag {
         /// The flag without its leading `--`.
@@ -28,6 +33,7 @@ impl fmt::Display for ArgsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ArgsError::MissingValue { flag } => write!(f, "--{flag} needs a value"),
+            ArgsError::SwitchWithValue { name } => write!(f, "--{name} takes no value"),
             ArgsError::UnknownFlag { name, known } => write!(
                 f,
                 "unknown option --{name} (known: {})",
@@ -47,6 +53,7 @@ impl std::error::Error for ArgsError {}
 #[derive(Debug, Default)]
 pub struct Args {
     flags: HashMap<String, String>,
+    switches: Vec<String>,
     /// Arguments that are not flags, in order (sub-commands).
     pub positional: Vec<String>,
 }
@@ -58,6 +65,16 @@ impl Args {
         args: impl IntoIterator<Item = String>,
         known: &[&str],
     ) -> Result<Args, ArgsError> {
+        Args::parse_with_switches(args, known, &[])
+    }
+
+    /// Like [`parse`](Self::parse), also accepting the value-less
+    /// `switches` (`--quiet`, `--trace`).
+    pub fn parse_with_switches(
+        args: impl IntoIterator<Item = String>,
+        known: &[&str],
+        switches: &[&str],
+    ) -> Result<Args, ArgsError> {
         let mut out = Args::default();
         let mut it = args.into_iter();
         while let Some(arg) = it.next() {
@@ -65,6 +82,24 @@ impl Args {
                 out.positional.push(arg);
                 continue;
             };
+            let bare = flag.split('=').next().unwrap_or(flag);
+            if switches.contains(&bare) {
+                if bare != flag {
+                    return Err(ArgsError::SwitchWithValue { name: bare.into() });
+                }
+                out.switches.push(bare.to_string());
+                continue;
+            }
+            if !known.contains(&bare) {
+                return Err(ArgsError::UnknownFlag {
+                    name: bare.to_string(),
+                    known: known
+                        .iter()
+                        .chain(switches)
+                        .map(|k| k.to_string())
+                        .collect(),
+                });
+            }
             let (name, value) = match flag.split_once('=') {
                 Some((n, v)) => (n.to_string(), v.to_string()),
                 None => {
@@ -74,15 +109,14 @@ impl Args {
                     (flag.to_string(), v)
                 }
             };
-            if !known.contains(&name.as_str()) {
-                return Err(ArgsError::UnknownFlag {
-                    name,
-                    known: known.iter().map(|k| k.to_string()).collect(),
-                });
-            }
             out.flags.insert(name, value);
         }
         Ok(out)
+    }
+
+    /// Whether the switch `--name` was given.
+    pub fn has(&self, name: &str) -> bool {
+        self.switches.iter().any(|s| s == name)
     }
 
     /// The value of `--name`, if given.
@@ -105,6 +139,21 @@ mod tests {
         assert_eq!(a.get("addr"), Some("127.0.0.1:1"));
         assert_eq!(a.get("db"), Some("x.db"));
         assert_eq!(a.positional, vec!["create-admin"]);
+    }
+
+    #[test]
+    fn switches_take_no_value_and_are_reported_by_has() {
+        let argv = ["--quiet", "--addr", "x", "--trace"].map(String::from);
+        let a = Args::parse_with_switches(argv, &["addr"], &["quiet", "trace"]).unwrap();
+        assert!(a.has("quiet") && a.has("trace") && !a.has("addr"));
+        assert_eq!(a.get("addr"), Some("x"));
+        let err = Args::parse_with_switches(["--quiet=1".to_string()], &[], &["quiet"]);
+        assert_eq!(err.unwrap_err().to_string(), "--quiet takes no value");
+        let err = Args::parse_with_switches(["--loud".to_string()], &["addr"], &["quiet"]);
+        assert_eq!(
+            err.unwrap_err().to_string(),
+            "unknown option --loud (known: --addr, --quiet)"
+        );
     }
 
     #[test]

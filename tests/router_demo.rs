@@ -309,7 +309,13 @@ fn router_demo() -> Command {
 #[test]
 fn binary_prints_its_address_serves_and_logs_each_request() {
     let mut child = router_demo()
-        .args(["--addr", "127.0.0.1:0", "--redirect-target", TARGET])
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--redirect-target",
+            TARGET,
+            "--quiet",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -360,4 +366,146 @@ fn binary_rejects_unknown_options() {
     let out = router_demo().args(["--adr", "x"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option --adr"));
+}
+
+/// Start the binary with `args`, read its stdout up to the address line
+/// (the caller kills and waits for the child);
+/// returns the child, the reader, the lines before the address, the address.
+#[allow(clippy::zombie_processes)] // the caller waits
+fn start_binary(
+    args: &[&str],
+) -> (
+    std::process::Child,
+    BufReader<std::process::ChildStdout>,
+    Vec<String>,
+    std::net::SocketAddr,
+) {
+    let mut child = router_demo()
+        .args(["--addr", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start router-demo");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut before = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "no address line");
+        if let Some(addr) = line.trim().strip_prefix("router-demo listening on http://") {
+            let addr = addr.parse().unwrap();
+            return (child, out, before, addr);
+        }
+        before.push(line.trim_end().to_string());
+    }
+}
+
+/// Read lines until one equal to `last` (inclusive).
+fn read_until(out: &mut BufReader<std::process::ChildStdout>, last: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "eof before {last:?}: {lines:#?}"
+        );
+        let line = line.trim_end().to_string();
+        let done = line == last;
+        lines.push(line);
+        if done {
+            return lines;
+        }
+    }
+}
+
+#[test]
+fn route_table_is_printed_at_start_up_one_line_per_route_and_quiet_turns_it_off() {
+    let (mut child, _out, before, _) = start_binary(&[]);
+    assert_eq!(before.len(), 16, "{before:#?}");
+    assert!(before.contains(
+        &"[routes] GET    /index --> 5 handlers (logger, recovery, global_middleware, token_check, index_handler)".to_string()
+    ), "{before:#?}");
+    assert!(before.contains(
+        &"[routes] POST   /v2/submit --> 4 handlers (logger, recovery, global_middleware, hello_handler)".to_string()
+    ), "{before:#?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let (mut child, _out, before, _) = start_binary(&["--quiet"]);
+    assert!(before.is_empty(), "{before:#?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn trace_shows_a_next_chain_with_the_token_and_an_abort_chain_without() {
+    let (mut child, mut out, _, addr) = start_binary(&["--quiet", "--trace"]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+
+    let with_token = rt.block_on(send(
+        Proto::H1,
+        addr,
+        Method::GET,
+        "/index",
+        &[("token", "x")],
+        Vec::new(),
+    ));
+    assert_eq!(with_token.status, StatusCode::OK);
+    let next_chain = read_until(&mut out, "[trace] => 200");
+    let next_chain: Vec<&str> = next_chain
+        .iter()
+        .filter(|l| l.starts_with("[trace]"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        next_chain,
+        [
+            "[trace] GET /index (5 handlers)",
+            "[trace]   enter 0 logger",
+            "[trace]     0 logger: next()",
+            "[trace]     enter 1 recovery",
+            "[trace]       1 recovery: next()",
+            "[trace]       enter 2 global_middleware",
+            "[trace]         2 global_middleware: next()",
+            "[trace]         enter 3 token_check",
+            "[trace]           3 token_check: next()",
+            "[trace]           enter 4 index_handler",
+            "[trace]           exit  4 index_handler",
+            "[trace]         exit  3 token_check",
+            "[trace]       exit  2 global_middleware",
+            "[trace]     exit  1 recovery",
+            "[trace]   exit  0 logger",
+            "[trace] => 200",
+        ]
+    );
+
+    let without = rt.block_on(get(Proto::H1, addr, "/index"));
+    assert_eq!(without.status, StatusCode::FORBIDDEN);
+    let abort_chain = read_until(&mut out, "[trace] => 403");
+    let abort_chain: Vec<&str> = abort_chain
+        .iter()
+        .filter(|l| l.starts_with("[trace]"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        abort_chain,
+        [
+            "[trace] GET /index (5 handlers)",
+            "[trace]   enter 0 logger",
+            "[trace]     0 logger: next()",
+            "[trace]     enter 1 recovery",
+            "[trace]       1 recovery: next()",
+            "[trace]       enter 2 global_middleware",
+            "[trace]         2 global_middleware: next()",
+            "[trace]         enter 3 token_check",
+            "[trace]           3 token_check: abort() (4 index_handler will not run)",
+            "[trace]         exit  3 token_check [aborted]",
+            "[trace]       exit  2 global_middleware [aborted]",
+            "[trace]     exit  1 recovery [aborted]",
+            "[trace]   exit  0 logger [aborted]",
+            "[trace] => 403",
+        ]
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

@@ -1,4 +1,7 @@
-//! `router-demo [--addr HOST:PORT] [--redirect-target URL]`: the Area B server.
+//! `router-demo [--addr HOST:PORT] [--redirect-target URL] [--quiet] [--trace]`:
+//! the Area B server. At start-up it prints the route table as Gin's debug
+//! mode does (`--quiet` turns it off); `--trace` logs each request's walk of
+//! its handler chain.
 
 use std::process::ExitCode;
 
@@ -19,16 +22,25 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), String> {
-    let args = Args::parse(std::env::args().skip(1), &["addr", "redirect-target"])
-        .map_err(|e| e.to_string())?;
+    let args = Args::parse_with_switches(
+        std::env::args().skip(1),
+        &["addr", "redirect-target"],
+        &["quiet", "trace"],
+    )
+    .map_err(|e| e.to_string())?;
     let addr = args.get("addr").unwrap_or("0.0.0.0:8000");
     let mut opts = DemoOptions::default();
     if let Some(t) = args.get("redirect-target") {
         opts.redirect_target = t.to_string();
     }
-    let app = router_demo::engine(opts)
-        .map_err(|e| format!("bad route table: {e}"))?
-        .build();
+    let mut engine = router_demo::engine(opts).map_err(|e| format!("bad route table: {e}"))?;
+    engine.trace(args.has("trace"));
+    if !args.has("quiet") {
+        for line in engine.route_table() {
+            log::announce(&format!("[routes] {line}"));
+        }
+    }
+    let app = engine.build();
     let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     log::announce(&format!("router-demo listening on http://{local}"));

@@ -1,7 +1,7 @@
 //! `token-auth`: the Area C token-authentication server.
 //!
 //! ```text
-//! token-auth [--addr ADDR] [--db PATH] [--config PATH]
+//! token-auth [--addr ADDR] [--db PATH] [--config PATH] [--quiet] [--trace]
 //! token-auth create-admin --username NAME [--db PATH]     (password on stdin)
 //! ```
 //!
@@ -40,9 +40,10 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), String> {
-    let args = Args::parse(
+    let args = Args::parse_with_switches(
         std::env::args().skip(1),
         &["addr", "db", "config", "username"],
+        &["quiet", "trace"],
     )
     .map_err(|e| e.to_string())?;
     let db = PathBuf::from(args.get("db").unwrap_or(DEFAULT_DB));
@@ -90,9 +91,14 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let service = Arc::new(service);
     let maintenance = service.spawn_maintenance();
-    let app = routes::engine(service)
-        .map_err(|e| format!("bad route table: {e}"))?
-        .build();
+    let mut engine = routes::engine(service).map_err(|e| format!("bad route table: {e}"))?;
+    engine.trace(args.has("trace"));
+    if !args.has("quiet") {
+        for line in engine.route_table() {
+            log::announce(&format!("[routes] {line}"));
+        }
+    }
+    let app = engine.build();
 
     let addr = args.get("addr").unwrap_or(DEFAULT_ADDR);
     let listener = server::bind(addr).await.map_err(|e| e.to_string())?;

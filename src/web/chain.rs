@@ -397,6 +397,7 @@ impl Context {
 ///       exit  2 token_check [aborted]
 ///     exit  1 recovery [aborted]
 ///   exit  0 logger [aborted]
+/// => 403
 /// ```
 pub struct Trace {
     text: String,
@@ -457,9 +458,13 @@ impl Trace {
         } else {
             format!("{} will not run", skipped.join(", "))
         };
-        self.depth += 1;
         self.line(format_args!("{who}: abort() ({rest})"));
-        self.depth -= 1;
+    }
+
+    /// Close the trace with the status the chain answered.
+    pub fn finish(&mut self, status: StatusCode) {
+        self.depth = 0;
+        self.line(format_args!("=> {}", status.as_u16()));
     }
 
     /// The trace as text, one step per line.

@@ -369,7 +369,8 @@ impl App {
                 c.set_header(ALLOW, &allow);
             }
             c.next().await;
-            if let Some(t) = c.take_trace() {
+            if let Some(mut t) = c.take_trace() {
+                t.finish(c.response_status());
                 log::stdout().line(|buf| {
                     for line in t.text().lines() {
                         buf.extend_from_slice(b"[trace] ");
