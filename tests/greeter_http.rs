@@ -275,3 +275,29 @@ async fn binary_prints_both_addresses_serves_and_stops_on_sigterm() {
     assert!(status.success(), "graceful exit: {status:?}");
     assert!(lines.any(|l| l.unwrap() == "greeter: stopped"));
 }
+
+#[tokio::test]
+async fn json_bodies_must_be_objects_without_repeated_keys() {
+    let g = start().await;
+    let cases = [
+        (
+            r#"["ann","secret1"]"#,
+            "expected a JSON object, found an array",
+        ),
+        (
+            r#"{"username":"ann","password":"a","password":"b"}"#,
+            "duplicate key \"password\"",
+        ),
+    ];
+    for (input, want) in cases {
+        let reply = call(g.http, Method::POST, "/v1/users", input).await;
+        let body = reply.json();
+        assert_eq!(reply.status.as_u16(), 400, "{input}");
+        assert_eq!(body["reason"], "CODEC", "{body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains(want), "{input}: {message}");
+    }
+    // Nothing was stored by either.
+    let list = call(g.http, Method::GET, "/v1/users", "").await.json();
+    assert_eq!(list["users"], json!([]), "{list}");
+}

@@ -509,3 +509,38 @@ fn trace_shows_a_next_chain_with_the_token_and_an_abort_chain_without() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[tokio::test]
+async fn login_json_body_must_be_an_object_without_repeated_keys_else_90400() {
+    let srv = demo_server().await;
+    let cases: [(&[u8], &str); 2] = [
+        (br#"["ann","pw"]"#, "expected a JSON object, found an array"),
+        (
+            br#"{"username":"ann","password":"a","password":"b"}"#,
+            "duplicate key \"password\"",
+        ),
+    ];
+    for proto in BOTH {
+        for (body, want) in cases {
+            let r = send(
+                proto,
+                srv.addr,
+                Method::POST,
+                "/login",
+                &[("content-type", "application/json")],
+                body.to_vec(),
+            )
+            .await;
+            assert_eq!(r.status, StatusCode::OK);
+            let v = r.json();
+            assert_eq!(v["code"], json!(90400), "{v}");
+            assert_eq!(v["data"], json!(null), "{v}");
+            let msg = v["msg"].as_str().unwrap();
+            assert!(
+                msg.starts_with("login failed: invalid JSON body: "),
+                "{msg}"
+            );
+            assert!(msg.contains(want), "{msg}");
+        }
+    }
+}

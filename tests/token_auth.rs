@@ -401,3 +401,50 @@ async fn malformed_json_bodies_are_400_and_the_server_keeps_serving() {
     }
     s.register("mia", "password1").await;
 }
+
+#[tokio::test]
+async fn json_bodies_must_be_objects_without_repeated_keys() {
+    let s = start().await;
+    s.register("ann", "password1").await;
+    let cases = [
+        (
+            "/login",
+            r#"["ann","password1"]"#,
+            "expected a JSON object, found an array",
+        ),
+        (
+            "/login",
+            r#"{"username":"ann","password":"wrong","password":"password1"}"#,
+            "duplicate key \"password\"",
+        ),
+        (
+            "/auth/register",
+            r#"{"username":"bob","password":"password1","username":"eve"}"#,
+            "duplicate key \"username\"",
+        ),
+        (
+            "/auth/refresh",
+            r#"["x"]"#,
+            "expected a JSON object, found an array",
+        ),
+    ];
+    for (path, body, want) in cases {
+        let reply = Client::new(Proto::H1)
+            .request(
+                http::Method::POST,
+                &s.url(path),
+                &[("content-type", "application/json")],
+                body,
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{path} {body}");
+        let error = reply.error();
+        assert!(
+            error.starts_with("request body must be a JSON object"),
+            "{error}"
+        );
+        assert!(error.contains(want), "{path} {body}: {error}");
+    }
+    // Neither the array nor the repeated key logged anybody in.
+    assert_eq!(s.login("ann", "password1").await.status, StatusCode::OK);
+}

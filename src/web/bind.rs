@@ -90,8 +90,7 @@ fn decode<T: DeserializeOwned>(c: &Context) -> Result<T, BindError> {
         .unwrap_or("");
     let (mime, params) = split_media_type(content_type);
     match mime.as_str() {
-        "application/json" => serde_json::from_slice(c.body())
-            .map_err(|e| BindError::Decode(format!("invalid JSON body: {e}"))),
+        "application/json" => json_object(c.body()),
         "application/x-www-form-urlencoded" => {
             let body = std::str::from_utf8(c.body())
                 .map_err(|_| BindError::Decode("form body is not valid UTF-8".into()))?;
@@ -113,6 +112,93 @@ fn decode<T: DeserializeOwned>(c: &Context) -> Result<T, BindError> {
         }
         // Like Gin's Form binding for unknown types: only the query is read.
         _ => from_fields(urlenc::pairs(query).map(|(k, v)| (k.into_owned(), v.into_owned()))),
+    }
+}
+
+/// Decode a JSON request body into `T` under the crate's one policy for
+/// JSON bodies, which every service uses:
+///
+/// - the body must be a JSON *object*: serde would otherwise fill a struct
+///   from an array by position (`["ann","pw"]` logging in as ann), which Gin
+///   refuses (`cannot unmarshal array into Go value of type main.Login`);
+/// - a key may appear only once, at any depth: `{"password":"wrong",
+///   "password":"right"}` is refused instead of taking either value.
+///
+/// The error reads `invalid JSON body: …` and says which rule failed.
+pub fn json_object<T: DeserializeOwned>(body: &[u8]) -> Result<T, BindError> {
+    let invalid = |why: String| BindError::Decode(format!("invalid JSON body: {why}"));
+    let StrictValue(value) = serde_json::from_slice(body).map_err(|e| invalid(e.to_string()))?;
+    if !value.is_object() {
+        let found = match value {
+            Value::Array(_) => "an array",
+            Value::String(_) => "a string",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            _ => "null",
+        };
+        return Err(invalid(format!("expected a JSON object, found {found}")));
+    }
+    serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
+}
+
+/// A JSON value whose objects have no repeated key (serde_json's own
+/// `Value` keeps the last one).
+struct StrictValue(Value);
+
+impl<'de> serde::Deserialize<'de> for StrictValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrictValue(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate key {key:?}"
+                )));
+            }
+            let StrictValue(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -364,6 +450,46 @@ pub mod multipart {
             let err = parse(BODY.as_bytes(), "").unwrap_err();
             assert_eq!(err, BadBoundary);
             assert_eq!(err.to_string(), "boundary must be 1 to 70 characters");
+        }
+    }
+}
+
+#[cfg(test)]
+mod json_policy_tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize, PartialEq)]
+    struct Login {
+        username: String,
+        password: String,
+    }
+
+    #[test]
+    fn json_bodies_must_be_objects_and_keys_may_not_repeat() {
+        let ok: Login = json_object(br#"{"username":"ann","password":"pw"}"#).unwrap();
+        assert_eq!(ok.username, "ann");
+        let refused: [(&[u8], &str); 6] = [
+            (br#"["ann","pw"]"#, "expected a JSON object, found an array"),
+            (br#""ann""#, "expected a JSON object, found a string"),
+            (b"null", "expected a JSON object, found null"),
+            (
+                br#"{"username":"u","password":"wrong","password":"right"}"#,
+                "duplicate key \"password\"",
+            ),
+            (
+                br#"{"username":"u","password":"p","x":{"a":1,"a":2}}"#,
+                "duplicate key \"a\"",
+            ),
+            (br#"{"username":"u""#, "EOF while parsing"),
+        ];
+        for (body, want) in refused {
+            let err = json_object::<Login>(body).unwrap_err().to_string();
+            assert!(err.starts_with("invalid JSON body: "), "{err}");
+            assert!(
+                err.contains(want),
+                "{}: {err}",
+                String::from_utf8_lossy(body)
+            );
         }
     }
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::biz::{self, GreeterUsecase, UserUsecase};
+use crate::web::bind;
 use crate::web::chain::{handler, Context};
 use crate::web::engine::{App, Engine};
 use crate::web::middleware;
@@ -134,11 +135,11 @@ pub fn app(
         handler(move |c| {
             let users = u.clone();
             Box::pin(async move {
-                let body: RegisterBody = match serde_json::from_slice(c.body()) {
+                let body: RegisterBody = match bind::json_object(c.body()) {
                     Ok(b) => b,
                     Err(err) => {
                         let message = format!(
-                            "request body is not a JSON object {{username, password}}: {err}"
+                            "request body must be a JSON object {{username, password}}: {err}"
                         );
                         return fail(c, StatusCode::BAD_REQUEST, "CODEC", &message);
                     }

@@ -29,6 +29,7 @@ use crate::services::token_auth::store::{NewUser, StoreError};
 use crate::services::token_auth::tokens::TokenKind;
 use crate::services::token_auth::user::{check_email, check_username, Role, User, USERNAME_MAX};
 use crate::types::BoxFuture;
+use crate::web::bind;
 use crate::web::chain::{named, Context, Handler};
 use crate::web::engine::Engine;
 use crate::web::log;
@@ -100,19 +101,11 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
     Ok(e)
 }
 
-/// Parse the body as a JSON object of type `T`; on failure answer 400.
-/// (Going through `Value` first matters: serde would also accept a JSON
-/// array for a struct, filling fields by position.)
+/// Parse the body as a JSON object of type `T` (the crate's one JSON
+/// policy, [`bind::json_object`]: objects only, no repeated keys); on
+/// failure answer 400.
 fn json_body<T: DeserializeOwned>(c: &mut Context) -> Option<T> {
-    let parsed = serde_json::from_slice::<serde_json::Value>(c.body())
-        .map_err(|e| e.to_string())
-        .and_then(|value| match value {
-            serde_json::Value::Object(_) => {
-                serde_json::from_value::<T>(value).map_err(|e| e.to_string())
-            }
-            _ => Err("found a JSON value that is not an object".to_string()),
-        });
-    match parsed {
+    match bind::json_object(c.body()) {
         Ok(value) => Some(value),
         Err(e) => {
             let message = format!("request body must be a JSON object: {e}");
