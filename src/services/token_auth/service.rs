@@ -112,7 +112,18 @@ impl fmt::Display for SetupError {
     }
 }
 
-impl std::error::Error for SetupError {}
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SetupError::Secret(e) => Some(e),
+            SetupError::EncKeyMissing => None,
+            SetupError::EncKey(e) => Some(e),
+            SetupError::Store(e) => Some(e),
+            SetupError::Passwords(e) => Some(e),
+            SetupError::Provider(e) => Some(e),
+        }
+    }
+}
 
 /// The running service's shared state.
 pub struct AuthService {

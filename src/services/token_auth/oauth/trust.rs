@@ -46,7 +46,14 @@ impl fmt::Display for TrustError {
     }
 }
 
-impl std::error::Error for TrustError {}
+impl std::error::Error for TrustError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TrustError::Read(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// Mozilla's root certificates, as compiled into this binary.
 pub fn builtin_roots() -> RootCertStore {
