@@ -14,12 +14,15 @@
 //!   middleware, binding, URL decoding. It never imports a service or a
 //!   protocol piece.
 //! - [`types`]: the shared boxed future and body types; [`cli`]: the tiny
-//!   flag parser the binaries share. Both import nothing from the crate.
+//!   flag parser the binaries share; [`config`]: shared configuration
+//!   support (YAML through serde, errors naming the key path, Go durations)
+//!   for the services' config files. All three import nothing from the crate.
 //!
 //! `tests/architecture.rs` reads the `use crate::…` lines of `src/` and fails
 //! when an import breaks these rules.
 
 pub mod cli;
+pub mod config;
 pub mod protocol;
 pub mod services;
 pub mod types;

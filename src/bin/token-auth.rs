@@ -69,7 +69,7 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
         )
     })?;
     let config = match args.get("config") {
-        Some(path) => FileConfig::load(path.as_ref()).map_err(|e| e.to_string())?,
+        Some(path) => FileConfig::load(path.as_ref()).map_err(|e| format!("config {path}: {e}"))?,
         None => FileConfig::default(),
     };
     let mut settings = Settings::new(secret, db);

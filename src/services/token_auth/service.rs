@@ -242,8 +242,10 @@ mod tests {
                 Some(PasswordError::TooLong.to_string()),
             ),
             (
-                SetupError::Provider(ConfigError("oauth.github.ca_file: missing".into())),
-                Some("oauth.github.ca_file: missing".to_string()),
+                SetupError::Provider(ConfigError::Empty {
+                    key: "oauth.github.secret".into(),
+                }),
+                Some("oauth.github.secret: must not be empty".to_string()),
             ),
         ];
         for (err, want) in cases {

@@ -1,0 +1,291 @@
+//! Shared configuration support: YAML files read with serde into plain
+//! structs, with errors that name the dotted key they are about.
+//!
+//! A service declares its file as `#[derive(Deserialize)]` structs marked
+//! `#[serde(deny_unknown_fields)]` (a misspelt key must not silently leave a
+//! setting at its default) and reads it with [`load`] or [`from_yaml`]; rules
+//! serde cannot express (allowed values, one key depending on another) are
+//! checked by the service afterwards, naming the key themselves.
+//!
+//! serde_yaml knows where in the document an error happened, but only says so
+//! in its message (`server.http: missing field `addr` at line 3 column 5`).
+//! [`Error`] splits that text into the key path and the reason, and rewords
+//! serde's phrases into the ones a user editing a config file expects:
+//!
+//! | serde_yaml says | the user reads |
+//! |---|---|
+//! | ``server.http: missing field `addr` `` | `server.http.addr: missing required key` |
+//! | ``server.http: unknown field `x`, expected one of `network`, … `` | `server.http.x: unknown key (known keys here: network, …)` |
+//! | ``server: invalid type: integer `5`, expected struct Server`` | ``server: expected a mapping of keys, found integer `5` `` |
+//!
+//! The serde_yaml error itself stays reachable through
+//! [`std::error::Error::source`], with its line and column.
+//!
+//! Durations are written in Go's notation (`1s`, `0.2s`, `500ms`, `1m`,
+//! `1h30m`), as in go-kratos configs: [`parse_duration`], and [`duration`] /
+//! [`timeout`] for `#[serde(deserialize_with = …)]`.
+//!
+//! This module imports nothing from the crate: services use it, never the
+//! other way round.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+
+/// Why a configuration file cannot be used.
+#[derive(Debug)]
+pub enum Error {
+    /// The file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The text is not one well-formed YAML document.
+    Syntax {
+        /// The parser's error, with its line and column.
+        source: serde_yaml::Error,
+    },
+    /// The document does not fit the expected keys: one is unknown, missing,
+    /// repeated or holds a value of the wrong kind.
+    Key {
+        /// The dotted key path (`server.http.timeout`); empty for the
+        /// document as a whole.
+        key: String,
+        /// What is wrong there, worded for the person editing the file.
+        reason: String,
+        /// serde_yaml's own error, with its line and column.
+        source: serde_yaml::Error,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Read { path, source } => {
+                write!(f, "cannot read config file {}: {source}", path.display())
+            }
+            Error::Syntax { source } => write!(f, "invalid YAML: {source}"),
+            Error::Key { key, reason, .. } if key.is_empty() => f.write_str(reason),
+            Error::Key { key, reason, .. } => write!(f, "{key}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Read { source, .. } => Some(source),
+            Error::Syntax { source } | Error::Key { source, .. } => Some(source),
+        }
+    }
+}
+
+impl From<serde_yaml::Error> for Error {
+    fn from(source: serde_yaml::Error) -> Error {
+        match key_and_reason(&source) {
+            Some((key, reason)) => Error::Key {
+                key,
+                reason,
+                source,
+            },
+            None => Error::Syntax { source },
+        }
+    }
+}
+
+/// Reads the YAML file at `path` into `T`.
+pub fn load<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    from_yaml(&text)
+}
+
+/// Parses YAML text into `T`.
+pub fn from_yaml<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
+    serde_yaml::from_str(text).map_err(Error::from)
+}
+
+/// Splits serde_yaml's `path: message at line L column C` into the dotted key
+/// and a reworded reason; `None` when the error is about the YAML text itself
+/// (a syntax error, an unknown anchor, several documents).
+fn key_and_reason(error: &serde_yaml::Error) -> Option<(String, String)> {
+    let full = error.to_string();
+    let at = error
+        .location()
+        .map(|at| format!(" at line {} column {}", at.line(), at.column()));
+    let text = at
+        .as_deref()
+        .and_then(|at| full.strip_suffix(at))
+        .unwrap_or(&full);
+    // The path is made of the struct fields serde was inside, so it never
+    // holds a space; serde's own messages start with words ("invalid type").
+    let (path, message) = match text.split_once(": ") {
+        Some((path, message)) if !path.is_empty() && !path.contains(char::is_whitespace) => {
+            (path, message)
+        }
+        _ => ("", text),
+    };
+    // serde quotes names in backticks: the offending one first, then the
+    // expected ones.
+    let mut names = message.split('`').skip(1).step_by(2);
+    let join = |name: &str| match path {
+        "" => name.to_owned(),
+        _ => format!("{path}.{name}"),
+    };
+    if message.starts_with("missing field `") {
+        Some((join(names.next()?), "missing required key".to_owned()))
+    } else if message.starts_with("duplicate field `") {
+        Some((join(names.next()?), "duplicate key".to_owned()))
+    } else if message.starts_with("unknown field `") {
+        let key = join(names.next()?);
+        let known: Vec<&str> = names.collect();
+        Some((
+            key,
+            format!("unknown key (known keys here: {})", known.join(", ")),
+        ))
+    } else if message.starts_with("unknown variant `") {
+        let name = names.next()?;
+        let known: Vec<&str> = names.collect();
+        let reason = format!(
+            "unknown name {name:?} (known names here: {})",
+            known.join(", ")
+        );
+        Some((path.to_owned(), reason))
+    } else if let Some(rest) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+    {
+        let (found, expected) = rest.rsplit_once(", expected ")?;
+        let found = match found {
+            "sequence" => "a list",
+            "map" => "a mapping",
+            "unit value" => "nothing",
+            other => other,
+        };
+        let expected = if expected.starts_with("struct ") || expected == "a map" {
+            "a mapping of keys"
+        } else {
+            expected
+        };
+        Some(match path {
+            "" => (
+                String::new(),
+                format!("the config file must be {expected}, found {found}"),
+            ),
+            _ => (
+                path.to_owned(),
+                format!("expected {expected}, found {found}"),
+            ),
+        })
+    } else if !path.is_empty() {
+        // A message of our own, e.g. from [`duration`].
+        Some((path.to_owned(), message.to_owned()))
+    } else {
+        None
+    }
+}
+
+/// For `#[serde(deserialize_with = "crate::config::duration")]`: a duration
+/// in Go's notation, see [`parse_duration`].
+pub fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    // Through a visitor, so that serde_yaml pins an error to this key
+    // rather than to the section holding it.
+    deserializer.deserialize_str(GoDuration)
+}
+
+/// For `#[serde(deserialize_with = "crate::config::timeout")]`: a duration
+/// in Go's notation where `0` switches the time-out off (`None`), as in
+/// Kratos.
+pub fn timeout<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+    let timeout = duration(deserializer)?;
+    Ok((!timeout.is_zero()).then_some(timeout))
+}
+
+struct GoDuration;
+
+impl Visitor<'_> for GoDuration {
+    type Value = Duration;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a duration such as 1s, 0.2s, 500ms or 1m")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Duration, E> {
+        parse_duration(text).map_err(|reason| {
+            E::custom(format!(
+                "invalid duration {text:?} ({reason}; write e.g. 1s, 0.2s, 500ms, 1m)"
+            ))
+        })
+    }
+}
+
+/// Parses Go's duration notation: one or more `<decimal><unit>` pairs with
+/// units `ns`, `us` (`µs`), `ms`, `s`, `m`, `h`; a bare `0` is zero.
+/// Negative durations are rejected: they mean nothing for a time-out.
+pub fn parse_duration(text: &str) -> Result<Duration, &'static str> {
+    if text.is_empty() {
+        return Err("empty");
+    }
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if text.starts_with('-') {
+        return Err("must not be negative");
+    }
+    let mut rest = text.strip_prefix('+').unwrap_or(text);
+    let mut total: u128 = 0;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(number_len);
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
+            return Err("expected a number");
+        }
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        let unit_nanos: u128 = match unit {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "" => return Err("missing unit"),
+            _ => return Err("unknown unit"),
+        };
+        let whole: u128 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().map_err(|_| "number too large")?
+        };
+        // Fractions beyond nanosecond precision are dropped, as Go does.
+        let digits = &fraction[..fraction.len().min(18)];
+        let mut fraction_nanos: u128 = 0;
+        if !digits.is_empty() {
+            let scale = 10u128.pow(digits.len() as u32);
+            let digits: u128 = digits.parse().map_err(|_| "expected a number")?;
+            fraction_nanos = digits * unit_nanos / scale;
+        }
+        total = whole
+            .checked_mul(unit_nanos)
+            .and_then(|n| n.checked_add(fraction_nanos))
+            .and_then(|n| n.checked_add(total))
+            .ok_or("too large")?;
+        rest = after;
+    }
+    let secs = u64::try_from(total / 1_000_000_000).map_err(|_| "too large")?;
+    Ok(Duration::new(secs, (total % 1_000_000_000) as u32))
+}
+
+#[cfg(test)]
+mod tests;

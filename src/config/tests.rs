@@ -1,0 +1,173 @@
+//! Unit tests of the shared configuration support: Go durations, and the
+//! rewording of serde_yaml errors into `key.path: reason`.
+
+use super::*;
+use serde::Deserialize;
+use std::error::Error as _;
+
+/// A small two-level layout, shaped like the services' files.
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    server: Server,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Server {
+    addr: String,
+    #[serde(deserialize_with = "timeout")]
+    timeout: Option<Duration>,
+    #[serde(deserialize_with = "duration")]
+    idle: Duration,
+}
+
+const GOOD: &str = "server:\n  addr: 0.0.0.0:8000\n  timeout: 1s\n  idle: 0.2s\n";
+
+fn error_of(text: &str) -> Error {
+    match from_yaml::<File>(text) {
+        Ok(file) => panic!("accepted: {file:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn durations_in_go_notation_parse() {
+    let cases = [
+        ("1s", Duration::from_secs(1)),
+        ("0.2s", Duration::from_millis(200)),
+        ("500ms", Duration::from_millis(500)),
+        ("1m", Duration::from_secs(60)),
+        ("1h30m", Duration::from_secs(5400)),
+        ("1.5h", Duration::from_secs(5400)),
+        ("250us", Duration::from_micros(250)),
+        ("250µs", Duration::from_micros(250)),
+        ("7ns", Duration::from_nanos(7)),
+        (".5s", Duration::from_millis(500)),
+        ("+2s", Duration::from_secs(2)),
+        ("0", Duration::ZERO),
+        ("0s", Duration::ZERO),
+    ];
+    for (text, want) in cases {
+        assert_eq!(parse_duration(text), Ok(want), "{text}");
+    }
+}
+
+#[test]
+fn malformed_durations_are_rejected_with_a_reason() {
+    let cases = [
+        ("", "empty"),
+        ("1", "missing unit"),
+        ("1x", "unknown unit"),
+        ("s", "expected a number"),
+        ("1..2s", "expected a number"),
+        ("-1s", "must not be negative"),
+        ("1s2", "missing unit"),
+        ("99999999999999999999999h", "too large"),
+    ];
+    for (text, reason) in cases {
+        assert_eq!(parse_duration(text), Err(reason), "{text}");
+    }
+}
+
+#[test]
+fn duration_fields_parse_and_a_zero_timeout_is_off() {
+    let file: File = from_yaml(GOOD).unwrap();
+    assert_eq!(file.server.timeout, Some(Duration::from_secs(1)));
+    assert_eq!(file.server.idle, Duration::from_millis(200));
+    let file: File = from_yaml(&GOOD.replace("1s", "0").replace("0.2s", "0")).unwrap();
+    assert_eq!(file.server.timeout, None);
+    assert_eq!(file.server.idle, Duration::ZERO);
+}
+
+#[test]
+fn bad_duration_is_an_error_naming_its_key_and_value() {
+    let e = error_of(&GOOD.replace("0.2s", "5"));
+    assert_eq!(
+        e.to_string(),
+        "server.idle: invalid duration \"5\" (missing unit; write e.g. 1s, 0.2s, 500ms, 1m)"
+    );
+    let e = error_of(&GOOD.replace("1s", "[1, 2]"));
+    assert_eq!(
+        e.to_string(),
+        "server.timeout: expected a duration such as 1s, 0.2s, 500ms or 1m, found a list"
+    );
+}
+
+#[test]
+fn unknown_key_is_an_error_naming_its_path_and_the_known_keys() {
+    let e = error_of(&GOOD.replace("idle:", "idel:"));
+    assert_eq!(
+        e.to_string(),
+        "server.idel: unknown key (known keys here: addr, timeout, idle)"
+    );
+    let e = error_of(&format!("{GOOD}logging: true\n"));
+    assert_eq!(
+        e.to_string(),
+        "logging: unknown key (known keys here: server)"
+    );
+}
+
+#[test]
+fn missing_key_is_an_error_naming_its_path() {
+    let e = error_of(&GOOD.replace("  addr: 0.0.0.0:8000\n", ""));
+    assert_eq!(e.to_string(), "server.addr: missing required key");
+    let e = error_of(&GOOD.replace("  idle: 0.2s\n", ""));
+    assert_eq!(e.to_string(), "server.idle: missing required key");
+    assert_eq!(error_of("").to_string(), "server: missing required key");
+}
+
+#[test]
+fn duplicate_key_is_an_error_naming_it() {
+    let e = error_of(&format!("{GOOD}  addr: 0.0.0.0:9000\n"));
+    assert_eq!(e.to_string(), "server.addr: duplicate key");
+}
+
+#[test]
+fn value_of_the_wrong_shape_is_an_error_naming_its_path() {
+    let e = error_of("server: 5\n");
+    assert_eq!(
+        e.to_string(),
+        "server: expected a mapping of keys, found integer `5`"
+    );
+    let e = error_of(&GOOD.replace("0.0.0.0:8000", "{ host: x }"));
+    assert_eq!(
+        e.to_string(),
+        "server.addr: expected a string, found a mapping"
+    );
+    let e = error_of("- a\n- b\n");
+    assert_eq!(
+        e.to_string(),
+        "the config file must be a mapping of keys, found a list"
+    );
+}
+
+#[test]
+fn yaml_syntax_error_is_reported_with_its_position() {
+    let e = error_of("server: 'unclosed\n");
+    assert!(matches!(e, Error::Syntax { .. }), "{e:?}");
+    assert!(e.to_string().starts_with("invalid YAML: "), "{e}");
+    assert!(e.to_string().contains("line 2 column 1"), "{e}");
+}
+
+#[test]
+fn the_serde_yaml_error_is_the_source() {
+    let e = error_of(&GOOD.replace("idle:", "idel:"));
+    let source = e.source().expect("a source");
+    let yaml = source
+        .downcast_ref::<serde_yaml::Error>()
+        .expect("a serde_yaml error");
+    let at = yaml.location().expect("a location");
+    assert_eq!((at.line(), at.column()), (4, 3));
+}
+
+#[test]
+fn unreadable_file_names_the_path_and_keeps_the_io_error() {
+    let e = load::<File>(Path::new("/nonexistent/handwire.yaml")).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("cannot read config file /nonexistent/handwire.yaml: "),
+        "{e}"
+    );
+    assert!(e.source().unwrap().is::<std::io::Error>());
+}

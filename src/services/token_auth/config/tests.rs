@@ -1,0 +1,212 @@
+//! Unit tests of the token-auth config: a good file parses, and every
+//! rejected one names its key.
+
+use super::*;
+
+const GOOD: &str = "\
+oauth:
+  github:
+    appid: app
+    secret: s3cret
+    auth_url: http://127.0.0.1:9100/authorize?prompt=login
+    token_url: http://127.0.0.1:9100/token
+    userinfo_url: http://127.0.0.1:9100/userinfo
+    redirect_uri: http://127.0.0.1:8000/auth/oauth/github/callback
+    scope: profile
+";
+
+/// A file in the temp directory, removed on drop.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(tag: &str, contents: impl AsRef<[u8]>) -> TempFile {
+        let path =
+            std::env::temp_dir().join(format!("handwire-config-{tag}-{}.pem", std::process::id()));
+        std::fs::write(&path, contents).unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A freshly made self-signed CA certificate, PEM.
+fn ca_pem(name: &str) -> String {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let key = rcgen::KeyPair::generate().unwrap();
+    params.self_signed(&key).unwrap().pem()
+}
+
+fn with_ca_file(path: &Path) -> String {
+    format!("{GOOD}    ca_file: {}\n", path.display())
+}
+
+#[test]
+fn a_complete_provider_block_parses() {
+    let config = FileConfig::parse(GOOD).unwrap();
+    let github = &config.oauth[&Provider::Github];
+    assert_eq!(github.appid, "app");
+    assert_eq!(github.ca_file, None);
+    assert!(!github.to_string().contains("s3cret"));
+    assert_eq!(FileConfig::parse("").unwrap(), FileConfig::default());
+    assert_eq!(
+        FileConfig::parse("oauth: {}").unwrap(),
+        FileConfig::default()
+    );
+}
+
+#[test]
+fn errors_name_the_offending_key() {
+    let cases = [
+        (
+            GOOD.replace("github", "facebook"),
+            "oauth: unknown name \"facebook\" (known names here: wechat, google, github)",
+        ),
+        (
+            GOOD.replace("    scope: profile\n", ""),
+            "oauth.github.scope: missing required key",
+        ),
+        (
+            GOOD.replace("scope:", "scopes:"),
+            "oauth.github.scopes: unknown key (known keys here: appid, secret, ",
+        ),
+        (
+            GOOD.replace("secret: s3cret", "secret: ''"),
+            "oauth.github.secret: must not be empty",
+        ),
+        (
+            GOOD.replace("http://127.0.0.1:9100/token", "ftp://example.com/token"),
+            "oauth.github.token_url: \"ftp://example.com/token\" must start with https:// or http://",
+        ),
+        (
+            GOOD.replace("http://127.0.0.1:9100/userinfo", "/userinfo"),
+            "oauth.github.userinfo_url",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = FileConfig::parse(&text).unwrap_err().to_string();
+        assert!(
+            err.starts_with(expected),
+            "{err:?} should start with {expected:?}"
+        );
+    }
+}
+
+#[test]
+fn https_endpoints_are_accepted_and_plain_http_off_loopback_is_flagged() {
+    let https = GOOD.replace("http://127.0.0.1:9100", "https://id.example.com");
+    let config = FileConfig::parse(&https).unwrap();
+    let github = &config.oauth[&Provider::Github];
+    assert_eq!(github.token_url, "https://id.example.com/token");
+    assert!(github.cleartext_endpoints().is_empty());
+
+    let loopback = FileConfig::parse(GOOD).unwrap();
+    assert!(loopback.oauth[&Provider::Github]
+        .cleartext_endpoints()
+        .is_empty());
+    let remote = GOOD.replace(
+        "http://127.0.0.1:9100/userinfo",
+        "http://10.1.2.3:9100/userinfo",
+    );
+    let remote = FileConfig::parse(&remote).unwrap();
+    assert_eq!(
+        remote.oauth[&Provider::Github].cleartext_endpoints(),
+        ["userinfo_url"]
+    );
+    assert!(is_loopback("localhost") && is_loopback("[::1]") && is_loopback("127.8.0.1"));
+    assert!(!is_loopback("example.com") && !is_loopback("10.0.0.1"));
+}
+
+#[test]
+fn a_ca_file_adds_its_certificates_to_the_builtin_roots() {
+    let key = rcgen::KeyPair::generate().unwrap().serialize_pem();
+    let file = TempFile::new(
+        "two-cas",
+        format!("{}{key}{}", ca_pem("first"), ca_pem("second")),
+    );
+    let config = FileConfig::parse(&with_ca_file(&file.0)).unwrap();
+    let github = &config.oauth[&Provider::Github];
+    assert_eq!(github.ca_file.as_deref(), Some(file.0.as_path()));
+    assert!(github.to_string().contains("ca_file="));
+    let builtin = trust::builtin_roots().len();
+    assert!(builtin > 100, "Mozilla's roots are compiled in: {builtin}");
+    assert_eq!(
+        github.trusted_roots(Provider::Github).unwrap().len(),
+        builtin + 2
+    );
+    let without = FileConfig::parse(GOOD).unwrap();
+    assert_eq!(
+        without.oauth[&Provider::Github]
+            .trusted_roots(Provider::Github)
+            .unwrap()
+            .len(),
+        builtin
+    );
+}
+
+#[test]
+fn an_unusable_ca_file_stops_start_up_naming_the_key() {
+    let missing = std::env::temp_dir().join("handwire-config-no-such-ca.pem");
+    let text = TempFile::new("text", "not a certificate\n");
+    let key_only = TempFile::new(
+        "key-only",
+        rcgen::KeyPair::generate().unwrap().serialize_pem(),
+    );
+    let unterminated = TempFile::new("unterminated", "-----BEGIN CERTIFICATE-----\nMIIB\n");
+    let not_der = TempFile::new(
+        "not-der",
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    );
+    let cases = [
+        (missing.clone(), "cannot read"),
+        (text.0.clone(), "no certificate in"),
+        (key_only.0.clone(), "no certificate in"),
+        (unterminated.0.clone(), "is not valid PEM"),
+        (not_der.0.clone(), "is not a usable CA certificate"),
+    ];
+    for (path, why) in cases {
+        let err = FileConfig::parse(&with_ca_file(&path))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("oauth.github.ca_file: ")
+                && err.contains(why)
+                && err.contains(&path.display().to_string()),
+            "{err:?} should name the key, {why:?} and the path"
+        );
+    }
+}
+
+#[test]
+fn unknown_top_level_keys_are_refused() {
+    let err = FileConfig::parse("oath: {}").unwrap_err().to_string();
+    assert_eq!(err, "oath: unknown key (known keys here: oauth)");
+}
+
+#[test]
+fn wrapped_errors_are_reachable_through_source() {
+    use std::error::Error as _;
+    let bad_url = GOOD.replace("http://127.0.0.1:9100/token", "http://a b/token");
+    let err = FileConfig::parse(&bad_url).unwrap_err();
+    let url = err.source().expect("the URL error");
+    assert!(url.source().unwrap().is::<http::uri::InvalidUri>());
+    let err = FileConfig::parse("oath: {}").unwrap_err();
+    let file = err.source().expect("the shared config error");
+    assert!(file.source().unwrap().is::<serde_yaml::Error>());
+    let missing = std::env::temp_dir().join("handwire-config-no-such-ca.pem");
+    let err = FileConfig::parse(&with_ca_file(&missing)).unwrap_err();
+    assert!(err.source().unwrap().is::<TrustError>());
+}
+
+#[test]
+fn load_names_a_missing_file() {
+    let err = FileConfig::load(Path::new("/nonexistent/auth.yaml")).unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/auth.yaml"), "{err}");
+}
