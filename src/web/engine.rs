@@ -444,7 +444,88 @@ fn trailing_slash_redirect(c: &mut Context) -> BoxFuture<'_, ()> {
 
 #[cfg(test)]
 mod tests {
-    use super::join_paths;
+    use super::*;
+    use http_body_util::Full;
+
+    fn remote() -> SocketAddr {
+        "127.0.0.1:1".parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn app_answers_any_body_type_without_a_socket() {
+        let mut e = Engine::bare();
+        e.post(
+            "/echo/:word",
+            named("echo", |c| {
+                Box::pin(async move {
+                    let text = format!("{} {}", c.param("word").unwrap_or(""), c.body().len());
+                    c.string(StatusCode::OK, text)
+                })
+            }),
+        )
+        .unwrap();
+        let app = e.build();
+        let req = Request::post("/echo/hi")
+            .body(Full::new(Bytes::from("abc")))
+            .unwrap();
+        let resp = app.handle(req, remote()).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"hi 3");
+    }
+
+    #[tokio::test]
+    async fn group_offers_every_verb_of_the_engine() {
+        let mut e = Engine::bare();
+        let ok = || {
+            named("ok", |c| {
+                Box::pin(async move { c.string(StatusCode::OK, "ok") })
+            })
+        };
+        {
+            let mut g = e.group("/g");
+            g.get("/x", ok()).unwrap();
+            g.post("/x", ok()).unwrap();
+            g.put("/x", ok()).unwrap();
+            g.delete("/x", ok()).unwrap();
+            g.patch("/x", ok()).unwrap();
+            g.head("/x", ok()).unwrap();
+            g.options("/x", ok()).unwrap();
+        }
+        let app = e.build();
+        for method in ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"] {
+            let req = Request::builder()
+                .method(method)
+                .uri("/g/x")
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            assert_eq!(
+                app.handle(req, remote()).await.status(),
+                StatusCode::OK,
+                "{method}"
+            );
+        }
+    }
+
+    #[test]
+    fn route_table_lists_each_route_with_its_chain_length_and_names() {
+        let mut e = Engine::new();
+        e.handle(
+            Method::GET,
+            "/index",
+            vec![
+                named("token_check", |c| Box::pin(async move { c.next().await })),
+                crate::web::chain::handler(|c| {
+                    Box::pin(async move { c.string(StatusCode::OK, "") })
+                }),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            e.route_table(),
+            ["GET    /index --> 4 handlers (logger, recovery, token_check, #3)"]
+        );
+    }
 
     #[test]
     fn group_prefixes_join_with_one_slash() {
