@@ -501,6 +501,24 @@ async fn every_grpc_timeout_unit_is_understood() {
 }
 
 #[tokio::test]
+async fn grpc_timeout_already_passed_on_arrival_is_deadline_exceeded_and_stores_nothing() {
+    let g = start().await;
+    for t in ["0n", "1n", "0S"] {
+        let reply = raw_call(
+            g.grpc,
+            "POST",
+            SAY_HELLO,
+            &[("grpc-timeout", t)],
+            &hello_frame("late"),
+        )
+        .await;
+        assert_trailers_only(&reply, Code::DeadlineExceeded, "deadline exceeded");
+    }
+    // The handler never ran: no greeting was stored for "late".
+    assert_eq!(support::greeter::greetings_for(&g.db, "late"), 0);
+}
+
+#[tokio::test]
 async fn malformed_grpc_timeout_is_internal() {
     let g = start().await;
     let reply = raw_call(

@@ -544,3 +544,57 @@ async fn login_json_body_must_be_an_object_without_repeated_keys_else_90400() {
         }
     }
 }
+
+#[test]
+fn request_log_redacts_secret_query_values_and_caps_long_paths() {
+    let (mut child, mut out, _, addr) = start_binary(&["--quiet"]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let path = "/user?name=ann&code=c0de&state=st4te&token=t0k&access_token=a1&refresh_token=r1&password=pw&x=1";
+    assert_eq!(
+        rt.block_on(get(Proto::H1, addr, path)).status,
+        StatusCode::OK
+    );
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(
+        line.contains("\"/user?name=ann&code=REDACTED&state=REDACTED&token=REDACTED&access_token=REDACTED&refresh_token=REDACTED&password=REDACTED&x=1\""),
+        "{line}"
+    );
+    for secret in ["c0de", "st4te", "t0k", "a1&", "r1&", "=pw"] {
+        assert!(!line.contains(secret), "{secret} leaked: {line}");
+    }
+    let long = format!("/book/{}", "a".repeat(60_000));
+    assert_eq!(
+        rt.block_on(get(Proto::H1, addr, &long)).status,
+        StatusCode::OK
+    );
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert!(line.len() < 1_000, "log line of {} bytes", line.len());
+    assert!(line.contains("aaaa…\""), "{line}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_log_reader_that_never_reads_does_not_stop_the_server() {
+    // stdout is a pipe nobody reads: it fills after a few hundred lines. The
+    // server must keep answering; the log drops lines instead.
+    let (mut child, _unread, _, addr) = start_binary(&["--quiet"]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let started = std::time::Instant::now();
+        for i in 0..2_000 {
+            let r = tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                get(Proto::H1, addr, &format!("/book/{i}")),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("request {i} hung: the log blocked the server"));
+            assert_eq!(r.status, StatusCode::OK);
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
