@@ -19,7 +19,6 @@
 //! [`crate::web::engine`].
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -28,6 +27,7 @@ use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, Method, StatusCode, Uri};
 
 use crate::types::BoxFuture;
+use crate::web::path_params::PathParams;
 use crate::web::urlenc;
 
 /// The function inside a [`Handler`].
@@ -97,8 +97,46 @@ const ABORT_INDEX: isize = isize::MAX / 2;
 pub(crate) struct ResponseDraft {
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
-    pub(crate) body: BytesMut,
+    pub(crate) body: DraftBody,
     pub(crate) written: bool,
+}
+
+/// The body written so far. Most handlers write once: that write is kept as
+/// it came (a `&'static str` or a `String` becomes `Bytes` without a copy),
+/// and only a second write starts a buffer.
+#[derive(Debug, Default)]
+pub(crate) enum DraftBody {
+    #[default]
+    Empty,
+    One(Bytes),
+    Many(BytesMut),
+}
+
+impl DraftBody {
+    fn push(&mut self, chunk: Bytes) {
+        *self = match std::mem::take(self) {
+            DraftBody::Empty => DraftBody::One(chunk),
+            DraftBody::One(first) => {
+                let mut buf = BytesMut::with_capacity(first.len() + chunk.len());
+                buf.extend_from_slice(&first);
+                buf.extend_from_slice(&chunk);
+                DraftBody::Many(buf)
+            }
+            DraftBody::Many(mut buf) => {
+                buf.extend_from_slice(&chunk);
+                DraftBody::Many(buf)
+            }
+        }
+    }
+
+    /// The whole body.
+    pub(crate) fn freeze(self) -> Bytes {
+        match self {
+            DraftBody::Empty => Bytes::new(),
+            DraftBody::One(bytes) => bytes,
+            DraftBody::Many(buf) => buf.freeze(),
+        }
+    }
 }
 
 /// Everything one request's handlers share: the request, path parameters, a
@@ -109,8 +147,10 @@ pub struct Context {
     headers: HeaderMap,
     body: Bytes,
     remote: SocketAddr,
-    params: Vec<(String, String)>,
-    keys: HashMap<String, Box<dyn Any + Send + Sync>>,
+    params: PathParams,
+    /// Gin's `c.Keys`: few entries, so a list beats a hash map (and needs no
+    /// allocation until the first `set`).
+    keys: Vec<(&'static str, Box<dyn Any + Send + Sync>)>,
     handlers: Arc<[Handler]>,
     index: isize,
     /// The walk of the chain, when tracing is on (`None`: one branch per
@@ -125,7 +165,7 @@ impl Context {
         parts: http::request::Parts,
         body: Bytes,
         remote: SocketAddr,
-        params: Vec<(String, String)>,
+        params: PathParams,
         handlers: Arc<[Handler]>,
     ) -> Context {
         Context {
@@ -135,14 +175,14 @@ impl Context {
             body,
             remote,
             params,
-            keys: HashMap::new(),
+            keys: Vec::new(),
             handlers,
             index: -1,
             trace: None,
             response: ResponseDraft {
                 status: StatusCode::OK,
                 headers: HeaderMap::new(),
-                body: BytesMut::new(),
+                body: DraftBody::Empty,
                 written: false,
             },
         }
@@ -273,10 +313,7 @@ impl Context {
 
     /// A path parameter (`:name` or `*name`), percent-decoded.
     pub fn param(&self, name: &str) -> Option<&str> {
-        self.params
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+        self.params.get(self.uri.path(), name)
     }
 
     /// The first value of query parameter `name`, decoded (`+` is a space).
@@ -293,13 +330,20 @@ impl Context {
     // ---- key/value store --------------------------------------------------
 
     /// Store `value` under `key` for the handlers that follow.
-    pub fn set<V: Any + Send + Sync>(&mut self, key: &str, value: V) {
-        self.keys.insert(key.to_string(), Box::new(value));
+    pub fn set<V: Any + Send + Sync>(&mut self, key: &'static str, value: V) {
+        let value: Box<dyn Any + Send + Sync> = Box::new(value);
+        match self.keys.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.keys.push((key, value)),
+        }
     }
 
     /// Read a value stored under `key`, if it has type `V`.
     pub fn get<V: Any>(&self, key: &str) -> Option<&V> {
-        self.keys.get(key).and_then(|v| v.downcast_ref::<V>())
+        self.keys
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.downcast_ref::<V>())
     }
 
     // ---- response ---------------------------------------------------------
@@ -319,7 +363,7 @@ impl Context {
     pub(crate) fn clear_response(&mut self) {
         self.response.status = StatusCode::OK;
         self.response.headers.clear();
-        self.response.body.clear();
+        self.response.body = DraftBody::Empty;
         self.response.written = false;
     }
 
@@ -335,20 +379,23 @@ impl Context {
         }
     }
 
-    /// Write `body` with `status` and `content_type`. As in Gin, the first
-    /// write decides status and content type; later writes append.
-    pub fn data(&mut self, status: StatusCode, content_type: &str, body: impl Into<Bytes>) {
+    /// Write `body` with `status` and `content_type` (a constant, such as
+    /// `"text/plain; charset=utf-8"`). As in Gin, the first write decides
+    /// status and content type; later writes append.
+    pub fn data(&mut self, status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) {
         if !self.response.written {
             self.response.status = status;
-            self.set_header(CONTENT_TYPE, content_type);
+            self.response
+                .headers
+                .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
             self.response.written = true;
         }
-        self.response.body.extend_from_slice(&body.into());
+        self.response.body.push(body.into());
     }
 
-    /// Write plain text.
-    pub fn string(&mut self, status: StatusCode, text: impl Into<String>) {
-        self.data(status, "text/plain; charset=utf-8", text.into());
+    /// Write plain text: a `String` or a `&'static str`, taken without a copy.
+    pub fn string(&mut self, status: StatusCode, text: impl Into<Bytes>) {
+        self.data(status, "text/plain; charset=utf-8", text);
     }
 
     /// Write `value` as JSON. A value that cannot be serialized gives a 500

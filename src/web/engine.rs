@@ -26,6 +26,7 @@ use crate::types::{self, Body, BoxError, BoxFuture};
 use crate::web::chain::{named, Context, Handler};
 use crate::web::log;
 use crate::web::middleware;
+use crate::web::path_params::{self, PathParams};
 use crate::web::router::{InsertError, Lookup, Router};
 use crate::web::server::Service;
 
@@ -56,7 +57,7 @@ macro_rules! verbs {
 
 /// Builds an [`App`]: routes, groups, middleware, fallbacks and limits.
 pub struct Engine {
-    router: Router<Arc<[Handler]>>,
+    router: Router<Route>,
     /// Every route as registered: method, path, its whole chain.
     routes: Vec<(Method, String, Arc<[Handler]>)>,
     global: Vec<Handler>,
@@ -124,7 +125,11 @@ impl Engine {
             .cloned()
             .chain(handlers)
             .collect();
-        self.router.insert(method.clone(), path, chain.clone())?;
+        let route = Route {
+            chain: chain.clone(),
+            names: path_params::names_of(path),
+        };
+        self.router.insert(method.clone(), path, route)?;
         self.routes.push((method, path.to_string(), chain));
         Ok(())
     }
@@ -255,9 +260,16 @@ fn join_paths(prefix: &str, rel: &str) -> String {
     out
 }
 
+/// What the router finds for a path: the chain and the route's parameter
+/// names (so a request's parameters need not copy them).
+struct Route {
+    chain: Arc<[Handler]>,
+    names: Arc<[Box<str>]>,
+}
+
 /// A frozen engine, ready to serve.
 pub struct App {
-    router: Router<Arc<[Handler]>>,
+    router: Router<Route>,
     not_found: Arc<[Handler]>,
     method_not_allowed: Arc<[Handler]>,
     redirect: Arc<[Handler]>,
@@ -304,17 +316,17 @@ impl App {
         let (chain, params, allow, tsr) = match self.router.lookup(&parts.method, parts.uri.path())
         {
             Lookup::Found { value, params } => (
-                value.clone(),
-                params
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
+                value.chain.clone(),
+                PathParams::from_lookup(&value.names, parts.uri.path(), &params),
                 None,
                 None,
             ),
-            Lookup::RedirectTrailingSlash { location } => {
-                (self.redirect.clone(), Vec::new(), None, Some(location))
-            }
+            Lookup::RedirectTrailingSlash { location } => (
+                self.redirect.clone(),
+                PathParams::none(),
+                None,
+                Some(location),
+            ),
             Lookup::MethodNotAllowed { allowed } => {
                 let allow = allowed
                     .iter()
@@ -323,12 +335,12 @@ impl App {
                     .join(", ");
                 (
                     self.method_not_allowed.clone(),
-                    Vec::new(),
+                    PathParams::none(),
                     Some(allow),
                     None,
                 )
             }
-            Lookup::NotFound => (self.not_found.clone(), Vec::new(), None, None),
+            Lookup::NotFound => (self.not_found.clone(), PathParams::none(), None, None),
         };
         let trace = self.trace;
         Box::pin(async move {

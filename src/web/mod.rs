@@ -5,6 +5,7 @@
 //! - [`server`]: the accept loop (HTTP/1.1 + h2c, time-outs, graceful shutdown).
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
+//! - [`path_params`]: a route's parameters, held as ranges of the path.
 //! - [`engine`]: Gin-style route registration, groups, dispatch, 404/405.
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
 //! - [`log`]: the one log sink: buffered, drained off the runtime, never blocking.
@@ -19,6 +20,7 @@ pub mod chain;
 pub mod engine;
 pub mod log;
 pub mod middleware;
+pub mod path_params;
 pub mod router;
 pub mod server;
 pub mod timefmt;

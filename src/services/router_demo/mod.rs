@@ -129,8 +129,8 @@ fn hello_with_default(default: &'static str) -> Handler {
 
 fn book(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
-        let id = c.param("id").unwrap_or_default().to_string();
-        c.string(StatusCode::OK, format!("You are reading book {id}"));
+        let text = format!("You are reading book {}", c.param("id").unwrap_or_default());
+        c.string(StatusCode::OK, text);
     })
 }
 
@@ -143,9 +143,10 @@ fn user(c: &mut Context) -> BoxFuture<'_, ()> {
 
 fn food(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
-        let name = c.param("name").unwrap_or_default().to_string();
         let weight = c.query("weight").unwrap_or_default();
-        c.string(StatusCode::OK, format!("The food {name} weighs {weight}"));
+        let name = c.param("name").unwrap_or_default();
+        let text = format!("The food {name} weighs {weight}");
+        c.string(StatusCode::OK, text);
     })
 }
 
