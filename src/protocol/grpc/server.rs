@@ -53,7 +53,9 @@ use crate::web::server::Service;
 /// The request body as the dispatcher sees it (boxed so tests can feed any body).
 pub type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
 
-/// A unary method: request message bytes in, response message bytes out.
+/// A unary method: request message bytes in, the response message out
+/// *already framed* (5-byte prefix included, see [`Frame::encode_message`]),
+/// so the reply is encoded once into its final buffer and never copied.
 pub type UnaryHandler =
     Arc<dyn Fn(Bytes) -> BoxFuture<'static, Result<Bytes, Status>> + Send + Sync>;
 
@@ -77,7 +79,7 @@ where
             let req = Req::decode(bytes)
                 .map_err(|e| Status::internal(format!("cannot decode request message: {e}")))?;
             let resp = f(req).await?;
-            Ok(Bytes::from(resp.encode_to_vec()))
+            Ok(Frame::encode_message(&resp))
         })
     })
 }
@@ -323,7 +325,7 @@ async fn call_unary(
         isolated(handler(message)).await
     };
     match within(due, call).await {
-        Ok(reply) => unary_response(Frame::encode(&reply)),
+        Ok(framed) => unary_response(framed),
         Err(status) => trailers_only(&status),
     }
 }
