@@ -1,6 +1,6 @@
 //! Login limits on the real server (spec §8): 5 attempts per minute per IP
-//! and per username, captcha hint after 3 consecutive failures, 30-minute
-//! lock after 10. Time is a manual clock moved by the test: nothing sleeps.
+//! and per username (in any case), captcha hint after 3 consecutive failures,
+//! 30-minute lock after 10. Time is a manual clock moved by the test: nothing sleeps.
 //! Different client IPs are real: the client binds 127.0.0.x as its source.
 
 mod support;
@@ -186,4 +186,16 @@ async fn unknown_usernames_are_limited_exactly_like_real_ones() {
     for (r, g) in real.iter().zip(&ghost) {
         assert_eq!((r.status, r.text()), (g.status, g.text()));
     }
+}
+
+#[tokio::test]
+async fn login_limit_for_a_username_counts_every_case_variant() {
+    let s = start().await;
+    s.register("hal", "password1").await;
+    for (n, name) in ["hal", "HAL", "Hal", "hAl", "haL"].iter().enumerate() {
+        let reply = login_from(&s, name, "password1", ip(30 + n as u8)).await;
+        assert_eq!(reply.status, StatusCode::OK, "{name}");
+    }
+    let sixth = login_from(&s, "HaL", "password1", ip(40)).await;
+    assert_too_many(&sixth, "6th for hal, another case");
 }

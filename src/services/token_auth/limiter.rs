@@ -12,10 +12,11 @@
 //!   minutes; during the lock even the right password is refused.
 //!
 //! Usernames are tracked whether or not they exist, so the limiter's answers
-//! never reveal which accounts are real. IPv6 clients are grouped by /64, the
-//! block a single customer normally gets. State lives in memory: one process
-//! is one limiter. Time comes from a [`Clock`] so tests move it instead of
-//! sleeping.
+//! never reveal which accounts are real, and without regard to ASCII case, as
+//! the store matches them (`Ann` and `ann` are one account and one budget).
+//! IPv6 clients are grouped by /64, the block a single customer normally gets.
+//! State lives in memory: one process is one limiter. Time comes from a
+//! [`Clock`] so tests move it instead of sleeping.
 
 use crate::services::token_auth::clock::Clock;
 use std::collections::{HashMap, VecDeque};
@@ -240,8 +241,14 @@ fn ip_key(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// Usernames are one account whatever their ASCII case (the store's rule),
+/// so `ANN` and `ann` share a window, a failure count and a lock.
 fn user_key(username: &str) -> String {
-    username.chars().take(KEY_MAX).collect()
+    username
+        .chars()
+        .take(KEY_MAX)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
 }
 
 #[cfg(test)]
@@ -287,6 +294,26 @@ mod tests {
             Admission::TooManyAttempts { retry_after: 60 }
         );
         assert_eq!(limiter.admit(ip(99), "bob"), Admission::Allowed);
+    }
+
+    #[test]
+    fn username_limits_and_locks_ignore_ascii_case() {
+        let (_clock, limiter) = limiter();
+        for (n, name) in ["ann", "Ann", "ANN", "aNn", "anN"].iter().enumerate() {
+            assert_eq!(limiter.admit(ip(n as u8), name), Admission::Allowed);
+        }
+        assert!(matches!(
+            limiter.admit(ip(99), "AnN"),
+            Admission::TooManyAttempts { .. }
+        ));
+        for n in 0..10 {
+            let name = if n % 2 == 0 { "BOB" } else { "bob" };
+            limiter.record_failure(name);
+        }
+        assert!(matches!(
+            limiter.admit(ip(98), "Bob"),
+            Admission::Locked { .. }
+        ));
     }
 
     #[test]
