@@ -144,9 +144,14 @@ impl LoginLimiter {
             }
         }
 
-        let policy = self.policy;
-        let ip_wait = window_wait(state.by_ip.entry(ip).or_default(), &policy, now);
-        let user_wait = window_wait(state.by_user.entry(user.clone()).or_default(), &policy, now);
+        let (limit, window) = (self.policy.attempts, self.policy.window);
+        let ip_wait = window_wait(state.by_ip.entry(ip).or_default(), limit, window, now);
+        let user_wait = window_wait(
+            state.by_user.entry(user.clone()).or_default(),
+            limit,
+            window,
+            now,
+        );
         if let Some(retry_after) = ip_wait.max(user_wait) {
             return Admission::TooManyAttempts { retry_after };
         }
@@ -199,17 +204,23 @@ impl LoginLimiter {
     }
 }
 
-/// Drop attempts that left the window; if the window is still full, how long
-/// until a slot frees up.
-fn window_wait(attempts: &mut VecDeque<u64>, policy: &LimitPolicy, now: u64) -> Option<u64> {
-    while attempts.front().is_some_and(|&t| t + policy.window <= now) {
+/// Drop attempts that left the `window` (seconds); if `limit` attempts are
+/// still in it, how long until a slot frees up. Shared with the
+/// registration limiter.
+pub(crate) fn window_wait(
+    attempts: &mut VecDeque<u64>,
+    limit: usize,
+    window: u64,
+    now: u64,
+) -> Option<u64> {
+    while attempts.front().is_some_and(|&t| t + window <= now) {
         attempts.pop_front();
     }
-    if attempts.len() < policy.attempts {
+    if attempts.len() < limit {
         return None;
     }
     let oldest = attempts.front().copied().unwrap_or(now);
-    Some((oldest + policy.window).saturating_sub(now).max(1))
+    Some((oldest + window).saturating_sub(now).max(1))
 }
 
 fn prune_state(state: &mut State, policy: &LimitPolicy, now: u64) {
@@ -228,7 +239,7 @@ fn prune_state(state: &mut State, policy: &LimitPolicy, now: u64) {
 }
 
 /// IPv4 as is (also when mapped into IPv6); IPv6 reduced to its /64.
-fn ip_key(ip: IpAddr) -> IpAddr {
+pub(crate) fn ip_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
