@@ -131,6 +131,99 @@ async fn user_list_returns_all_users_in_id_order() {
     );
 }
 
+#[tokio::test]
+async fn user_register_fields_past_their_bounds_are_invalid_argument_naming_field_and_bound() {
+    let g = start().await;
+    let mib = "x".repeat(1 << 20);
+    let cases = [
+        (
+            mib.as_str(),
+            "pw",
+            "username must be at most 64 bytes of UTF-8, got 1048576 bytes",
+        ),
+        (
+            &*"n".repeat(65),
+            "pw",
+            "username must be at most 64 bytes of UTF-8, got 65 bytes",
+        ),
+        (
+            "ann",
+            &*"p".repeat(129),
+            "password must be at most 128 bytes of UTF-8, got 129 bytes",
+        ),
+        (
+            "a\0b",
+            "pw",
+            "username must not contain control characters (found U+0000 at byte 1)",
+        ),
+        (
+            "ann",
+            "line\nbreak",
+            "password must not contain control characters (found U+000A at byte 4)",
+        ),
+    ];
+    for (u, p, message) in cases {
+        let err = tonic_call::<_, UserRegisterResponse>(g.grpc, REGISTER, register_req(u, p))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::InvalidArgument, "{message}");
+        assert_eq!(err.message(), message);
+    }
+    assert!(user_rows(&g.db).is_empty());
+    // The bounds themselves are accepted.
+    let (u, p) = ("n".repeat(64), "p".repeat(128));
+    let _: UserRegisterResponse = tonic_call(g.grpc, REGISTER, register_req(&u, &p))
+        .await
+        .unwrap();
+    assert_eq!(user_rows(&g.db), vec![(1, u, p, 1)]);
+}
+
+#[tokio::test]
+async fn user_list_past_4_mib_is_resource_exhausted_from_the_server_not_an_oversized_message() {
+    let g = start().await;
+    // Rows written before the bounds existed: five 1 MiB usernames.
+    let conn = rusqlite::Connection::open(&g.db).unwrap();
+    for n in 0..5 {
+        let name = format!("{n}{}", "x".repeat(1 << 20));
+        conn.execute(
+            "INSERT INTO users (username, password, age) VALUES (?1, 'pw', 1)",
+            [name],
+        )
+        .unwrap();
+    }
+    let mut client = h2_client(g.grpc).await;
+    let (response, mut send) = client
+        .send_request(request(g.grpc, "POST", LIST, &[]), false)
+        .unwrap();
+    send.send_data(Frame::encode_message(&Empty {}), true)
+        .unwrap();
+    let reply = read_reply(response).await;
+    assert!(reply.data.is_empty(), "no message may be sent");
+    assert_trailers_only(
+        &reply,
+        Code::ResourceExhausted,
+        "for 5 users, over the 4194304-byte message limit",
+    );
+    // tonic sees the server's status, not its own decode-limit error.
+    let err = tonic_call::<_, UserListResponse>(g.grpc, LIST, Empty {})
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted);
+    assert!(err.message().starts_with("UserList would be"), "{err}");
+}
+
+#[tokio::test]
+async fn grpc_message_quoting_a_long_method_name_is_capped_at_1_kib() {
+    let g = start().await;
+    // "unknown method <name> for service …" quotes the 8 KiB name.
+    let path = format!("/helloworld.v1.Greeter/{}", "M".repeat(8 * 1024));
+    let reply = raw_call(g.grpc, "POST", &path, &[], &hello_frame("x")).await;
+    let wire = reply.headers["grpc-message"].as_bytes();
+    assert_eq!(wire.len(), 1024, "capped, filled up to the cap");
+    assert!(wire.ends_with(b"%E2%80%A6"), "ends with an ellipsis");
+    assert_trailers_only(&reply, Code::Unimplemented, "unknown method MMM");
+}
+
 // ---- raw h2 client ------------------------------------------------------
 
 /// What came back on one stream.
@@ -431,7 +524,28 @@ async fn message_of_exactly_4_mib_is_accepted() {
     let frame = hello_frame(&name);
     assert_eq!(frame.len(), 5 + 4 * 1024 * 1024);
     let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &frame).await;
-    assert_eq!(reply.status().code, Code::Ok, "{}", reply.status());
+    // The handler ran: the greeting is stored. (Its reply, "Hello " + name,
+    // is over 4 MiB and refused on the way out; see the next test.)
+    let status = reply.status();
+    assert!(
+        !status.message.contains("received message larger"),
+        "{status}"
+    );
+    assert_eq!(greetings_for(&g.db, &name), 1);
+}
+
+#[tokio::test]
+async fn reply_over_4_mib_is_resource_exhausted_and_not_sent() {
+    let g = start().await;
+    let name = "n".repeat(4 * 1024 * 1024 - 5);
+    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &hello_frame(&name)).await;
+    assert!(reply.data.is_empty(), "no message may be sent");
+    // HelloReply: tag + 4-byte length + "Hello " + name = 4194310 bytes.
+    assert_trailers_only(
+        &reply,
+        Code::ResourceExhausted,
+        "trying to send message larger than max (4194310 vs. 4194304)",
+    );
 }
 
 #[tokio::test]

@@ -96,6 +96,52 @@ async fn empty_or_missing_fields_are_400_kratos_errors() {
 }
 
 #[tokio::test]
+async fn fields_past_their_bounds_are_400_kratos_errors_naming_field_and_bound() {
+    let g = start().await;
+    let mib = "x".repeat(1 << 20);
+    let cases = [
+        (
+            json!({"username": mib, "password": "pw"}),
+            "USERNAME_TOO_LONG",
+            "username must be at most 64 bytes of UTF-8, got 1048576 bytes",
+        ),
+        (
+            json!({"username": "ann", "password": mib}),
+            "PASSWORD_TOO_LONG",
+            "password must be at most 128 bytes of UTF-8, got 1048576 bytes",
+        ),
+        (
+            json!({"username": "é".repeat(33), "password": "pw"}),
+            "USERNAME_TOO_LONG",
+            "username must be at most 64 bytes of UTF-8, got 66 bytes",
+        ),
+        (
+            json!({"username": "nul\0", "password": "pw"}),
+            "USERNAME_INVALID_CHARACTERS",
+            "username must not contain control characters (found U+0000 at byte 3)",
+        ),
+        (
+            json!({"username": "ann", "password": "esc\u{1b}[2J"}),
+            "PASSWORD_INVALID_CHARACTERS",
+            "password must not contain control characters (found U+001B at byte 3)",
+        ),
+    ];
+    for (input, reason, message) in cases {
+        let reply = call(g.http, Method::POST, "/v1/users", &input.to_string()).await;
+        let (status, body) = (reply.status.as_u16(), reply.json());
+        assert_eq!(status, 400, "{reason}");
+        assert_eq!(body, kratos_error(400, reason, message));
+    }
+    assert!(user_rows(&g.db).is_empty());
+    // At the bounds, with non-ASCII letters and spaces: accepted.
+    let (u, p) = ("é".repeat(32), format!("{} ", "p".repeat(127)));
+    let input = json!({"username": u, "password": p}).to_string();
+    let reply = call(g.http, Method::POST, "/v1/users", &input).await;
+    assert_eq!(reply.status.as_u16(), 200, "{}", reply.text());
+    assert_eq!(user_rows(&g.db), vec![(1, u, p, 1)]);
+}
+
+#[tokio::test]
 async fn malformed_json_is_400_codec_error() {
     let g = start().await;
     for input in [

@@ -172,6 +172,38 @@ async fn register_with_existing_username_is_409_username_exists() {
 }
 
 #[tokio::test]
+async fn register_is_409_for_a_username_or_email_differing_only_in_case() {
+    let s = start().await;
+    let body = |u: &str, e: &str| json!({"username": u, "password": "password1", "email": e});
+    let first = s.post("/auth/register", body("VICTIM01", "V@E.COM")).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text());
+    let same_name = s.post("/auth/register", body("victim01", "x@e.com")).await;
+    assert_eq!(same_name.status, StatusCode::CONFLICT);
+    assert_eq!(same_name.json(), json!({"error": "username exists"}));
+    let same_email = s.post("/auth/register", body("other01", "v@e.com")).await;
+    assert_eq!(same_email.status, StatusCode::CONFLICT);
+    assert_eq!(same_email.json(), json!({"error": "email exists"}));
+    assert_eq!(s.db.count("SELECT count(*) FROM users"), 1);
+}
+
+#[tokio::test]
+async fn login_finds_the_account_by_username_in_any_case_and_it_keeps_the_typed_case() {
+    let s = start().await;
+    s.register("VICTIM01", "password1").await;
+    for typed in ["VICTIM01", "victim01", "Victim01"] {
+        let reply = s.login(typed, "password1").await;
+        assert_eq!(reply.status, StatusCode::OK, "{typed}: {}", reply.text());
+        let profile = s
+            .get_bearer("/api/user/profile", &reply.str("access_token"))
+            .await;
+        assert_eq!(profile.json()["user"]["username"], "VICTIM01", "{typed}");
+    }
+    // The case of the name does not change the password check.
+    let wrong = s.login("victim01", "Password1").await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
 async fn register_rejects_bad_lengths_and_shapes_with_400() {
     let s = start().await;
     let cases = [

@@ -1,6 +1,7 @@
 //! Login limits on the real server (spec §8): 5 attempts per minute per IP
-//! and per username, captcha hint after 3 consecutive failures, 30-minute
-//! lock after 10. Time is a manual clock moved by the test: nothing sleeps.
+//! and per username (in any case), captcha hint after 3 consecutive failures,
+//! 30-minute lock after 10; and 10 registrations per minute per IP. Time is
+//! a manual clock moved by the test: nothing sleeps.
 //! Different client IPs are real: the client binds 127.0.0.x as its source.
 
 mod support;
@@ -186,4 +187,75 @@ async fn unknown_usernames_are_limited_exactly_like_real_ones() {
     for (r, g) in real.iter().zip(&ghost) {
         assert_eq!((r.status, r.text()), (g.status, g.text()));
     }
+}
+
+#[tokio::test]
+async fn login_limit_for_a_username_counts_every_case_variant() {
+    let s = start().await;
+    s.register("hal", "password1").await;
+    for (n, name) in ["hal", "HAL", "Hal", "hAl", "haL"].iter().enumerate() {
+        let reply = login_from(&s, name, "password1", ip(30 + n as u8)).await;
+        assert_eq!(reply.status, StatusCode::OK, "{name}");
+    }
+    let sixth = login_from(&s, "HaL", "password1", ip(40)).await;
+    assert_too_many(&sixth, "6th for hal, another case");
+}
+
+async fn register_from(s: &AuthServer, n: usize, from: Option<IpAddr>) -> Reply {
+    s.post_from(
+        "/auth/register",
+        json!({ "username": format!("user{n:03}"), "password": "password1" }),
+        from,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn eleventh_registration_per_minute_from_one_ip_is_429_before_any_bcrypt() {
+    let s = start().await;
+    for n in 0..10 {
+        let reply = register_from(&s, n, ip(1)).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{n}: {}", reply.text());
+        s.clock.advance(1);
+    }
+    let hashed = s.service.passwords.computations();
+    let eleventh = register_from(&s, 10, ip(1)).await;
+    assert_eq!(eleventh.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        eleventh.json(),
+        json!({"error": "too many registrations, try again in 1 minute"})
+    );
+    // The first registration was 10 s ago: it leaves the window in 50 s.
+    assert_eq!(eleventh.header("retry-after"), Some("50"));
+    assert_eq!(s.service.passwords.computations(), hashed, "no bcrypt work");
+    assert_eq!(s.db.count("SELECT count(*) FROM users"), 10);
+    // Another client is not affected; the first may register again later.
+    assert_eq!(
+        register_from(&s, 11, ip(2)).await.status,
+        StatusCode::CREATED
+    );
+    s.clock.advance(50);
+    assert_eq!(
+        register_from(&s, 12, ip(1)).await.status,
+        StatusCode::CREATED
+    );
+}
+
+#[tokio::test]
+async fn registration_limit_is_configurable_and_counts_refused_registrations_too() {
+    let s = support::token_auth::start_with(|settings, _| {
+        settings.register_limits.attempts = 2;
+    })
+    .await;
+    // A refused registration counts: probing for taken names is throttled.
+    let short = json!({"username": "ab", "password": "password1"});
+    let refused = s.post_from("/auth/register", short, ip(3)).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        register_from(&s, 0, ip(3)).await.status,
+        StatusCode::CREATED
+    );
+    let third = register_from(&s, 2, ip(3)).await;
+    assert_eq!(third.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(third.header("retry-after"), Some("60"));
 }

@@ -20,6 +20,11 @@
 //! A unary call must carry exactly one message: zero or two is a cardinality
 //! violation, `UNIMPLEMENTED` per gRPC's status code table.
 //!
+//! A unary reply larger than `max_message_size` is not sent: the call ends
+//! with `RESOURCE_EXHAUSTED` instead (grpc-go's wording, "trying to send
+//! message larger than max"), because a client with the usual 4 MiB limit
+//! would refuse it anyway, after the whole thing crossed the network.
+//!
 //! Unary calls run under the smaller of the server's time-out and the client's
 //! `grpc-timeout`, and their errors are Trailers-Only responses. Streaming
 //! calls answer at once with headers and then feed DATA frames through a
@@ -89,7 +94,7 @@ where
 pub struct Options {
     /// Server-side limit for each unary call (`None`: only the client's).
     pub timeout: Option<Duration>,
-    /// Largest request message accepted.
+    /// Largest message accepted, and largest unary reply sent.
     pub max_message_size: usize,
 }
 
@@ -188,7 +193,8 @@ impl Server {
                     match handler {
                         Handler::Unary(h) => {
                             let deadline = effective_timeout(inner.options.timeout, client_timeout);
-                            call_unary(h, streaming, deadline).await
+                            let max = inner.options.max_message_size;
+                            call_unary(h, streaming, deadline, max).await
                         }
                         Handler::Streaming(h) => call_streaming(h, streaming, client_timeout),
                     }
@@ -302,6 +308,7 @@ async fn call_unary(
     handler: UnaryHandler,
     mut requests: Streaming,
     deadline: Option<Duration>,
+    max_message_size: usize,
 ) -> Response<Body> {
     // The deadline counts from the call's arrival (now), so a grpc-timeout
     // that has already run out (`0n`, `1n`) fails before the handler runs.
@@ -322,7 +329,17 @@ async fn call_unary(
         }
         // The handler runs in this task: a panic becomes INTERNAL instead of
         // taking the connection down, and the deadline drops it in place.
-        isolated(handler(message)).await
+        let reply = isolated(handler(message)).await?;
+        if reply.len() > max_message_size {
+            return Err(Status::new(
+                Code::ResourceExhausted,
+                format!(
+                    "trying to send message larger than max ({} vs. {max_message_size})",
+                    reply.len()
+                ),
+            ));
+        }
+        Ok(reply)
     };
     match within(due, call).await {
         Ok(framed) => unary_response(framed),

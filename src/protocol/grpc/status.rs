@@ -6,6 +6,11 @@
 //! survives HTTP/2 header rules. A call that fails before producing a message
 //! is answered "Trailers-Only": a single HEADERS frame holding `:status 200`,
 //! the content-type and the status, with END_STREAM.
+//!
+//! A message can quote client input, so the header is capped: at most
+//! [`MAX_GRPC_MESSAGE`] bytes once encoded, cut at a character boundary and
+//! ended with `…`. A header that size passes every client's header-list
+//! limit (8–16 KiB typically), and 1 KiB is plenty for a message a person reads.
 
 use std::fmt;
 
@@ -130,11 +135,12 @@ impl Status {
         Status::new(Code::Internal, message)
     }
 
-    /// Writes `grpc-status` and (when non-empty) `grpc-message` into `headers`.
+    /// Writes `grpc-status` and (when non-empty) `grpc-message` into
+    /// `headers`; the message is capped at [`MAX_GRPC_MESSAGE`] encoded bytes.
     pub fn write_to(&self, headers: &mut HeaderMap) {
         headers.insert("grpc-status", HeaderValue::from(self.code as u16));
         if !self.message.is_empty() {
-            if let Ok(value) = HeaderValue::from_str(&percent_encode(&self.message)) {
+            if let Ok(value) = HeaderValue::from_str(&capped_percent_encode(&self.message)) {
                 headers.insert("grpc-message", value);
             }
         }
@@ -173,6 +179,30 @@ pub fn percent_encode(text: &str) -> String {
     out
 }
 
+/// Longest `grpc-message` header value written, in bytes (after encoding).
+pub const MAX_GRPC_MESSAGE: usize = 1024;
+
+/// `text` percent-encoded, cut so the result is at most [`MAX_GRPC_MESSAGE`]
+/// bytes: whole characters are kept while they and a final `…` fit.
+pub fn capped_percent_encode(text: &str) -> String {
+    let encoded = percent_encode(text);
+    if encoded.len() <= MAX_GRPC_MESSAGE {
+        return encoded;
+    }
+    let ellipsis = percent_encode("…");
+    let mut out = String::with_capacity(MAX_GRPC_MESSAGE);
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        let piece = percent_encode(c.encode_utf8(&mut buf));
+        if out.len() + piece.len() + ellipsis.len() > MAX_GRPC_MESSAGE {
+            break;
+        }
+        out.push_str(&piece);
+    }
+    out.push_str(&ellipsis);
+    out
+}
+
 /// Decodes a `grpc-message` value; malformed escapes are kept as they are,
 /// and invalid UTF-8 is replaced, as the spec asks receivers to be lenient.
 pub fn percent_decode(raw: &[u8]) -> String {
@@ -208,6 +238,24 @@ mod tests {
         status.write_to(&mut headers);
         assert_eq!(headers["grpc-status"], "8");
         assert_eq!(Status::from_headers(&headers), Some(status));
+    }
+
+    #[test]
+    fn grpc_message_is_capped_at_1_kib_with_an_ellipsis() {
+        let cases = [
+            ("x".repeat(1024), "x".repeat(1024)),
+            ("x".repeat(1025), format!("{}…", "x".repeat(1015))),
+            ("x".repeat(1 << 20), format!("{}…", "x".repeat(1015))),
+            // 3 encoded bytes per é-byte: the cut keeps whole characters.
+            ("é".repeat(200), format!("{}…", "é".repeat(169))),
+        ];
+        for (message, want) in cases {
+            let mut headers = HeaderMap::new();
+            Status::new(Code::AlreadyExists, message.clone()).write_to(&mut headers);
+            let wire = headers["grpc-message"].as_bytes();
+            assert!(wire.len() <= MAX_GRPC_MESSAGE, "{} bytes", wire.len());
+            assert_eq!(percent_decode(wire), want, "{} bytes in", message.len());
+        }
     }
 
     #[test]

@@ -111,20 +111,11 @@ impl UserUsecase {
         UserUsecase { repo }
     }
 
-    /// Registers a user; username and password must be non-empty.
+    /// Registers a user whose username and password pass [`check_field`]
+    /// with [`USERNAME_MAX_BYTES`] and [`PASSWORD_MAX_BYTES`].
     pub async fn register(&self, username: &str, password: &str) -> Result<User, Error> {
-        if username.is_empty() {
-            return Err(Error::InvalidArgument {
-                reason: "USERNAME_EMPTY",
-                message: "username must not be empty".into(),
-            });
-        }
-        if password.is_empty() {
-            return Err(Error::InvalidArgument {
-                reason: "PASSWORD_EMPTY",
-                message: "password must not be empty".into(),
-            });
-        }
+        check_field(Field::Username, username)?;
+        check_field(Field::Password, password)?;
         let user = self
             .repo
             .create(username.to_owned(), password.to_owned())
@@ -142,6 +133,101 @@ impl UserUsecase {
     }
 }
 
+/// Longest accepted username, in UTF-8 bytes. 64 covers any real handle or
+/// e-mail-style login, and keeps a duplicate-name message (which quotes the
+/// name) short.
+pub const USERNAME_MAX_BYTES: usize = 64;
+/// Longest accepted password, in UTF-8 bytes: room for a long passphrase,
+/// while a user entry in `UserList` stays at most [`MAX_WIRE_USER_BYTES`].
+pub const PASSWORD_MAX_BYTES: usize = 128;
+/// The most one user can add to an encoded `UserListResponse` with the bounds
+/// above: username field 1 + 1 + 64, password field 1 + 2 + 128 (a length of
+/// 128 needs a two-byte varint), so the `User` message is 197 bytes, and its
+/// entry in the repeated field 1 + 2 + 197 = 200 bytes.
+pub const MAX_WIRE_USER_BYTES: usize = 200;
+
+/// The two registration fields, for naming them in errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// `username`, 1..=[`USERNAME_MAX_BYTES`] bytes.
+    Username,
+    /// `password`, 1..=[`PASSWORD_MAX_BYTES`] bytes.
+    Password,
+}
+
+impl Field {
+    fn name(self) -> &'static str {
+        match self {
+            Field::Username => "username",
+            Field::Password => "password",
+        }
+    }
+
+    /// The Kratos reason `<FIELD>_<problem>`, e.g. `USERNAME_TOO_LONG`.
+    fn reason(self, problem: Problem) -> &'static str {
+        match (self, problem) {
+            (Field::Username, Problem::Empty) => "USERNAME_EMPTY",
+            (Field::Username, Problem::TooLong) => "USERNAME_TOO_LONG",
+            (Field::Username, Problem::InvalidCharacters) => "USERNAME_INVALID_CHARACTERS",
+            (Field::Password, Problem::Empty) => "PASSWORD_EMPTY",
+            (Field::Password, Problem::TooLong) => "PASSWORD_TOO_LONG",
+            (Field::Password, Problem::InvalidCharacters) => "PASSWORD_INVALID_CHARACTERS",
+        }
+    }
+
+    /// The largest accepted value, in bytes.
+    pub fn max_bytes(self) -> usize {
+        match self {
+            Field::Username => USERNAME_MAX_BYTES,
+            Field::Password => PASSWORD_MAX_BYTES,
+        }
+    }
+}
+
+/// The ways a field can break its rule.
+#[derive(Debug, Clone, Copy)]
+enum Problem {
+    Empty,
+    TooLong,
+    InvalidCharacters,
+}
+
+/// Checks one registration field: not empty, at most `field.max_bytes()`
+/// UTF-8 bytes, and no control character (Unicode category Cc: NUL, C0,
+/// DEL, C1 — they corrupt logs and terminals and no name needs them).
+/// Everything else, including non-ASCII letters and spaces, is allowed.
+///
+/// The messages name the field and the bound but never quote the value, so
+/// an error stays small whatever was sent.
+pub fn check_field(field: Field, value: &str) -> Result<(), Error> {
+    let (name, max) = (field.name(), field.max_bytes());
+    let (reason, message) = if value.is_empty() {
+        (
+            field.reason(Problem::Empty),
+            format!("{name} must not be empty"),
+        )
+    } else if value.len() > max {
+        (
+            field.reason(Problem::TooLong),
+            format!(
+                "{name} must be at most {max} bytes of UTF-8, got {} bytes",
+                value.len()
+            ),
+        )
+    } else if let Some((at, c)) = value.char_indices().find(|(_, c)| c.is_control()) {
+        (
+            field.reason(Problem::InvalidCharacters),
+            format!(
+                "{name} must not contain control characters (found U+{:04X} at byte {at})",
+                u32::from(c)
+            ),
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidArgument { reason, message })
+}
+
 /// A value quoted for a log line, cut at 64 characters so a huge request
 /// cannot flood the log.
 fn preview(value: &str) -> String {
@@ -155,4 +241,61 @@ fn preview(value: &str) -> String {
 /// One `[greeter]` line through the framework's log sink.
 pub fn log(message: &str) {
     crate::web::log::message("greeter", format_args!("{message}"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registration_fields_are_bounded_in_bytes_and_refuse_control_characters() {
+        let long_name = "n".repeat(USERNAME_MAX_BYTES + 1);
+        let long_password = "p".repeat(PASSWORD_MAX_BYTES + 1);
+        let cases: [(Field, &str, Option<&str>); 10] = [
+            (Field::Username, "ann", None),
+            (Field::Username, &"n".repeat(USERNAME_MAX_BYTES), None),
+            (Field::Username, "zoë 山田", None),
+            (Field::Username, "", Some("USERNAME_EMPTY")),
+            (Field::Username, &long_name, Some("USERNAME_TOO_LONG")),
+            (Field::Username, "a\0b", Some("USERNAME_INVALID_CHARACTERS")),
+            (
+                Field::Username,
+                "a\u{85}b",
+                Some("USERNAME_INVALID_CHARACTERS"),
+            ),
+            (Field::Password, &"p".repeat(PASSWORD_MAX_BYTES), None),
+            (Field::Password, &long_password, Some("PASSWORD_TOO_LONG")),
+            (
+                Field::Password,
+                "tab\there",
+                Some("PASSWORD_INVALID_CHARACTERS"),
+            ),
+        ];
+        for (field, value, want) in cases {
+            let got = check_field(field, value).err().map(|e| e.reason());
+            assert_eq!(got, want, "{field:?} {value:?}");
+        }
+    }
+
+    #[test]
+    fn too_long_is_counted_in_bytes_and_the_message_names_field_and_bound_not_value() {
+        // 22 three-byte characters: 66 bytes, although only 22 characters.
+        let name = "山".repeat(22);
+        let err = check_field(Field::Username, &name).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "username must be at most 64 bytes of UTF-8, got 66 bytes"
+        );
+        let huge = "x".repeat(1 << 20);
+        let err = check_field(Field::Password, &huge).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "password must be at most 128 bytes of UTF-8, got 1048576 bytes"
+        );
+        let err = check_field(Field::Username, "ann\u{7f}").unwrap_err();
+        assert_eq!(
+            err.message(),
+            "username must not contain control characters (found U+007F at byte 3)"
+        );
+    }
 }

@@ -12,10 +12,11 @@
 //!   minutes; during the lock even the right password is refused.
 //!
 //! Usernames are tracked whether or not they exist, so the limiter's answers
-//! never reveal which accounts are real. IPv6 clients are grouped by /64, the
-//! block a single customer normally gets. State lives in memory: one process
-//! is one limiter. Time comes from a [`Clock`] so tests move it instead of
-//! sleeping.
+//! never reveal which accounts are real, and without regard to ASCII case, as
+//! the store matches them (`Ann` and `ann` are one account and one budget).
+//! IPv6 clients are grouped by /64, the block a single customer normally gets.
+//! State lives in memory: one process is one limiter. Time comes from a
+//! [`Clock`] so tests move it instead of sleeping.
 
 use crate::services::token_auth::clock::Clock;
 use std::collections::{HashMap, VecDeque};
@@ -143,9 +144,14 @@ impl LoginLimiter {
             }
         }
 
-        let policy = self.policy;
-        let ip_wait = window_wait(state.by_ip.entry(ip).or_default(), &policy, now);
-        let user_wait = window_wait(state.by_user.entry(user.clone()).or_default(), &policy, now);
+        let (limit, window) = (self.policy.attempts, self.policy.window);
+        let ip_wait = window_wait(state.by_ip.entry(ip).or_default(), limit, window, now);
+        let user_wait = window_wait(
+            state.by_user.entry(user.clone()).or_default(),
+            limit,
+            window,
+            now,
+        );
         if let Some(retry_after) = ip_wait.max(user_wait) {
             return Admission::TooManyAttempts { retry_after };
         }
@@ -198,17 +204,23 @@ impl LoginLimiter {
     }
 }
 
-/// Drop attempts that left the window; if the window is still full, how long
-/// until a slot frees up.
-fn window_wait(attempts: &mut VecDeque<u64>, policy: &LimitPolicy, now: u64) -> Option<u64> {
-    while attempts.front().is_some_and(|&t| t + policy.window <= now) {
+/// Drop attempts that left the `window` (seconds); if `limit` attempts are
+/// still in it, how long until a slot frees up. Shared with the
+/// registration limiter.
+pub(crate) fn window_wait(
+    attempts: &mut VecDeque<u64>,
+    limit: usize,
+    window: u64,
+    now: u64,
+) -> Option<u64> {
+    while attempts.front().is_some_and(|&t| t + window <= now) {
         attempts.pop_front();
     }
-    if attempts.len() < policy.attempts {
+    if attempts.len() < limit {
         return None;
     }
     let oldest = attempts.front().copied().unwrap_or(now);
-    Some((oldest + policy.window).saturating_sub(now).max(1))
+    Some((oldest + window).saturating_sub(now).max(1))
 }
 
 fn prune_state(state: &mut State, policy: &LimitPolicy, now: u64) {
@@ -227,7 +239,7 @@ fn prune_state(state: &mut State, policy: &LimitPolicy, now: u64) {
 }
 
 /// IPv4 as is (also when mapped into IPv6); IPv6 reduced to its /64.
-fn ip_key(ip: IpAddr) -> IpAddr {
+pub(crate) fn ip_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -240,8 +252,14 @@ fn ip_key(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// Usernames are one account whatever their ASCII case (the store's rule),
+/// so `ANN` and `ann` share a window, a failure count and a lock.
 fn user_key(username: &str) -> String {
-    username.chars().take(KEY_MAX).collect()
+    username
+        .chars()
+        .take(KEY_MAX)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
 }
 
 #[cfg(test)]
@@ -287,6 +305,26 @@ mod tests {
             Admission::TooManyAttempts { retry_after: 60 }
         );
         assert_eq!(limiter.admit(ip(99), "bob"), Admission::Allowed);
+    }
+
+    #[test]
+    fn username_limits_and_locks_ignore_ascii_case() {
+        let (_clock, limiter) = limiter();
+        for (n, name) in ["ann", "Ann", "ANN", "aNn", "anN"].iter().enumerate() {
+            assert_eq!(limiter.admit(ip(n as u8), name), Admission::Allowed);
+        }
+        assert!(matches!(
+            limiter.admit(ip(99), "AnN"),
+            Admission::TooManyAttempts { .. }
+        ));
+        for n in 0..10 {
+            let name = if n % 2 == 0 { "BOB" } else { "bob" };
+            limiter.record_failure(name);
+        }
+        assert!(matches!(
+            limiter.admit(ip(98), "Bob"),
+            Admission::Locked { .. }
+        ));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! - [`tokens`]: claims, lifetimes, issuing and checking (on [`crate::protocol::jwt`]).
 //! - [`blacklist`]: revoked token ids and their pruning.
 //! - [`limiter`]: login rate limits, captcha hint, account lock-out.
+//! - [`register_limiter`]: registrations per client IP.
 //! - [`config`]: the `--config` YAML (identity providers).
 //! - [`oauth`]: the authorization-code flow with PKCE and sealed tokens.
 //! - [`service`]: settings and the assembled shared state.
@@ -39,6 +40,7 @@ pub mod limiter;
 pub mod middleware;
 pub mod oauth;
 pub mod passwords;
+pub mod register_limiter;
 pub mod routes;
 pub mod service;
 pub mod store;

@@ -4,7 +4,7 @@
 //! |--------|-----------------------------------|-----------------------|
 //! | POST   | `/login`                          | login limits          |
 //! | POST   | `/auth/token` (24 h single token) | login limits          |
-//! | POST   | `/auth/register`                  |                       |
+//! | POST   | `/auth/register`                  | registrations per IP  |
 //! | POST   | `/auth/refresh`                   | refresh token in body |
 //! | POST   | `/auth/logout`                    | authenticate          |
 //! | GET    | `/auth/oauth/:provider/login`     |                       |
@@ -51,6 +51,8 @@ pub const TOO_MANY_ATTEMPTS: &str = "too many login attempts, try again in 1 min
 /// 429 while an account is locked.
 pub const ACCOUNT_LOCKED: &str =
     "account locked after too many failed logins, try again in 30 minutes";
+/// 429 when one client registers too often.
+pub const TOO_MANY_REGISTRATIONS: &str = "too many registrations, try again in 1 minute";
 /// 409 on registration with a taken username.
 pub const USERNAME_EXISTS: &str = "username exists";
 /// 400 when the OAuth callback's state does not verify.
@@ -234,12 +236,20 @@ fn registration_problem(username: &str, password: &str, email: Option<&str>) -> 
         .map(|e| e.to_string())
 }
 
-/// `POST /auth/register` `{username, password, email?}` → 201 token object.
+/// `POST /auth/register` `{username, password, email?}` → 201 token object;
+/// 429 past the per-IP registration limit, checked before any bcrypt work.
 fn register(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
         let Some(reg) = json_body::<Registration>(c) else {
             return;
         };
+        // Before validation and bcrypt: a refused request costs nothing.
+        if let Admission::TooManyAttempts { retry_after } | Admission::Locked { retry_after } =
+            service.register_limiter.admit(c.client_ip())
+        {
+            c.set_header(RETRY_AFTER, &retry_after.to_string());
+            return fail(c, StatusCode::TOO_MANY_REQUESTS, TOO_MANY_REGISTRATIONS);
+        }
         let email = reg.email.filter(|e| !e.is_empty());
         if let Some(message) = registration_problem(&reg.username, &reg.password, email.as_deref())
         {

@@ -18,6 +18,7 @@ use crate::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
 use crate::services::token_auth::oauth::cipher::{CipherError, TokenCipher, ENC_KEY_VAR};
 use crate::services::token_auth::oauth::OAuth;
 use crate::services::token_auth::passwords::{PasswordError, Passwords, DEFAULT_COST};
+use crate::services::token_auth::register_limiter::{RegisterLimiter, RegisterPolicy};
 use crate::services::token_auth::store::{Store, StoreError};
 use crate::services::token_auth::tokens::{TokenError, Tokens};
 use std::collections::BTreeMap;
@@ -40,6 +41,8 @@ pub struct Settings {
     pub bcrypt_cost: u32,
     /// Login throttling numbers.
     pub limits: LimitPolicy,
+    /// Registrations allowed per client IP (default 10 a minute).
+    pub register_limits: RegisterPolicy,
     /// Identity providers; empty disables OAuth sign-in.
     pub providers: BTreeMap<Provider, ProviderConfig>,
     /// Key sealing provider tokens, 64 hex digits; needed with providers.
@@ -62,7 +65,8 @@ impl fmt::Debug for Settings {
 }
 
 impl Settings {
-    /// The spec's settings: cost 12, default limits, system clock, no OAuth,
+    /// The spec's settings: cost 12, default limits (login 5 a minute per IP
+    /// and username, registration 10 a minute per IP), system clock, no OAuth,
     /// maintenance every minute.
     pub fn new(secret: impl Into<Vec<u8>>, db_path: impl Into<PathBuf>) -> Settings {
         Settings {
@@ -70,6 +74,7 @@ impl Settings {
             db_path: db_path.into(),
             bcrypt_cost: DEFAULT_COST,
             limits: LimitPolicy::default(),
+            register_limits: RegisterPolicy::default(),
             providers: BTreeMap::new(),
             enc_key: None,
             clock: Arc::new(SystemClock),
@@ -137,6 +142,8 @@ pub struct AuthService {
     pub blacklist: Blacklist,
     /// Login throttling.
     pub limiter: LoginLimiter,
+    /// Registration throttling.
+    pub register_limiter: RegisterLimiter,
     /// OAuth sign-in, when providers are configured.
     pub oauth: Option<OAuth>,
     /// Time source.
@@ -180,6 +187,7 @@ impl AuthService {
         Ok(AuthService {
             blacklist: Blacklist::new(store.clone(), Arc::clone(&clock)),
             limiter: LoginLimiter::new(settings.limits, Arc::clone(&clock)),
+            register_limiter: RegisterLimiter::new(settings.register_limits, Arc::clone(&clock)),
             store,
             tokens,
             passwords,
@@ -189,10 +197,11 @@ impl AuthService {
         })
     }
 
-    /// One round of housekeeping: prune the blacklist, the limiter and the
+    /// One round of housekeeping: prune the blacklist, the limiters and the
     /// pending OAuth states. Returns how many blacklist rows were deleted.
     pub async fn maintain(&self) -> Result<usize, StoreError> {
         self.limiter.prune();
+        self.register_limiter.prune();
         if let Some(oauth) = &self.oauth {
             oauth.prune();
         }

@@ -4,6 +4,9 @@
 //! the database is the last line of defence. The connection runs in WAL mode
 //! with `foreign_keys=ON` (SQLite leaves it off unless asked, per connection).
 //!
+//! Usernames and emails are unique and looked up without regard to ASCII
+//! case (unique indexes on `lower(...)`), and stored as typed.
+//!
 //! rusqlite is synchronous; every async method here moves its work onto
 //! tokio's blocking pool with `spawn_blocking`, so a slow disk never stalls the
 //! reactor. One connection behind a mutex is enough for this service: SQLite
@@ -34,6 +37,16 @@ pub enum StoreError {
     UsernameTaken,
     /// A user with this email already exists.
     EmailTaken,
+    /// A database from before the case rule holds values of `column` that
+    /// differ only in case, so the case-insensitive unique index cannot be built.
+    CaseConflict {
+        /// The path given.
+        path: PathBuf,
+        /// `username` or `email`.
+        column: &'static str,
+        /// Some of the clashing groups, each like `Ann, ann`.
+        groups: Vec<String>,
+    },
     /// Any other database error.
     Sqlite(rusqlite::Error),
     /// The blocking task running the query did not finish (panic or shutdown).
@@ -48,6 +61,18 @@ impl fmt::Display for StoreError {
             }
             StoreError::UsernameTaken => write!(f, "username exists"),
             StoreError::EmailTaken => write!(f, "email exists"),
+            StoreError::CaseConflict {
+                path,
+                column,
+                groups,
+            } => write!(
+                f,
+                "cannot open database {}: users.{column} must be unique without regard to \
+                 case, but these values differ only in case: {}; rename or remove all but \
+                 one of each, then start again",
+                path.display(),
+                groups.join("; ")
+            ),
             StoreError::Sqlite(e) => write!(f, "database error: {e}"),
             StoreError::Task(e) => write!(f, "database task failed: {e}"),
         }
@@ -59,7 +84,10 @@ impl std::error::Error for StoreError {
         match self {
             StoreError::Open { source, .. } => Some(source),
             StoreError::Sqlite(e) => Some(e),
-            StoreError::UsernameTaken | StoreError::EmailTaken | StoreError::Task(_) => None,
+            StoreError::UsernameTaken
+            | StoreError::EmailTaken
+            | StoreError::CaseConflict { .. }
+            | StoreError::Task(_) => None,
         }
     }
 }
@@ -69,10 +97,12 @@ impl From<rusqlite::Error> for StoreError {
         // Name the unique violations callers can act on; keep the rest raw.
         if let rusqlite::Error::SqliteFailure(code, Some(msg)) = &e {
             if code.code == ErrorCode::ConstraintViolation && msg.starts_with("UNIQUE") {
-                if msg.contains("users.username") {
+                // Column constraints name `users.x`, the case-insensitive
+                // indexes name themselves.
+                if msg.contains("users.username") || msg.contains("users_username_lower") {
                     return StoreError::UsernameTaken;
                 }
-                if msg.contains("users.email") {
+                if msg.contains("users.email") || msg.contains("users_email_lower") {
                     return StoreError::EmailTaken;
                 }
             }
@@ -169,7 +199,9 @@ impl Store {
         }
         conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
             .map_err(open_err)?;
-        conn.execute_batch(SCHEMA).map_err(open_err)?;
+        if let Err(e) = conn.execute_batch(SCHEMA) {
+            return Err(case_conflict(&conn, path).unwrap_or_else(|| open_err(e)));
+        }
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
         })
@@ -214,12 +246,14 @@ impl Store {
         .await
     }
 
-    /// The user and password hash for `username`, if such a user exists.
+    /// The user and password hash for `username` in any ASCII case, if such
+    /// a user exists.
     pub async fn credentials(&self, username: &str) -> Result<Option<(User, String)>, StoreError> {
         let username = username.to_owned();
         self.run(move |conn| {
-            let sql =
-                format!("SELECT {USER_COLUMNS}, password_hash FROM users WHERE username = ?1");
+            let sql = format!(
+                "SELECT {USER_COLUMNS}, password_hash FROM users WHERE lower(username) = lower(?1)"
+            );
             let found = conn
                 .query_row(&sql, [username], |row| {
                     Ok((user_from_row(row)?, row.get(6)?))
@@ -348,7 +382,7 @@ impl Store {
 }
 
 /// Insert a password-less user named `hint`, or `hint_2`, `hint_3`, … when
-/// taken (the name is cut so the suffix still fits in 50 characters).
+/// taken in any case (the name is cut so the suffix still fits in 50 characters).
 fn insert_with_free_username(conn: &Connection, hint: &str) -> Result<i64, StoreError> {
     for n in 1..=100u32 {
         let candidate = if n == 1 {
@@ -360,7 +394,7 @@ fn insert_with_free_username(conn: &Connection, hint: &str) -> Result<i64, Store
         };
         let inserted = conn.execute(
             "INSERT INTO users (username, password_hash) VALUES (?1, ?2) \
-             ON CONFLICT (username) DO NOTHING",
+             ON CONFLICT DO NOTHING",
             params![candidate, NO_PASSWORD],
         )?;
         if inserted == 1 {
@@ -368,4 +402,30 @@ fn insert_with_free_username(conn: &Connection, hint: &str) -> Result<i64, Store
         }
     }
     Err(StoreError::UsernameTaken)
+}
+
+/// When the schema did not apply because existing rows differ only in case,
+/// the error naming them (at most five groups per column).
+fn case_conflict(conn: &Connection, path: &Path) -> Option<StoreError> {
+    for column in ["username", "email"] {
+        let sql = format!(
+            "SELECT group_concat({column}, ', ') FROM users WHERE {column} IS NOT NULL \
+             GROUP BY lower({column}) HAVING count(*) > 1 LIMIT 5"
+        );
+        let groups = conn
+            .prepare(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .ok()?;
+        if !groups.is_empty() {
+            return Some(StoreError::CaseConflict {
+                path: path.to_path_buf(),
+                column,
+                groups,
+            });
+        }
+    }
+    None
 }

@@ -13,6 +13,15 @@ CREATE TABLE IF NOT EXISTS users (
     updated_at    INTEGER NOT NULL DEFAULT (unixepoch())
 ) STRICT;
 
+-- Usernames and emails are unique without regard to ASCII case: `VICTIM01`
+-- and `victim01` are one account, `V@E.COM` and `v@e.com` one email. Values
+-- are stored as typed; lookups compare lower(...) and so use these indexes.
+-- (SQLite's lower() folds ASCII only; usernames are ASCII by rule.) On a
+-- database created before these indexes, Store::open names any existing
+-- pair that differs only in case instead of failing obscurely.
+CREATE UNIQUE INDEX IF NOT EXISTS users_username_lower ON users (lower(username));
+CREATE UNIQUE INDEX IF NOT EXISTS users_email_lower ON users (lower(email));
+
 -- "updated_at refreshed on change": any UPDATE that does not set updated_at
 -- itself gets it set here. recursive_triggers is off, so this does not re-fire.
 CREATE TRIGGER IF NOT EXISTS users_touch_updated_at

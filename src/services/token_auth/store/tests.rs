@@ -147,6 +147,90 @@ async fn duplicate_username_and_email_are_named_errors() {
 }
 
 #[tokio::test]
+async fn username_and_email_are_unique_without_regard_to_case_and_stored_as_typed() {
+    let (_db, store, raw) = open();
+    let victim = store
+        .create_user(new_user("VICTIM01", Some("V@E.COM")))
+        .await
+        .unwrap();
+    assert_eq!(victim.username, "VICTIM01");
+    assert_eq!(victim.email.as_deref(), Some("V@E.COM"));
+    let again = store.create_user(new_user("victim01", None)).await;
+    assert!(matches!(again, Err(StoreError::UsernameTaken)), "{again:?}");
+    let email = store.create_user(new_user("other", Some("v@e.com"))).await;
+    assert!(matches!(email, Err(StoreError::EmailTaken)), "{email:?}");
+    // The database itself refuses it, whatever code path writes.
+    assert!(raw
+        .execute(
+            "INSERT INTO users (username, password_hash) VALUES ('Victim01', 'h')",
+            []
+        )
+        .is_err());
+}
+
+#[tokio::test]
+async fn credentials_are_found_by_username_in_any_case() {
+    let (_db, store, _raw) = open();
+    let ann = store.create_user(new_user("Ann", None)).await.unwrap();
+    for typed in ["Ann", "ann", "ANN"] {
+        let (user, _) = store.credentials(typed).await.unwrap().unwrap();
+        assert_eq!(user, ann, "{typed}");
+    }
+}
+
+/// The schema as it was before the case-insensitive indexes.
+fn schema_before_case_rule() -> String {
+    SCHEMA
+        .lines()
+        .filter(|line| !line.contains("_lower"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn opening_a_database_from_before_the_case_rule_adds_it() {
+    let db = TempDb::new("store-upgrade");
+    let raw = Connection::open(&db.path).unwrap();
+    raw.execute_batch(&schema_before_case_rule()).unwrap();
+    raw.execute(
+        "INSERT INTO users (username, password_hash, email) VALUES ('Ann', 'h', 'A@X')",
+        [],
+    )
+    .unwrap();
+    drop(raw);
+    let store = Store::open(&db.path).unwrap();
+    let again = store.create_user(new_user("aNN", None)).await;
+    assert!(matches!(again, Err(StoreError::UsernameTaken)), "{again:?}");
+    let email = store.create_user(new_user("bob", Some("a@x"))).await;
+    assert!(matches!(email, Err(StoreError::EmailTaken)), "{email:?}");
+    // Opening again is a no-op.
+    drop(store);
+    Store::open(&db.path).unwrap();
+}
+
+#[test]
+fn opening_a_database_with_names_differing_only_in_case_names_them() {
+    let db = TempDb::new("store-clash");
+    let raw = Connection::open(&db.path).unwrap();
+    raw.execute_batch(&schema_before_case_rule()).unwrap();
+    raw.execute_batch(
+        "INSERT INTO users (username, password_hash) VALUES ('Ann', 'h'), ('ann', 'h'), ('bob', 'h');",
+    )
+    .unwrap();
+    drop(raw);
+    let err = Store::open(&db.path).err().unwrap();
+    assert!(
+        matches!(&err, StoreError::CaseConflict { column: "username", groups, .. } if groups == &["Ann, ann"]),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("users.username must be unique without regard to case"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn created_user_is_returned_and_found_again() {
     let (_db, store, _raw) = open();
     let ann = store
@@ -299,6 +383,16 @@ async fn provider_sign_in_picks_a_free_username() {
         .await
         .unwrap();
     assert_eq!(user.username, "github_octo_2");
+    // Taken in another case counts as taken.
+    store
+        .create_user(new_user("GitHub_Cat", None))
+        .await
+        .unwrap();
+    let user = store
+        .sign_in_with_provider(identity("o-4"), "github_cat".into())
+        .await
+        .unwrap();
+    assert_eq!(user.username, "github_cat_2");
     let long = "g".repeat(60);
     let user = store
         .sign_in_with_provider(identity("o-3"), long)
@@ -322,6 +416,14 @@ fn store_error_exposes_the_sqlite_error_as_source() {
         (StoreError::Sqlite(sqlite()), Some(sqlite().to_string())),
         (StoreError::UsernameTaken, None),
         (StoreError::EmailTaken, None),
+        (
+            StoreError::CaseConflict {
+                path: PathBuf::from("auth.db"),
+                column: "username",
+                groups: vec!["Ann, ann".into()],
+            },
+            None,
+        ),
         (StoreError::Task("panicked".into()), None),
     ];
     for (err, want) in cases {
