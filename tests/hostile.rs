@@ -754,13 +754,14 @@ fn h2_serves(addr: SocketAddr, path: &str) -> bool {
 fn router_demo_survives_http2_floods_at_frame_level() {
     let s = router_demo();
     let addr = s.addrs[0];
-    let floods: Vec<(&str, Box<dyn Fn(&mut TcpStream)>)> = vec![
+    type Flood = Box<dyn Fn(&mut TcpStream)>;
+    let floods: Vec<(&str, Flood)> = vec![
         (
             "continuation_flood",
             Box::new(|s: &mut TcpStream| {
                 // HEADERS without END_HEADERS, then CONTINUATION frames forever.
                 let _ = s.write_all(&h2_frame(1, 0x1, 1, &hpack_get("/hello")[..10]));
-                let filler = vec![0x00, 0x01, b'x', 0x7f, 0x00];
+                let filler = [0x00, 0x01, b'x', 0x7f, 0x00];
                 let mut frames = Vec::new();
                 for _ in 0..2_000 {
                     frames.extend(h2_frame(9, 0, 1, &filler.repeat(200)));

@@ -48,7 +48,7 @@ use hyper::body::{Frame as HttpFrame, Incoming};
 use tokio::sync::mpsc;
 
 use super::body::{http_error, streaming_response, trailers_only, unary_response};
-use super::frame::{Decoder, Frame, FrameError, DEFAULT_MAX_MESSAGE_SIZE};
+use super::frame::{Decoder, Frame, FrameError, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
 use super::status::{Code, Status};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
 use crate::types::{Body, BoxError, BoxFuture};
@@ -330,13 +330,12 @@ async fn call_unary(
         // The handler runs in this task: a panic becomes INTERNAL instead of
         // taking the connection down, and the deadline drops it in place.
         let reply = isolated(handler(message)).await?;
-        if reply.len() > max_message_size {
+        // The handler's reply is already framed: the limit is on the message.
+        let size = reply.len().saturating_sub(HEADER_LEN);
+        if size > max_message_size {
             return Err(Status::new(
                 Code::ResourceExhausted,
-                format!(
-                    "trying to send message larger than max ({} vs. {max_message_size})",
-                    reply.len()
-                ),
+                format!("trying to send message larger than max ({size} vs. {max_message_size})"),
             ));
         }
         Ok(reply)
