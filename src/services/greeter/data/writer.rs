@@ -242,16 +242,17 @@ impl Writer {
                 return;
             }
         }
+        // Count before answering, so a caller that reads the stats after its
+        // answer sees its own batch.
+        let ok = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
-        let mut ok = 0;
-        for ((_, reply), outcome) in batch.drain(..).zip(outcomes) {
-            ok += u64::from(outcome.is_ok());
-            // A caller that gave up (time-out) dropped its receiver: fine.
-            let _ = reply.send(outcome);
-        }
         self.counters
             .committed_writes
             .fetch_add(ok, Ordering::Relaxed);
+        for ((_, reply), outcome) in batch.drain(..).zip(outcomes) {
+            // A caller that gave up (time-out) dropped its receiver: fine.
+            let _ = reply.send(outcome);
+        }
     }
 
     fn fail_batch(
