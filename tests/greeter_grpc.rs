@@ -111,6 +111,25 @@ async fn duplicate_username_is_already_exists() {
 }
 
 #[tokio::test]
+async fn writes_after_the_database_directory_is_removed_are_unavailable() {
+    let g = start().await;
+    let _: HelloReply = tonic_call(g.grpc, SAY_HELLO, HelloRequest { name: "a".into() })
+        .await
+        .unwrap();
+    std::fs::remove_dir_all(g.db.parent().unwrap()).unwrap();
+    let hello = tonic_call::<_, HelloReply>(g.grpc, SAY_HELLO, HelloRequest { name: "b".into() })
+        .await
+        .unwrap_err();
+    let register = tonic_call::<_, UserRegisterResponse>(g.grpc, REGISTER, register_req("x", "y"))
+        .await
+        .unwrap_err();
+    for err in [hello, register] {
+        assert_eq!(err.code(), tonic::Code::Unavailable, "{err:?}");
+        assert!(err.message().starts_with("store unavailable"), "{err:?}");
+    }
+}
+
+#[tokio::test]
 async fn user_list_returns_all_users_in_id_order() {
     let g = start().await;
     let empty: UserListResponse = tonic_call(g.grpc, LIST, Empty {}).await.unwrap();

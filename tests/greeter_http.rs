@@ -347,3 +347,96 @@ async fn json_bodies_must_be_objects_without_repeated_keys() {
     let list = call(g.http, Method::GET, "/v1/users", "").await.json();
     assert_eq!(list["users"], json!([]), "{list}");
 }
+
+// ---- a store that cannot keep what it is given --------------------------
+
+#[tokio::test]
+async fn removed_database_directory_makes_writes_503_store_unavailable_and_logs_the_path_once() {
+    let dir = TempDir::new("gone");
+    let db = dir.0.join("g.db");
+    let path = write_config(&dir, &config_text(&db.display().to_string(), "1s", "1s"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_greeter"))
+        .args(["--config", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let http: SocketAddr = lines
+        .next()
+        .unwrap()
+        .unwrap()
+        .strip_prefix("greeter: HTTP listening on ")
+        .expect("HTTP address line")
+        .parse()
+        .unwrap();
+    let reply = call(http, Method::GET, "/helloworld/before", "").await;
+    assert_eq!(reply.status.as_u16(), 200);
+
+    std::fs::remove_dir_all(&dir.0).unwrap();
+    let register = json!({"username": "ann", "password": "pw"}).to_string();
+    for (method, path, body) in [
+        (Method::GET, "/helloworld/after", ""),
+        (Method::POST, "/v1/users", register.as_str()),
+    ] {
+        let reply = call(http, method, path, body).await;
+        let (status, body) = (reply.status.as_u16(), reply.json());
+        assert_eq!(status, 503, "{path}: {body}");
+        assert_eq!(body["code"], 503);
+        assert_eq!(body["reason"], "STORE_UNAVAILABLE", "{body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.starts_with("store unavailable"), "{message}");
+    }
+
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    assert!(child.wait().unwrap().success());
+    let logged: Vec<String> = lines
+        .map_while(Result::ok)
+        .filter(|l| l.starts_with("[greeter] store unavailable"))
+        .collect();
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert!(
+        logged[0].contains(&format!("{:?}", db.display().to_string())),
+        "{}",
+        logged[0]
+    );
+}
+
+#[test]
+fn read_only_database_at_start_is_a_startup_error_naming_the_path() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+
+    let dir = TempDir::new("ro");
+    let db = dir.0.join("g.db");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x)")
+        .unwrap();
+    let config = write_config(&dir, &config_text(&db.display().to_string(), "1s", "1s"));
+    // Root ignores permission bits, so as root the greeter runs as nobody,
+    // for whom the root-owned 0644 file and 0755 directory are read-only.
+    let as_root = std::fs::metadata(&db).unwrap().uid() == 0;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_greeter"));
+    command.args(["--config", config.to_str().unwrap()]);
+    let read_only = std::fs::Permissions::from_mode;
+    if as_root {
+        command.uid(65534).gid(65534);
+    } else {
+        std::fs::set_permissions(&db, read_only(0o444)).unwrap();
+        std::fs::set_permissions(&dir.0, read_only(0o555)).unwrap();
+    }
+    let out = command.output().unwrap();
+    let _ = std::fs::set_permissions(&dir.0, read_only(0o755));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!(
+        "data.database.source: SQLite database {:?} is read-only",
+        db.display().to_string()
+    );
+    assert!(err.contains(&want), "{err}");
+}

@@ -36,6 +36,10 @@ pub enum Error {
     },
     /// The store failed (HTTP 500, gRPC INTERNAL); the detail is logged.
     Internal { message: String },
+    /// The store cannot take writes (HTTP 503, gRPC UNAVAILABLE): its file
+    /// was removed, replaced or became read-only. The message starts with
+    /// "store unavailable".
+    Unavailable { message: String },
 }
 
 impl Error {
@@ -44,6 +48,7 @@ impl Error {
         match self {
             Error::InvalidArgument { reason, .. } | Error::AlreadyExists { reason, .. } => reason,
             Error::Internal { .. } => "INTERNAL",
+            Error::Unavailable { .. } => "STORE_UNAVAILABLE",
         }
     }
 
@@ -52,7 +57,8 @@ impl Error {
         match self {
             Error::InvalidArgument { message, .. }
             | Error::AlreadyExists { message, .. }
-            | Error::Internal { message } => message,
+            | Error::Internal { message }
+            | Error::Unavailable { message } => message,
         }
     }
 }

@@ -57,6 +57,7 @@ pub fn status_of(e: biz::Error) -> Status {
         biz::Error::InvalidArgument { .. } => Code::InvalidArgument,
         biz::Error::AlreadyExists { .. } => Code::AlreadyExists,
         biz::Error::Internal { .. } => Code::Internal,
+        biz::Error::Unavailable { .. } => Code::Unavailable,
     };
     Status::new(code, e.message())
 }
