@@ -22,6 +22,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION};
@@ -109,6 +110,7 @@ pub struct Context {
     headers: HeaderMap,
     body: Bytes,
     remote: SocketAddr,
+    received_at: Instant,
     params: Vec<(String, String)>,
     keys: HashMap<String, Box<dyn Any + Send + Sync>>,
     handlers: Arc<[Handler]>,
@@ -134,6 +136,7 @@ impl Context {
             headers: parts.headers,
             body,
             remote,
+            received_at: Instant::now(),
             params,
             keys: HashMap::new(),
             handlers,
@@ -258,6 +261,18 @@ impl Context {
     /// The whole request body (already read and size-checked by the engine).
     pub fn body(&self) -> &Bytes {
         &self.body
+    }
+
+    /// When the request head arrived: the engine sets it before reading the
+    /// body, so a time-out measured from here counts the body's time too.
+    pub fn received_at(&self) -> Instant {
+        self.received_at
+    }
+
+    /// Set [`received_at`](Self::received_at) (default: when the context
+    /// was made).
+    pub fn set_received_at(&mut self, at: Instant) {
+        self.received_at = at;
     }
 
     /// The peer address of the connection.

@@ -2,7 +2,8 @@
 //!
 //! From the socket inwards:
 //!
-//! - [`server`]: the accept loop (HTTP/1.1 + h2c, time-outs, graceful shutdown).
+//! - [`server`]: the accept loop (HTTP/1.1 + h2c, connection cap, graceful shutdown).
+//! - [`clocks`]: one connection's header and idle time-outs.
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
 //! - [`engine`]: Gin-style route registration, groups, dispatch, 404/405.
@@ -16,6 +17,7 @@
 
 pub mod bind;
 pub mod chain;
+pub mod clocks;
 pub mod engine;
 pub mod log;
 pub mod middleware;
