@@ -3,17 +3,25 @@
 //! Reads the YAML config (default `./config.yaml`), opens the store, binds
 //! both listeners, prints their addresses and serves until SIGINT/SIGTERM.
 //! Any start-up problem is one line on stderr and exit status 1.
+//!
+//! The config file has no key for the shutdown grace period (how long
+//! in-flight requests may finish after SIGTERM, default 10 s); the
+//! environment variable `GREETER_SHUTDOWN_GRACE` (e.g. `1s`) sets it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use handwire::cli::Args;
+use handwire::config::parse_duration;
 use handwire::services::greeter::config::Config;
 use handwire::services::greeter::Greeter;
 use handwire::web::log;
-use handwire::web::server::shutdown_signal;
+use handwire::web::server::{shutdown_signal, Options};
 
 const USAGE: &str = "usage: greeter [--config PATH]   (default ./config.yaml)";
+
+/// Environment variable holding the shutdown grace period (Go notation).
+const GRACE_VAR: &str = "GREETER_SHUTDOWN_GRACE";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -36,13 +44,24 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(&format!("config {}: {e}", path.display())),
     };
+    let mut options = Options::default();
+    if let Ok(text) = std::env::var(GRACE_VAR) {
+        match parse_duration(&text) {
+            Ok(d) => options.shutdown_grace = d,
+            Err(reason) => {
+                return fail(&format!(
+                    "{GRACE_VAR}: invalid duration {text:?} ({reason}; write e.g. 1s, 500ms)"
+                ))
+            }
+        }
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the runtime: {e}")),
     };
     runtime.block_on(async {
         let greeter = match Greeter::bind(&config).await {
-            Ok(g) => g,
+            Ok(g) => g.with_server_options(options),
             Err(e) => return fail(&e.to_string()),
         };
         log::announce(&format!(

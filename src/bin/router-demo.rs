@@ -1,11 +1,13 @@
 //! `router-demo [--addr HOST:PORT] [--redirect-target URL] [--quiet] [--trace]`:
 //! the Area B server. At start-up it prints the route table as Gin's debug
 //! mode does (`--quiet` turns it off); `--trace` logs each request's walk of
-//! its handler chain.
+//! its handler chain. `--shutdown-grace DURATION` (default 10s) bounds how
+//! long in-flight requests may finish after SIGTERM.
 
 use std::process::ExitCode;
 
 use handwire::cli::Args;
+use handwire::config::parse_duration;
 use handwire::services::router_demo::{self, DemoOptions};
 use handwire::web::log;
 use handwire::web::server::{self, Options};
@@ -24,7 +26,7 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), String> {
     let args = Args::parse_with_switches(
         std::env::args().skip(1),
-        &["addr", "redirect-target"],
+        &["addr", "redirect-target", "shutdown-grace"],
         &["quiet", "trace"],
     )
     .map_err(|e| e.to_string())?;
@@ -41,10 +43,16 @@ async fn run() -> Result<(), String> {
         }
     }
     let app = engine.build();
+    let mut options = Options::default();
+    if let Some(text) = args.get("shutdown-grace") {
+        options.shutdown_grace = parse_duration(text).map_err(|reason| {
+            format!("--shutdown-grace: invalid duration {text:?} ({reason}; write e.g. 1s, 500ms)")
+        })?;
+    }
     let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     log::announce(&format!("router-demo listening on http://{local}"));
-    server::serve(listener, app, Options::default(), server::shutdown_signal())
+    server::serve(listener, app, options, server::shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;
     log::announce("router-demo stopped");

@@ -1,7 +1,8 @@
 //! `token-auth`: the Area C token-authentication server.
 //!
 //! ```text
-//! token-auth [--addr ADDR] [--db PATH] [--config PATH] [--quiet] [--trace]
+//! token-auth [--addr ADDR] [--db PATH] [--config PATH] [--shutdown-grace DURATION]
+//!            [--quiet] [--trace]
 //! token-auth create-admin --username NAME [--db PATH]     (password on stdin)
 //! ```
 //!
@@ -15,6 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use handwire::cli::Args;
+use handwire::config::parse_duration;
 use handwire::services::token_auth::config::FileConfig;
 use handwire::services::token_auth::oauth::cipher::ENC_KEY_VAR;
 use handwire::services::token_auth::passwords::{Passwords, DEFAULT_COST};
@@ -42,7 +44,7 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), String> {
     let args = Args::parse_with_switches(
         std::env::args().skip(1),
-        &["addr", "db", "config", "username"],
+        &["addr", "db", "config", "username", "shutdown-grace"],
         &["quiet", "trace"],
     )
     .map_err(|e| e.to_string())?;
@@ -99,12 +101,18 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
         }
     }
     let app = engine.build();
+    let mut options = Options::default();
+    if let Some(text) = args.get("shutdown-grace") {
+        options.shutdown_grace = parse_duration(text).map_err(|reason| {
+            format!("--shutdown-grace: invalid duration {text:?} ({reason}; write e.g. 1s, 500ms)")
+        })?;
+    }
 
     let addr = args.get("addr").unwrap_or(DEFAULT_ADDR);
     let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     log::announce(&format!("token-auth listening on http://{local}"));
-    server::serve(listener, app, Options::default(), server::shutdown_signal())
+    server::serve(listener, app, options, server::shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;
     maintenance.abort();

@@ -21,6 +21,7 @@
 use std::any::Any;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION};
@@ -147,6 +148,7 @@ pub struct Context {
     headers: HeaderMap,
     body: Bytes,
     remote: SocketAddr,
+    received_at: Instant,
     params: PathParams,
     /// Gin's `c.Keys`: few entries, so a list beats a hash map (and needs no
     /// allocation until the first `set`).
@@ -174,6 +176,7 @@ impl Context {
             headers: parts.headers,
             body,
             remote,
+            received_at: Instant::now(),
             params,
             keys: Vec::new(),
             handlers,
@@ -298,6 +301,18 @@ impl Context {
     /// The whole request body (already read and size-checked by the engine).
     pub fn body(&self) -> &Bytes {
         &self.body
+    }
+
+    /// When the request head arrived: the engine sets it before reading the
+    /// body, so a time-out measured from here counts the body's time too.
+    pub fn received_at(&self) -> Instant {
+        self.received_at
+    }
+
+    /// Set [`received_at`](Self::received_at) (default: when the context
+    /// was made).
+    pub fn set_received_at(&mut self, at: Instant) {
+        self.received_at = at;
     }
 
     /// The peer address of the connection.

@@ -6,18 +6,18 @@
 //! that route; it does change the 404/405 chains, which are built last.)
 //! A bad route is an [`InsertError`] value; the binaries print it and exit.
 //!
-//! Dispatch reads the body (bounded by the body limit, 413 past it), asks the
-//! matcher, and runs one of four chains through [`Context::next`]: the route's,
+//! Dispatch reads the body (bounded by the body limit, 413 past it, and by the
+//! body time-out, 408 past it, with `Connection: close`), asks the matcher, and runs one of four chains through [`Context::next`]: the route's,
 //! a trailing-slash redirect, 405 (with `Allow`) or 404. The three fallbacks
 //! are prefixed by the global middleware too, so the logger and recovery see
 //! every request.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -32,6 +32,13 @@ use crate::web::server::Service;
 
 /// Default request body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
+
+/// Default time for a request body to arrive, counted from its head.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Builds the answer to a body that did not arrive within the body
+/// time-out (given as the argument). The engine adds `Connection: close`.
+pub type BodyTimeoutAnswer = fn(Duration) -> Response<Body>;
 
 /// Context key under which the trailing-slash redirect target is stored.
 const TSR_LOCATION: &str = "handwire.tsr_location";
@@ -64,6 +71,8 @@ pub struct Engine {
     no_route: Vec<Handler>,
     no_method: Vec<Handler>,
     body_limit: usize,
+    body_timeout: Duration,
+    on_body_timeout: BodyTimeoutAnswer,
     trace: bool,
 }
 
@@ -91,6 +100,8 @@ impl Engine {
             no_route: vec![named("not_found", default_not_found)],
             no_method: vec![named("method_not_allowed", default_method_not_allowed)],
             body_limit: DEFAULT_BODY_LIMIT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            on_body_timeout: request_timeout,
             trace: false,
         }
     }
@@ -190,6 +201,20 @@ impl Engine {
         self.body_limit = bytes;
     }
 
+    /// Longest wait for a request body, counted from the head's arrival
+    /// (default [`DEFAULT_BODY_TIMEOUT`]). Past it the client gets the
+    /// [`on_body_timeout`](Self::on_body_timeout) answer (default 408 with a
+    /// JSON error) and the connection is closed: a client that announced
+    /// 100 bytes and sent 3 holds nothing for longer.
+    pub fn body_timeout(&mut self, d: Duration) {
+        self.body_timeout = d;
+    }
+
+    /// Replace the answer given past the body time-out.
+    pub fn on_body_timeout(&mut self, answer: BodyTimeoutAnswer) {
+        self.on_body_timeout = answer;
+    }
+
     /// Freeze the routes into a servable [`App`].
     pub fn build(self) -> Arc<App> {
         let with_global = |tail: Vec<Handler>| -> Arc<[Handler]> {
@@ -201,6 +226,8 @@ impl Engine {
             redirect: with_global(vec![named("redirect", trailing_slash_redirect)]),
             router: self.router,
             body_limit: self.body_limit,
+            body_timeout: self.body_timeout,
+            on_body_timeout: self.on_body_timeout,
             trace: self.trace,
         })
     }
@@ -274,6 +301,8 @@ pub struct App {
     method_not_allowed: Arc<[Handler]>,
     redirect: Arc<[Handler]>,
     body_limit: usize,
+    body_timeout: Duration,
+    on_body_timeout: BodyTimeoutAnswer,
     trace: bool,
 }
 
@@ -343,6 +372,7 @@ impl App {
             Lookup::NotFound => (self.not_found.clone(), PathParams::none(), None, None),
         };
         let trace = self.trace;
+        let (body_timeout, on_body_timeout) = (self.body_timeout, self.on_body_timeout);
         Box::pin(async move {
             let start = Instant::now();
             // Answers given before any chain runs still reach the request log.
@@ -360,7 +390,19 @@ impl App {
             if declared_too_large {
                 return early(too_large(limit));
             }
-            let body = match Limited::new(body, limit).collect().await {
+            // A body that is already complete (GET, or a test's `Full`) needs no clock.
+            let read = if body.is_end_stream() {
+                Ok(Limited::new(body, limit).collect().await)
+            } else {
+                tokio::time::timeout(body_timeout, Limited::new(body, limit).collect()).await
+            };
+            let Ok(read) = read else {
+                let mut resp = on_body_timeout(body_timeout);
+                resp.headers_mut()
+                    .insert(CONNECTION, http::HeaderValue::from_static("close"));
+                return early(resp);
+            };
+            let body = match read {
                 Ok(collected) => collected.to_bytes(),
                 Err(e)
                     if e.downcast_ref::<http_body_util::LengthLimitError>()
@@ -371,6 +413,7 @@ impl App {
                 Err(e) => return early(bad_body(&e.to_string())),
             };
             let mut c = Context::new(parts, body, remote, params, chain);
+            c.set_received_at(start);
             if trace {
                 c.start_trace();
             }
@@ -404,8 +447,13 @@ fn into_response(c: Context) -> Response<Body> {
     resp
 }
 
-fn json_response(status: StatusCode, body: serde_json::Value) -> Response<Body> {
-    let mut resp = Response::new(types::full(Bytes::from(body.to_string())));
+/// A response with `body` serialized as JSON (`application/json`), for the
+/// answers given before any chain runs.
+pub fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
+    // Serializing a plain struct or `Value` cannot fail; an empty object
+    // is the fallback all the same.
+    let text = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
+    let mut resp = Response::new(types::full(Bytes::from(text)));
     *resp.status_mut() = status;
     resp.headers_mut().insert(
         CONTENT_TYPE,
@@ -417,14 +465,22 @@ fn json_response(status: StatusCode, body: serde_json::Value) -> Response<Body> 
 fn too_large(limit: usize) -> Response<Body> {
     json_response(
         StatusCode::PAYLOAD_TOO_LARGE,
-        serde_json::json!({ "error": format!("request body too large (limit {limit} bytes)") }),
+        &serde_json::json!({ "error": format!("request body too large (limit {limit} bytes)") }),
     )
 }
 
 fn bad_body(reason: &str) -> Response<Body> {
     json_response(
         StatusCode::BAD_REQUEST,
-        serde_json::json!({ "error": format!("cannot read request body: {reason}") }),
+        &serde_json::json!({ "error": format!("cannot read request body: {reason}") }),
+    )
+}
+
+/// The default answer past the body time-out: 408 with a JSON error.
+fn request_timeout(limit: Duration) -> Response<Body> {
+    json_response(
+        StatusCode::REQUEST_TIMEOUT,
+        &serde_json::json!({ "error": format!("request body not received within {limit:?}") }),
     )
 }
 

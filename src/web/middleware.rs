@@ -127,14 +127,17 @@ pub fn recovery(c: &mut Context) -> BoxFuture<'_, ()> {
     })
 }
 
-/// Gives the rest of the chain at most `d`. Past it, the rest is dropped
+/// Gives the request at most `d`, counted from the arrival of its head (see
+/// [`Context::received_at`]), so the time spent reading the body counts too.
+/// Past it, the rest of the chain is dropped
 /// where it stands (its half-written response discarded), `on_timeout`
 /// writes the answer and the chain is aborted, so middleware before this one,
 /// such as the logger, still sees the request finish.
 pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
     handler(move |c| {
         Box::pin(async move {
-            if tokio::time::timeout(d, c.next()).await.is_err() {
+            let deadline = tokio::time::Instant::from_std(c.received_at() + d);
+            if tokio::time::timeout_at(deadline, c.next()).await.is_err() {
                 c.clear_response();
                 on_timeout(c);
                 c.abort();

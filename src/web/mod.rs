@@ -2,7 +2,8 @@
 //!
 //! From the socket inwards:
 //!
-//! - [`server`]: the accept loop (HTTP/1.1 + h2c, time-outs, graceful shutdown).
+//! - [`server`]: the accept loop (HTTP/1.1 + h2c, connection cap, graceful shutdown).
+//! - [`clocks`]: one connection's header and idle time-outs.
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
 //! - [`path_params`]: a route's parameters, held as ranges of the path.
@@ -17,6 +18,7 @@
 
 pub mod bind;
 pub mod chain;
+pub mod clocks;
 pub mod engine;
 pub mod log;
 pub mod middleware;

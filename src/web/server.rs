@@ -5,25 +5,52 @@
 //! connection. What a connection does with a request is decided by a
 //! [`Service`]: the Gin-style [`crate::web::engine::App`] for the HTTP services, the
 //! gRPC dispatcher for the greeter. The loop itself only owns the transport
-//! concerns: keep-alive, a header read timeout against slowloris clients, and
-//! graceful shutdown (stop accepting, let in-flight requests finish, but wait
-//! no longer than a bound).
+//! concerns, in the shape of mini-redis' `server.rs` and Go's `net/http`:
+//!
+//! - a cap on open connections: a [`Semaphore`] permit is taken *before*
+//!   `accept`, so at the cap the loop waits for a connection to close instead
+//!   of accepting and dropping (the kernel's backlog holds the newcomers);
+//! - accept errors (`EMFILE`, `ENFILE`: out of descriptors) back off
+//!   exponentially, 10 ms up to 1 s, logged once when a burst starts and
+//!   once when it ends, never once per try;
+//! - the clocks of each connection ([`crate::web::clocks`]): a request head
+//!   within `header_read_timeout` of accept, `idle_timeout` between requests,
+//!   and HTTP/2 keep-alive PINGs;
+//! - graceful shutdown: stop accepting, let in-flight requests finish, but
+//!   wait no longer than `shutdown_grace`, then close whatever is left.
 
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
 
 use crate::types::{Body, BoxFuture};
+use crate::web::clocks::{Activity, Tracked, Watched};
 use crate::web::log;
+
+/// Upper bound of the default connection cap.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// How long a connection whose clock ran out may take to close politely
+/// (an HTTP/2 GOAWAY waits for the peer's PING acknowledgement, which a
+/// silent peer never sends) before it is dropped.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// First pause after a failed `accept`; doubled per failure up to
+/// [`ACCEPT_BACKOFF_MAX`].
+pub const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+
+/// Longest pause between two `accept` attempts while they fail.
+pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// Anything the server can call: one request in, one response out.
 ///
@@ -38,12 +65,32 @@ pub trait Service: Send + Sync + 'static {
     ) -> BoxFuture<'static, http::Response<Body>>;
 }
 
-/// Transport settings of one listener.
+/// Transport settings of one listener: the clocks, the cap, the protocols.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// How long an HTTP/1 client may take to send its request head.
+    /// Time for a request head to arrive completely (Go's
+    /// `ReadHeaderTimeout`). For the first request the clock starts at
+    /// accept, so a client that connects and says nothing is closed too;
+    /// for later HTTP/1 requests it starts at their first byte. Default 10 s.
     pub header_read_timeout: Duration,
-    /// How long shutdown waits for in-flight connections before giving up.
+    /// Time a connection may sit with no request in flight, counted from
+    /// the end of the last response (Go's `IdleTimeout`); HTTP/1
+    /// keep-alive and HTTP/2 connections alike are closed past it.
+    /// Default 60 s.
+    pub idle_timeout: Duration,
+    /// Send an HTTP/2 PING when the peer has been silent this long (`None`:
+    /// never). PINGs find peers that vanished without closing (a pulled
+    /// cable, a NAT that forgot the flow) while a request is in flight, when
+    /// the idle clock does not run. Default 30 s.
+    pub h2_keep_alive_interval: Option<Duration>,
+    /// Close an HTTP/2 connection whose PING is not acknowledged within
+    /// this time. Default 10 s.
+    pub h2_keep_alive_timeout: Duration,
+    /// Most connections open at once; at the cap, accept waits for one to
+    /// close. Default: [`default_max_connections`].
+    pub max_connections: usize,
+    /// How long shutdown waits for in-flight connections before closing
+    /// them. Default 10 s.
     pub shutdown_grace: Duration,
     /// Accept HTTP/1.1 connections.
     pub http1: bool,
@@ -55,11 +102,41 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            h2_keep_alive_interval: Some(Duration::from_secs(30)),
+            h2_keep_alive_timeout: Duration::from_secs(10),
+            max_connections: default_max_connections(),
             shutdown_grace: Duration::from_secs(10),
             http1: true,
             http2: true,
         }
     }
+}
+
+/// [`DEFAULT_MAX_CONNECTIONS`], or three quarters of the process' soft
+/// open-file limit (`RLIMIT_NOFILE`) when that is lower, so that the loop
+/// reaches its cap before the process runs out of descriptors for its
+/// database, its log and its outgoing connections. The limit is read from
+/// `/proc/self/limits` (Linux; elsewhere the constant is used).
+pub fn default_max_connections() -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| soft_open_files(&text));
+    match soft {
+        Some(n) => (n / 4 * 3).clamp(1, DEFAULT_MAX_CONNECTIONS),
+        None => DEFAULT_MAX_CONNECTIONS,
+    }
+}
+
+/// The soft limit of the `Max open files` row of `/proc/self/limits`.
+fn soft_open_files(limits: &str) -> Option<usize> {
+    let row = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    let soft = row
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?;
+    // "unlimited" does not parse: the constant applies.
+    soft.parse().ok()
 }
 
 /// Why a listener could not be opened or run.
@@ -109,7 +186,8 @@ pub async fn bind(addr: &str) -> Result<TcpListener, ServerError> {
 }
 
 /// Run the accept loop on `listener` until `shutdown` completes, then wait up
-/// to `opts.shutdown_grace` for in-flight connections to finish.
+/// to `opts.shutdown_grace` for in-flight connections to finish and close
+/// the rest.
 pub async fn serve(
     listener: TcpListener,
     service: Arc<dyn Service>,
@@ -123,57 +201,164 @@ pub async fn serve(
         (false, true) => builder = builder.http2_only(),
         (false, false) => return Err(ServerError::NoProtocol),
     }
+    // hyper's own header clock starts at the first byte and restarts after
+    // each response, which would cap the idle time at the header time-out;
+    // the connection's clocks do both jobs instead, so it is off.
     builder
         .http1()
         .timer(TokioTimer::new())
         .keep_alive(true)
-        .header_read_timeout(opts.header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
+        .header_read_timeout(None);
+    // Both PINGs and the idle clock, on purpose: the idle clock closes live
+    // connections nobody uses; PINGs find dead peers while a request is in
+    // flight, when the idle clock does not run.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(opts.h2_keep_alive_interval)
+        .keep_alive_timeout(opts.h2_keep_alive_timeout);
 
-    let graceful = GracefulShutdown::new();
+    let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
+    let (stop, stopping) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    let mut backoff = AcceptBackoff::default();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, remote) = match accepted {
-                    Ok(pair) => pair,
-                    Err(err) => {
-                        // Usually EMFILE: back off instead of spinning.
-                        log::message("server", format_args!("accept error: {err}"));
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let svc = service.clone();
-                let hyper_svc = hyper::service::service_fn(move |req| {
-                    let fut = svc.call(req, remote);
-                    async move { Ok::<_, Infallible>(fut.await) }
-                });
-                let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
-                let conn = graceful.watch(conn.into_owned());
-                tokio::spawn(async move {
-                    // Errors here are the peer's (reset, bad preface, timeout).
-                    let _ = conn.await;
-                });
-            }
+        // Finished connections leave the set here, one cheap check per turn.
+        while connections.try_join_next().is_some() {}
+        // At the cap this waits, without calling accept, until a
+        // connection closes: the kernel's backlog holds the newcomers.
+        let permit = tokio::select! {
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_closed) => break,
+            },
             _ = shutdown.as_mut() => break,
+        };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.as_mut() => break,
+        };
+        let (stream, remote) = match accepted {
+            Ok(pair) => pair,
+            Err(err) if is_per_connection(&err) => continue,
+            Err(err) => {
+                let (pause, line) = backoff.failed(&err);
+                if let Some(line) = line {
+                    log::message("server", format_args!("{line}"));
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => continue,
+                    _ = shutdown.as_mut() => break,
+                }
+            }
+        };
+        if let Some(line) = backoff.succeeded() {
+            log::message("server", format_args!("{line}"));
         }
+        let _ = stream.set_nodelay(true);
+        let activity = Activity::new(opts.header_read_timeout, opts.idle_timeout);
+        let svc = service.clone();
+        let tracker = activity.clone();
+        let hyper_svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+            let request = tracker.request_started(req.version());
+            let fut = svc.call(req, remote);
+            async move { Ok::<_, Infallible>(fut.await.map(|body| Tracked::new(body, request))) }
+        });
+        let io = TokioIo::new(Watched::new(stream, activity.clone()));
+        let conn = builder.serve_connection(io, hyper_svc).into_owned();
+        let mut stopping = stopping.clone();
+        // One task per connection; it holds its permit until it ends.
+        connections.spawn(async move {
+            let _permit: OwnedSemaphorePermit = permit;
+            let mut conn = std::pin::pin!(conn);
+            let expired = tokio::select! {
+                // Errors here are the peer's (reset, bad preface, protocol error).
+                _ = conn.as_mut() => return,
+                _ = activity.expired() => true,
+                // An error means the server is gone: stop as well.
+                _ = stopping.wait_for(|stop| *stop) => false,
+            };
+            conn.as_mut().graceful_shutdown();
+            if expired {
+                // Nothing is in flight: a short bound for the goodbye.
+                let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
+            } else {
+                // In-flight requests finish; the grace period bounds this.
+                let _ = conn.await;
+            }
+        });
     }
     drop(listener);
-    if tokio::time::timeout(opts.shutdown_grace, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    let _ = stop.send(true);
+    let drained = tokio::time::timeout(opts.shutdown_grace, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
         log::message(
             "server",
             format_args!(
-                "shutdown: connections still open after {:?}, closing them",
+                "shutdown: {} connection(s) still open after {:?}, closing them",
+                connections.len(),
                 opts.shutdown_grace
             ),
         );
+        connections.shutdown().await;
     }
     Ok(())
+}
+
+/// Errors of one would-be connection (the peer gave up before accept
+/// returned): retried at once, they say nothing about the listener.
+fn is_per_connection(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionReset, Interrupted};
+    matches!(
+        err.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted
+    )
+}
+
+/// Exponential back-off for a failing `accept`, logged once per burst: one
+/// line when the first failure arrives, one when an accept succeeds again.
+#[derive(Debug, Default)]
+struct AcceptBackoff {
+    /// Failures in the current burst (0: no burst).
+    failures: u64,
+    /// When the burst started.
+    since: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    /// Record a failure: how long to pause, and the line to log, if any.
+    fn failed(&mut self, err: &std::io::Error) -> (Duration, Option<String>) {
+        self.failures += 1;
+        let shift = u32::try_from(self.failures - 1).unwrap_or(u32::MAX).min(16);
+        let pause = ACCEPT_BACKOFF_MIN
+            .saturating_mul(1 << shift)
+            .min(ACCEPT_BACKOFF_MAX);
+        let line = (self.failures == 1).then(|| {
+            self.since = Some(Instant::now());
+            format!(
+                "accept failing: {err}; retrying with back-off from {ACCEPT_BACKOFF_MIN:?} \
+                 up to {ACCEPT_BACKOFF_MAX:?} (open connections hold descriptors: \
+                 lower max_connections or raise the open-file limit)"
+            )
+        });
+        (pause, line)
+    }
+
+    /// Record a success: the line ending a burst, if one was going on.
+    fn succeeded(&mut self) -> Option<String> {
+        if self.failures == 0 {
+            return None;
+        }
+        let failures = std::mem::take(&mut self.failures);
+        let lasted = self.since.take().map(|t| t.elapsed()).unwrap_or_default();
+        Some(format!(
+            "accept recovered after {failures} failed attempt(s) over {lasted:.1?}"
+        ))
+    }
 }
 
 /// Completes when the process receives SIGINT or SIGTERM.
@@ -214,6 +399,41 @@ mod tests {
         let io = source.downcast_ref::<std::io::Error>().unwrap();
         assert_eq!(io.kind(), std::io::ErrorKind::AddrInUse);
         assert!(ServerError::NoProtocol.source().is_none());
+    }
+
+    #[test]
+    fn accept_backoff_doubles_to_a_ceiling_and_logs_once_per_burst() {
+        let err = std::io::Error::from_raw_os_error(24); // EMFILE
+        let mut b = AcceptBackoff::default();
+        assert_eq!(b.succeeded(), None, "no burst, nothing to say");
+        let ms = |n| Duration::from_millis(n);
+        let want = [10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000];
+        for (i, pause) in want.into_iter().enumerate() {
+            let (got, line) = b.failed(&err);
+            assert_eq!(got, ms(pause), "failure {}", i + 1);
+            assert_eq!(line.is_some(), i == 0, "failure {}: {line:?}", i + 1);
+        }
+        let end = b.succeeded().expect("the burst's end is logged");
+        assert!(end.starts_with("accept recovered after 10 failed"), "{end}");
+        assert_eq!(b.succeeded(), None);
+        let (again, line) = b.failed(&err);
+        assert_eq!(again, ms(10), "a new burst starts from the bottom");
+        assert!(line.is_some_and(|l| l.starts_with("accept failing: ")));
+    }
+
+    #[test]
+    fn the_connection_cap_follows_the_soft_open_file_limit() {
+        let limits = |soft: &str| {
+            format!(
+                "Limit                     Soft Limit           Hard Limit           Units\n\
+                 Max open files            {soft:<20} 4096                 files\n"
+            )
+        };
+        assert_eq!(soft_open_files(&limits("1024")), Some(1024));
+        assert_eq!(soft_open_files(&limits("unlimited")), None);
+        assert_eq!(soft_open_files("no such row"), None);
+        let cap = default_max_connections();
+        assert!((1..=DEFAULT_MAX_CONNECTIONS).contains(&cap), "{cap}");
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@ use serde_json::json;
 use super::biz::{self, GreeterUsecase, UserUsecase};
 use crate::web::bind;
 use crate::web::chain::{handler, Context};
-use crate::web::engine::{App, Engine};
+use crate::web::engine::{self, App, Engine};
 use crate::web::middleware;
 use crate::web::router::InsertError;
 
@@ -59,6 +59,27 @@ fn fail_biz(c: &mut Context, e: &biz::Error) {
     fail(c, status, e.reason(), e.message());
 }
 
+/// The 504 answer when `server.http.timeout` passes while the body is still
+/// being read (the engine answers before any chain runs, and closes the
+/// connection).
+fn body_timeout_response(_: Duration) -> http::Response<crate::types::Body> {
+    let status = StatusCode::GATEWAY_TIMEOUT;
+    let body = error_body(
+        status,
+        "DEADLINE_EXCEEDED",
+        "request body not received within server.http.timeout",
+    );
+    engine::json_response(status, &body)
+}
+
+/// With `server.http.timeout` off, a body still has the engine's default
+/// time; past it the answer is 408, in the same Kratos shape.
+fn body_408_response(limit: Duration) -> http::Response<crate::types::Body> {
+    let status = StatusCode::REQUEST_TIMEOUT;
+    let message = format!("request body not received within {limit:?}");
+    engine::json_response(status, &error_body(status, "REQUEST_TIMEOUT", &message))
+}
+
 /// The 504 answer when `server.http.timeout` passes.
 fn timeout_response(c: &mut Context) {
     fail(
@@ -88,7 +109,8 @@ struct UserList<'a> {
     users: Vec<WireUser<'a>>,
 }
 
-/// Builds the HTTP app; `timeout` (if any) answers 504 past it.
+/// Builds the HTTP app; `timeout` (if any) answers 504 past it, counted
+/// from the request head, so reading the body counts against it too.
 pub fn app(
     greeter: Arc<GreeterUsecase>,
     users: Arc<UserUsecase>,
@@ -96,7 +118,11 @@ pub fn app(
 ) -> Result<Arc<App>, InsertError> {
     let mut e = Engine::new();
     if let Some(d) = timeout {
+        e.body_timeout(d);
+        e.on_body_timeout(body_timeout_response);
         e.use_middleware(middleware::timeout(d, timeout_response));
+    } else {
+        e.on_body_timeout(body_408_response);
     }
     e.no_route(vec![handler(|c| {
         Box::pin(async move {

@@ -79,6 +79,7 @@ pub struct Greeter {
     grpc_addr: SocketAddr,
     http_app: Arc<App>,
     grpc_server: crate::protocol::grpc::Server,
+    options: server::Options,
 }
 
 impl Greeter {
@@ -116,7 +117,16 @@ impl Greeter {
             grpc_addr,
             http_app,
             grpc_server,
+            options: server::Options::default(),
         })
+    }
+
+    /// Serve both listeners with `options` (time-outs, connection cap,
+    /// shutdown grace) instead of the defaults; the gRPC listener keeps
+    /// speaking HTTP/2 only.
+    pub fn with_server_options(mut self, options: server::Options) -> Greeter {
+        self.options = options;
+        self
     }
 
     /// Where the HTTP server listens.
@@ -147,7 +157,7 @@ impl Greeter {
         let http = server::serve(
             self.http_listener,
             self.http_app,
-            server::Options::default(),
+            self.options.clone(),
             stopped(stop_rx.clone()),
         );
         let grpc = server::serve(
@@ -155,7 +165,7 @@ impl Greeter {
             Arc::new(self.grpc_server),
             server::Options {
                 http1: false,
-                ..server::Options::default()
+                ..self.options
             },
             stopped(stop_rx),
         );
