@@ -216,7 +216,23 @@ pub async fn serve(
         .http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(opts.h2_keep_alive_interval)
-        .keep_alive_timeout(opts.h2_keep_alive_timeout);
+        .keep_alive_timeout(opts.h2_keep_alive_timeout)
+        // The rest of the h2 settings, each chosen rather than inherited:
+        // - 200 concurrent streams per connection (hyper's default, stated):
+        //   h2load -m10 and gRPC clients stay far below it, and it bounds
+        //   the work one connection can queue.
+        .max_concurrent_streams(200)
+        // - Windows of 1 MiB per stream and 2 MiB per connection instead of
+        //   the protocol's 64 KiB: a 4 MiB gRPC message arrives without
+        //   stalling on WINDOW_UPDATE round trips, while the memory a slow
+        //   reader can pin stays bounded by the body limits.
+        .initial_stream_window_size(1 << 20)
+        .initial_connection_window_size(2 << 20)
+        // - Header lists up to 16 KiB (CONTINUATION floods end there).
+        .max_header_list_size(16 << 10)
+        // - Rapid reset (CVE-2023-44487): at most 20 streams opened and reset
+        //   before the server accepted them, then GOAWAY.
+        .max_pending_accept_reset_streams(20);
 
     let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let (stop, stopping) = watch::channel(false);
