@@ -98,7 +98,8 @@ impl Client {
         self
     }
 
-    /// Send one request to `url` and read the whole reply.
+    /// Send one request to `url` and read the whole reply; panics when the
+    /// server cannot be reached.
     pub async fn request(
         &self,
         method: Method,
@@ -106,6 +107,20 @@ impl Client {
         headers: &[(&str, &str)],
         body: impl Into<Bytes>,
     ) -> Reply {
+        self.try_request(method, url, headers, body)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`request`](Self::request), with a failure to connect or to read the
+    /// reply as an error (for tests that kill the server under load).
+    pub async fn try_request(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<Bytes>,
+    ) -> Result<Reply, String> {
         let mut req = Request::builder().method(method).uri(url);
         for (k, v) in headers {
             req = req.header(*k, *v);
@@ -136,7 +151,7 @@ impl Client {
         self.exchange(https, req).await
     }
 
-    async fn exchange<C>(&self, connector: C, req: Request<Full<Bytes>>) -> Reply
+    async fn exchange<C>(&self, connector: C, req: Request<Full<Bytes>>) -> Result<Reply, String>
     where
         C: Connect + Clone + Send + Sync + 'static,
     {
@@ -149,15 +164,19 @@ impl Client {
         let resp = client
             .request(req)
             .await
-            .unwrap_or_else(|e| panic!("request to {url} failed: {e}"));
+            .map_err(|e| format!("request to {url} failed: {e}"))?;
         let (parts, body) = resp.into_parts();
-        let body = body.collect().await.expect("read body").to_bytes();
-        Reply {
+        let body = body
+            .collect()
+            .await
+            .map_err(|e| format!("reading the reply from {url} failed: {e}"))?
+            .to_bytes();
+        Ok(Reply {
             status: parts.status,
             headers: parts.headers,
             body,
             version: parts.version,
-        }
+        })
     }
 }
 

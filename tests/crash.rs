@@ -1,0 +1,328 @@
+//! Crash consistency: concurrent writers against the real `greeter` and
+//! `token-auth` binaries on a file database, `kill -9` in the middle of the
+//! load, a restart on the same file, and then every write the server
+//! acknowledged must be there: greeter registrations, token-auth
+//! registrations and revocations (logouts). Bounded to a few seconds each.
+
+mod support;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, SocketAddr};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http::{Method, StatusCode};
+use serde_json::{json, Value};
+use support::greeter::TempDir;
+use support::http::{Client, Proto};
+
+/// Start `bin`; return it and the addresses of its "listening on" lines.
+fn spawn(bin: &str, args: &[&str], env: &[(&str, &str)], n: usize) -> (Child, Vec<SocketAddr>) {
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("start binary");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut addrs = Vec::new();
+    while addrs.len() < n {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).expect("read") > 0, "{bin} exited");
+        if let Some((_, addr)) = line.trim().split_once("listening on ") {
+            addrs.push(addr.trim_start_matches("http://").parse().expect("address"));
+        }
+    }
+    // Drain stdout in the background so the child never sees a full pipe.
+    std::thread::spawn(move || for _ in out.lines() {});
+    (child, addrs)
+}
+
+/// SIGKILL: no graceful shutdown, no flush, no destructor.
+fn kill_9(mut child: Child) {
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
+}
+
+fn greeter(config: &std::path::Path) -> (Child, SocketAddr) {
+    let (child, addrs) = spawn(
+        env!("CARGO_BIN_EXE_greeter"),
+        &["--config", config.to_str().unwrap()],
+        &[],
+        2,
+    );
+    (child, addrs[0])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_greeter_registration_survives_kill_9() {
+    let dir = TempDir::new("crash-greeter");
+    let db = dir.0.join("greeter.db");
+    let config = dir.0.join("config.yaml");
+    std::fs::write(
+        &config,
+        support::greeter::config_text(db.to_str().unwrap(), "5s", "5s"),
+    )
+    .unwrap();
+    let (child, http) = greeter(&config);
+
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let mut writers = Vec::new();
+    for w in 0..8 {
+        let acked = Arc::clone(&acked);
+        writers.push(tokio::spawn(async move {
+            for i in 0.. {
+                let name = format!("w{w}-u{i}");
+                let body = json!({ "username": name, "password": "pw" }).to_string();
+                let reply = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    Client::new(Proto::H1).try_request(
+                        Method::POST,
+                        &format!("http://{http}/v1/users"),
+                        &[("content-type", "application/json")],
+                        body,
+                    ),
+                )
+                .await;
+                match reply {
+                    Ok(Ok(r)) if r.status == StatusCode::OK => acked.lock().unwrap().push(name),
+                    // The server is gone (or never answered): stop writing.
+                    _ => break,
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    kill_9(child);
+    for w in writers {
+        let _ = tokio::time::timeout(Duration::from_secs(5), w).await;
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.len() > 20,
+        "only {} writes before the kill",
+        acked.len()
+    );
+    println!(
+        "greeter: {} registrations acknowledged before kill -9",
+        acked.len()
+    );
+
+    // Restart on the same file and list through the service itself.
+    let (child, http) = greeter(&config);
+    let list = Client::new(Proto::H1)
+        .request(Method::GET, &format!("http://{http}/v1/users"), &[], "")
+        .await;
+    let stored: HashSet<String> = list.json()["users"]
+        .as_array()
+        .expect("users")
+        .iter()
+        .map(|u| u["username"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let lost: Vec<&String> = acked.iter().filter(|n| !stored.contains(*n)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} acknowledged registrations lost: {lost:?}",
+        lost.len(),
+        acked.len()
+    );
+    kill_9(child);
+}
+
+const SECRET: &str = "crash-test secret, long enough: 0123456789abcdef";
+
+fn token_auth(db: &std::path::Path) -> (Child, SocketAddr) {
+    let (child, addrs) = spawn(
+        env!("CARGO_BIN_EXE_token-auth"),
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--quiet",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        &[("TOKEN_AUTH_SECRET", SECRET)],
+        1,
+    );
+    (child, addrs[0])
+}
+
+async fn try_post(
+    addr: SocketAddr,
+    from: IpAddr,
+    path: &str,
+    auth: Option<&str>,
+    body: Value,
+) -> Result<support::http::Reply, String> {
+    let bearer = auth.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(b) = &bearer {
+        headers.push(("authorization", b.as_str()));
+    }
+    Client::new(Proto::H1)
+        .from(Some(from))
+        .try_request(
+            Method::POST,
+            &format!("http://{addr}{path}"),
+            &headers,
+            body.to_string(),
+        )
+        .await
+}
+
+async fn post(
+    addr: SocketAddr,
+    from: IpAddr,
+    path: &str,
+    auth: Option<&str>,
+    body: Value,
+) -> support::http::Reply {
+    try_post(addr, from, path, auth, body)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_token_auth_registration_and_revocation_survives_kill_9() {
+    let dir = TempDir::new("crash-auth");
+    let db = dir.0.join("auth.db");
+    let (child, addr) = token_auth(&db);
+    let home: IpAddr = "127.0.0.1".parse().unwrap();
+
+    // One user, and many access tokens minted through refresh (HMAC only).
+    let pair = post(
+        addr,
+        home,
+        "/auth/register",
+        None,
+        json!({"username": "victim", "password": "password1"}),
+    )
+    .await;
+    assert_eq!(pair.status, StatusCode::CREATED, "{}", pair.text());
+    let refresh = pair.json()["refresh_token"].as_str().unwrap().to_string();
+    let mut tokens = Vec::new();
+    for _ in 0..600 {
+        let r = post(
+            addr,
+            home,
+            "/auth/refresh",
+            None,
+            json!({ "refresh_token": refresh }),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+        tokens.push(r.json()["access_token"].as_str().unwrap().to_string());
+    }
+
+    let revoked = Arc::new(Mutex::new(Vec::new()));
+    let registered = Arc::new(Mutex::new(Vec::new()));
+    let mut writers = Vec::new();
+    // Revokers: log each token out.
+    for chunk in tokens.chunks(tokens.len() / 4) {
+        let (chunk, revoked) = (chunk.to_vec(), Arc::clone(&revoked));
+        writers.push(tokio::spawn(async move {
+            for token in chunk {
+                let r = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    try_post(addr, home, "/auth/logout", Some(&token), json!({})),
+                )
+                .await;
+                match r {
+                    Ok(Ok(r)) if r.status == StatusCode::OK => revoked.lock().unwrap().push(token),
+                    _ => break,
+                }
+                // Paced, so that revocations are still going on when the
+                // slow (bcrypt) registrations have been acknowledged.
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }));
+    }
+    // Registrars: bcrypt cost 12 each, from their own loopback addresses
+    // (the per-IP registration limit is per address).
+    for w in 0..2u8 {
+        let registered = Arc::clone(&registered);
+        writers.push(tokio::spawn(async move {
+            for i in 0..10u8 {
+                let from: IpAddr = format!("127.0.{}.{}", 10 + w, 1 + i).parse().unwrap();
+                let name = format!("r{w}x{i}");
+                let r = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    try_post(
+                        addr,
+                        from,
+                        "/auth/register",
+                        None,
+                        json!({"username": name, "password": "password1"}),
+                    ),
+                )
+                .await;
+                match r {
+                    Ok(Ok(r)) if r.status == StatusCode::CREATED => {
+                        registered.lock().unwrap().push(name)
+                    }
+                    _ => break,
+                }
+            }
+        }));
+    }
+    let start = Instant::now();
+    // Kill once both kinds of write have been acknowledged, in mid-flow.
+    while (revoked.lock().unwrap().len() < 60 || registered.lock().unwrap().len() < 2)
+        && start.elapsed() < Duration::from_secs(8)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    kill_9(child);
+    for w in writers {
+        let _ = tokio::time::timeout(Duration::from_secs(10), w).await;
+    }
+    let revoked = revoked.lock().unwrap().clone();
+    let registered = registered.lock().unwrap().clone();
+    assert!(!revoked.is_empty(), "no revocation before the kill");
+    assert!(!registered.is_empty(), "no registration before the kill");
+    println!(
+        "token-auth: {} revocations and {} registrations acknowledged before kill -9",
+        revoked.len(),
+        registered.len()
+    );
+    assert!(
+        revoked.len() < tokens.len(),
+        "the kill came after the load ended"
+    );
+
+    // Restart on the same file: every acknowledged revocation still refuses
+    // its token, every acknowledged registration is a stored user.
+    let (child, addr) = token_auth(&db);
+    for token in &revoked {
+        let r = Client::new(Proto::H1)
+            .request(
+                Method::GET,
+                &format!("http://{addr}/api/user/profile"),
+                &[("authorization", &format!("Bearer {token}"))],
+                "",
+            )
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNAUTHORIZED,
+            "an acknowledged logout was lost"
+        );
+    }
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    for name in &registered {
+        let n: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM users WHERE username = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 1, "acknowledged registration of {name} lost");
+    }
+    kill_9(child);
+}
