@@ -240,6 +240,8 @@ h2load_run() {
 	echo "$rps $p99"
 }
 median() { sort -g | awk '{v[NR] = $1} END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1f", lo / 1000, hi / 1000}'; } # req/s range in k
+spread_ms() { sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1f", lo, hi}'; }
 
 results="$tmp/results"
 : >"$results"
@@ -276,20 +278,24 @@ compare() {
 			printf '  round %d  %-16s %10.0f req/s   p99 %7.2f ms\n' "$r" "${names[$i]}" $m
 		done
 	done
-	local hw_rps hw_p99 rps p99
+	local hw_rps hw_p99 rps p99 hw_range range
 	hw_rps=$(awk '{print $1}' "$tmp/m.0" | median)
+	hw_range=$(awk '{print $1}' "$tmp/m.0" | spread)
 	hw_p99=$(awk '{print $2}' "$tmp/m.0" | median)
 	for i in $(seq 1 $((${#urls[@]} - 1))); do
 		rps=$(awk '{print $1}' "$tmp/m.$i" | median)
 		p99=$(awk '{print $2}' "$tmp/m.$i" | median)
+		range=$(awk '{print $1}' "$tmp/m.$i" | spread)
 		printf '  median: handwire %.0f req/s (p99 %.2f ms), %s %.0f req/s (p99 %.2f ms), ratio %.2f\n' \
 			"$hw_rps" "$hw_p99" "${names[$i]}" "$rps" "$p99" "$(awk -v a="$hw_rps" -v b="$rps" 'BEGIN {print a / b}')"
-		printf '%s|%s|%s|%s|%s|%s\n' "$title" "$hw_rps" "${names[$i]}" "$rps" "$hw_p99" "$p99" >>"$results"
+		printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$title" "$hw_rps" "${names[$i]}" "$rps" "$hw_p99" "$p99" "$hw_range" "$range" >>"$results"
 	done
 }
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo
 echo "== setup: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), Linux $(uname -r)"
+echo "   load average now: $load_before (other work on the machine makes every number noisier)"
 echo "   pinning: $pinning; $rounds rounds x ${secs}s per contender, order alternating"
 echo "   file stores: WAL, synchronous=$sync_level (from $sync_from), in $tmp ($(df -PT "$tmp" | awk 'NR == 2 {print $2}'))"
 
@@ -342,7 +348,7 @@ for i in 0 1; do
 done
 printf '  median: handwire %.0f req/s, %.1f MiB peak; axum %.0f req/s, %.1f MiB peak\n' \
 	"${c_rps[0]}" "${c_hwm[0]}" "${c_rps[1]}" "${c_hwm[1]}"
-echo "1,000 connections GET /hello|${c_rps[0]}|axum|${c_rps[1]}|${c_p99[0]}|${c_p99[1]}" >>"$results"
+echo "1,000 connections GET /hello|${c_rps[0]}|axum|${c_rps[1]}|${c_p99[0]}|${c_p99[1]}|$(awk '{print $1}' "$tmp/c.0" | spread)|$(awk '{print $1}' "$tmp/c.1" | spread)" >>"$results"
 
 # ---- token-auth: profile p99 idle vs during 20 concurrent logins -------------------
 echo "== token-auth: GET /api/user/profile p99, idle vs during 20 concurrent logins (bcrypt cost 12)"
@@ -418,13 +424,16 @@ echo "  median p99: idle $idle_p99 ms, during logins $busy_p99 ms: loaded/idle =
 echo
 echo "== summary (markdown; $(date -u '+%Y-%m-%d'), $(nproc) cores, Linux $(uname -r), $pinning, median of $rounds x ${secs}s, synchronous=$sync_level)"
 echo
+echo "load average before / after the run: $load_before / $(cut -d' ' -f1-3 /proc/loadavg); req/s: median (min-max over rounds, thousands)"
+echo
 echo "| workload | handwire req/s | peer | peer req/s | handwire/peer | handwire p99 ms | peer p99 ms |"
 echo "|---|---:|---|---:|---:|---:|---:|"
-while IFS='|' read -r title hw peer prps hp99 pp99; do
-	awk -v t="$title" -v h="$hw" -v p="$peer" -v r="$prps" -v a="$hp99" -v b="$pp99" \
-		'BEGIN { printf "| %s | %.0f | %s | %.0f | %.2f | %.2f | %.2f |\n", t, h, p, r, h / r, a, b }'
+while IFS='|' read -r title hw peer prps hp99 pp99 hrange prange; do
+	awk -v t="$title" -v h="$hw" -v p="$peer" -v r="$prps" -v a="$hp99" -v b="$pp99" -v hr="$hrange" -v pr="$prange" \
+		'BEGIN { printf "| %s | %.0f (%sk) | %s | %.0f (%sk) | %.2f | %.2f | %.2f |\n", t, h, hr, p, r, pr, h / r, a, b }'
 done <"$results"
 printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | |\n' \
 	"${c_hwm[0]}" "${c_hwm[1]}" "$(awk -v a="${c_hwm[0]}" -v b="${c_hwm[1]}" 'BEGIN {print a / b}')"
-printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | %s idle, %s loaded (x%s) | |\n' \
-	"$idle_rps" "$busy_rps" "$idle_p99" "$busy_p99" "$auth_ratio"
+printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | %s idle (%s), %s loaded (%s): x%s | |\n' \
+	"$idle_rps" "$busy_rps" "$idle_p99" "$(awk '{print $2}' "$tmp/idle" | spread_ms)" \
+	"$busy_p99" "$(awk '{print $2}' "$tmp/busy" | spread_ms)" "$auth_ratio"
