@@ -4,7 +4,7 @@ CARGO ?= cargo
 # set TOKEN_AUTH_SECRET yourself (at least 32 random bytes) outside local demos.
 DEV_TOKEN_AUTH_SECRET := dev-only-INSECURE-secret-change-me-0123456789
 
-.PHONY: run run-router run-auth test test-grpcurl demo lint bench load fuzz build clean
+.PHONY: run run-router run-auth test test-grpcurl demo lint bench load soak fuzz build clean
 
 ## Area A: the greeter with ./config.yaml (HTTP :8000, gRPC :9000)
 run:
@@ -51,9 +51,16 @@ lint:
 bench:
 	$(CARGO) bench
 
-## Loopback load test: router-demo vs a bare hyper service (needs wrk)
+## Loopback load test, a few minutes: each service side by side with an axum /
+## tonic peer (examples/peer_*.rs), medians of interleaved rounds, a markdown
+## table at the end (needs wrk and h2load; not run by CI)
 load:
 	bash bench/load.sh
+
+## ~3 min soak: mixed load on the three services, RSS and fd series, fails on
+## steady growth (needs wrk and h2load; not run by CI)
+soak:
+	bash bench/soak.sh
 
 ## Coverage-guided fuzzing of the hand-written parsers (needs cargo-fuzz)
 fuzz:

@@ -1,39 +1,439 @@
 #!/usr/bin/env bash
-# Load test on loopback only: router-demo's GET /hello (router + chain +
-# logger + recovery) against examples/bare_hyper (same accept loop, no
-# framework), one after the other in the same run, with wrk.
-# Bounded: LOAD_SECONDS (default 5) per target, LOAD_CONNECTIONS (default 32).
-# Prints requests/s of each and the ratio handwire/bare.
+# `make load`: handwire's three services side by side with peers built on
+# mainstream crates (examples/peer_axum.rs, examples/peer_tonic.rs), in one
+# run, on loopback only. Bounded: about five minutes with the defaults.
+#
+# How it measures
+# * Servers run on core 0 and every load generator on core 1 (`taskset`),
+#   when taskset exists and there are at least 2 cores. A pinned server sees
+#   one CPU, so tokio (handwire's and the peers') starts one worker thread.
+# * Each workload runs LOAD_ROUNDS rounds (default 3); in each round every
+#   contender is measured for LOAD_SECONDS (default 5), and the order flips
+#   from one round to the next (handwire first, then the peer first, ...), so
+#   drift of the machine is spread over both. Reported: medians over rounds.
+# * HTTP with wrk (-t1 -c50, --latency); gRPC with h2load (-c10 -m10, a
+#   length-prefixed protobuf frame as the POST body). h2load counts every
+#   HTTP 200 as a success, so before measuring, one call per gRPC server is
+#   made with curl and its trailer must say `grpc-status: 0`; and each
+#   handwire/peer pair must answer the same body and content type.
+# * p99 latency: wrk's own percentile; for h2load, from its per-request log.
+#
+# Workloads: router-demo /hello and /book/42 (request logger on, stdout to
+# /dev/null) vs axum (and /hello also vs examples/bare_hyper: handwire's accept
+# loop with no router, chain or logger); greeter SayHello (:memory:) vs tonic; greeter SayHello
+# with a file DB vs tonic and vs tonic + rusqlite; greeter /helloworld/{name}
+# with a file DB vs axum (which writes nothing); 1,000 keep-alive connections
+# on /hello with peak RSS (fresh processes); token-auth's profile p99 idle vs
+# while 20 concurrent bcrypt logins run.
+#
+# Environment: LOAD_SECONDS, LOAD_ROUNDS, LOAD_SYNCHRONOUS (FULL or NORMAL;
+# default: what src/services/greeter/data.rs sets, else SQLite's FULL),
+# LOAD_PORT_BASE (default 18500), LOAD_NO_BUILD=1 (skip cargo build),
+# LOAD_PIN=0 (no taskset). Needs wrk, h2load (nghttp2-client) and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
 secs="${LOAD_SECONDS:-5}"
-conns="${LOAD_CONNECTIONS:-32}"
-if ! command -v wrk >/dev/null; then
-	echo "load.sh: wrk is not installed (Debian: apt-get install -y wrk)" >&2
+rounds="${LOAD_ROUNDS:-3}"
+port_base="${LOAD_PORT_BASE:-18500}"
+
+# ---- tools ------------------------------------------------------------------
+missing=()
+command -v wrk >/dev/null || missing+=("wrk (Debian: apt-get install -y wrk)")
+command -v h2load >/dev/null || missing+=("h2load (Debian: apt-get install -y nghttp2-client)")
+command -v curl >/dev/null || missing+=("curl (Debian: apt-get install -y curl)")
+if [ "${LOAD_NO_BUILD:-}" != 1 ]; then
+	command -v cargo >/dev/null || missing+=("cargo (or set LOAD_NO_BUILD=1 with release binaries built)")
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "load.sh: missing tool(s):" >&2
+	printf '  - %s\n' "${missing[@]}" >&2
 	exit 1
 fi
-cargo build --release --bin router-demo --example bare_hyper
-demo_port=18471
-bare_port=18472
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+if ! curl --version | grep -q HTTP2; then
+	echo "load.sh: this curl has no HTTP/2 support (needed for the grpc-status check)" >&2
+	exit 1
+fi
+pin_server=() pin_load=() pinning="none (taskset missing or fewer than 2 cores)"
+if [ "${LOAD_PIN:-1}" != 0 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+	pin_server=(taskset -c 0) pin_load=(taskset -c 1)
+	pinning="servers on core 0, load generators on core 1"
+elif [ "${LOAD_PIN:-1}" = 0 ]; then
+	pinning="none (LOAD_PIN=0)"
+fi
+
+# The synchronous level of the greeter's file store: set explicitly in its
+# data layer, or SQLite's default for WAL databases (FULL; the bundled
+# libsqlite3-sys does not change it). The tonic + rusqlite peer gets the same.
+if [ -n "${LOAD_SYNCHRONOUS:-}" ]; then
+	sync_level="${LOAD_SYNCHRONOUS^^}" sync_from="LOAD_SYNCHRONOUS"
+else
+	sync_level=$(grep -ioE 'synchronous *= *(full|normal|off|extra)' src/services/greeter/data.rs |
+		head -1 | sed -E 's/.*= *//' | tr a-z A-Z || true)
+	sync_from="src/services/greeter/data.rs"
+	if [ -z "$sync_level" ]; then
+		sync_level=FULL sync_from="SQLite default; data.rs sets none"
+	fi
+fi
+case "$sync_level" in FULL | NORMAL) ;; *)
+	echo "load.sh: synchronous=$sync_level: the peer supports FULL or NORMAL" >&2
+	exit 1
+	;;
+esac
+
+if [ "${LOAD_NO_BUILD:-}" != 1 ]; then
+	cargo build --release --bins --examples
+fi
+bin=target/release
+for b in router-demo greeter token-auth examples/peer_axum examples/peer_tonic examples/bare_hyper; do
+	[ -x "$bin/$b" ] || { echo "load.sh: $bin/$b is not built" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/handwire-load.XXXXXX")
+pids=() workers=()
+cleanup() {
+	touch "$tmp/stop" 2>/dev/null || true
+	for p in "${workers[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
 trap cleanup EXIT
-# The request log goes to /dev/null: this measures serving, not the terminal.
-target/release/router-demo --addr "127.0.0.1:$demo_port" >/dev/null 2>&1 &
-pids+=($!)
-target/release/examples/bare_hyper "127.0.0.1:$bare_port" >/dev/null 2>&1 &
-pids+=($!)
-for port in $demo_port $bare_port; do
-	for _ in $(seq 50); do
-		curl -sf "http://127.0.0.1:$port/hello" >/dev/null && break
+trap 'exit 130' INT TERM
+# 1,000 connections need more than the usual 1,024 descriptors.
+ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+# ---- servers ------------------------------------------------------------------
+# start NAME CMD...: run pinned, stdout (request logs) to /dev/null, stderr kept.
+start() {
+	local name=$1
+	shift
+	"${pin_server[@]}" "$@" >/dev/null 2>"$tmp/$name.err" &
+	pids+=($!)
+	last_pid=$!
+}
+stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+wait_http() { # URL NAME
+	for _ in $(seq 100); do
+		curl -sf -o /dev/null "$1" && return 0
 		sleep 0.1
 	done
-done
-rps() {
-	wrk -t2 -c"$conns" -d"${secs}s" "$1" | awk '/Requests\/sec/ {print $2}'
+	echo "load.sh: $2 did not answer $1; its stderr:" >&2
+	cat "$tmp/$2.err" >&2
+	exit 1
 }
-demo=$(rps "http://127.0.0.1:$demo_port/hello")
-bare=$(rps "http://127.0.0.1:$bare_port/hello")
-echo "router-demo /hello: $demo req/s"
-echo "bare hyper:         $bare req/s"
-awk -v a="$demo" -v b="$bare" 'BEGIN { printf "throughput ratio handwire/bare = %.2f\n", a / b }'
+greeter_config() { # FILE HTTP_PORT GRPC_PORT SOURCE
+	cat >"$1" <<EOF
+server:
+  http: {network: tcp, addr: "127.0.0.1:$2", timeout: 1s}
+  grpc: {network: tcp, addr: "127.0.0.1:$3", timeout: 1s}
+data:
+  database: {driver: sqlite3, source: "$4"}
+  cache: {network: tcp, addr: "127.0.0.1:6379", read_timeout: 0.2s, write_timeout: 0.2s}
+EOF
+}
+
+p_demo=$port_base p_axum=$((port_base + 1))
+p_gmem_http=$((port_base + 2)) p_gmem=$((port_base + 3))
+p_gfile_http=$((port_base + 4)) p_gfile=$((port_base + 5))
+p_tonic=$((port_base + 6)) p_tonic_db=$((port_base + 7))
+p_auth=$((port_base + 8)) p_c1k=$((port_base + 9)) p_bare=$((port_base + 10))
+
+greeter_config "$tmp/mem.yaml" "$p_gmem_http" "$p_gmem" ":memory:"
+greeter_config "$tmp/file.yaml" "$p_gfile_http" "$p_gfile" "$tmp/greeter.db"
+start router-demo "$bin/router-demo" --addr "127.0.0.1:$p_demo" --quiet
+start peer_axum "$bin/examples/peer_axum" "127.0.0.1:$p_axum"
+start greeter-mem "$bin/greeter" --config "$tmp/mem.yaml"
+start greeter-file "$bin/greeter" --config "$tmp/file.yaml"
+start bare_hyper "$bin/examples/bare_hyper" "127.0.0.1:$p_bare"
+start peer_tonic "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic"
+start peer_tonic_db "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic_db" \
+	--db "$tmp/peer.db" --synchronous "$sync_level"
+wait_http "http://127.0.0.1:$p_demo/hello" router-demo
+wait_http "http://127.0.0.1:$p_axum/hello" peer_axum
+wait_http "http://127.0.0.1:$p_bare/hello" bare_hyper
+wait_http "http://127.0.0.1:$p_gmem_http/helloworld/up" greeter-mem
+wait_http "http://127.0.0.1:$p_gfile_http/helloworld/up" greeter-file
+
+# ---- checks before measuring ---------------------------------------------------
+# SayHello{name:"world"} as one gRPC message: flag 0, big-endian length 7,
+# then field 1 (tag 0x0a), length 5, "world".
+frame="$tmp/sayhello.bin"
+printf '\x00\x00\x00\x00\x07\x0a\x05world' >"$frame"
+grpc_check() { # PORT NAME: one real call; the trailer must say grpc-status 0
+	local out="$tmp/$2.grpc"
+	for _ in $(seq 100); do
+		if curl -s --http2-prior-knowledge -D "$out.head" -o "$out.body" \
+			-H 'content-type: application/grpc' -H 'te: trailers' \
+			--data-binary @"$frame" "http://127.0.0.1:$1/helloworld.v1.Greeter/SayHello" &&
+			grep -qiE '^grpc-status: *0' "$out.head"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "load.sh: $2 did not answer SayHello with grpc-status 0; headers+trailers:" >&2
+	cat "$out.head" >&2 || true
+	cat "$tmp/$2.err" >&2
+	exit 1
+}
+grpc_check "$p_gmem" greeter-mem
+grpc_check "$p_gfile" greeter-file
+grpc_check "$p_tonic" peer_tonic
+grpc_check "$p_tonic_db" peer_tonic_db
+for peer in greeter-file peer_tonic peer_tonic_db; do
+	cmp -s "$tmp/greeter-mem.grpc.body" "$tmp/$peer.grpc.body" ||
+		{ echo "load.sh: SayHello reply of $peer differs from the greeter's" >&2; exit 1; }
+done
+same_http() { # URL_A URL_B: same status, content type and body bytes
+	local a b
+	a=$(curl -s -o "$tmp/a.body" -w '%{http_code} %{content_type}' "$1")
+	b=$(curl -s -o "$tmp/b.body" -w '%{http_code} %{content_type}' "$2")
+	if [ "$a" != "$b" ] || ! cmp -s "$tmp/a.body" "$tmp/b.body"; then
+		echo "load.sh: $1 and $2 answer differently:" >&2
+		echo "  $a: $(cat "$tmp/a.body")" >&2
+		echo "  $b: $(cat "$tmp/b.body")" >&2
+		exit 1
+	fi
+	echo "  same answer from both: $a $(cat "$tmp/a.body")  ($1, $2)"
+}
+echo "== checks"
+same_http "http://127.0.0.1:$p_demo/hello" "http://127.0.0.1:$p_axum/hello"
+same_http "http://127.0.0.1:$p_demo/hello" "http://127.0.0.1:$p_bare/hello"
+same_http "http://127.0.0.1:$p_demo/book/42" "http://127.0.0.1:$p_axum/book/42"
+same_http "http://127.0.0.1:$p_gfile_http/helloworld/load" "http://127.0.0.1:$p_axum/helloworld/load"
+echo "  grpc-status 0 and the same SayHello reply from greeter (:memory:), greeter (file), tonic, tonic+rusqlite"
+
+# ---- measuring -----------------------------------------------------------------
+to_ms() { # wrk latency such as 812.00us, 1.23ms, 1.01s -> milliseconds
+	awk -v v="$1" 'BEGIN {
+		n = v + 0
+		if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n = n; else if (v ~ /s$/) n *= 1000; else if (v ~ /m$/) n *= 60000
+		printf "%.2f", n }'
+}
+# wrk_run OUT URL [wrk options...]: prints "req/s p99_ms"; warns on errors.
+wrk_run() {
+	local out=$1 url=$2
+	shift 2
+	"${pin_load[@]}" wrk -t1 -d"${secs}s" --latency "$@" "$url" >"$out"
+	local rps p99
+	rps=$(awk '/^Requests\/sec/ {print $2}' "$out")
+	p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$out")")
+	if grep -qE 'Non-2xx|Socket errors' "$out"; then
+		echo "    (wrk on $url: $(grep -E 'Non-2xx|Socket errors' "$out" | tr -s ' ' | tr '\n' ' '))" >&2
+	fi
+	echo "$rps $p99"
+}
+# h2load_run OUT URL: SayHello for LOAD_SECONDS after 1 s of warm-up.
+h2load_run() {
+	local out=$1 url=$2
+	rm -f "$out.log"
+	"${pin_load[@]}" h2load -t1 -c10 -m10 -D "$secs" --warm-up-time=1 \
+		-d "$frame" -H 'content-type: application/grpc' -H 'te: trailers' \
+		--log-file="$out.log" "$url" >"$out"
+	local rps p99 fails
+	rps=$(awk '/^finished in/ {gsub(",", "", $4); print $4}' "$out")
+	fails=$(awk '/^requests:/ {print $10 + $12 + $14}' "$out")
+	[ "${fails:-0}" = 0 ] || echo "    (h2load on $url: $fails failed/errored/timed out)" >&2
+	# Log lines: start time, HTTP status, microseconds to completion.
+	p99=$(awk '{print $3}' "$out.log" | sort -n |
+		awk '{v[NR] = $1} END { i = int(NR * 0.99); if (i < 1) i = 1; printf "%.2f", v[i] / 1000 }')
+	echo "$rps $p99"
+}
+median() { sort -g | awk '{v[NR] = $1} END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1f", lo / 1000, hi / 1000}'; } # req/s range in k
+spread_ms() { sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1f", lo, hi}'; }
+
+results="$tmp/results"
+: >"$results"
+# compare TITLE KIND URL_HANDWIRE NAME_PEER URL_PEER [NAME_PEER2 URL_PEER2] [-- wrk options]
+# KIND is wrk or h2load. Rounds alternate the order; medians go to $results.
+compare() {
+	local title=$1 kind=$2 hw_url=$3
+	shift 3
+	local names=(handwire) urls=("$hw_url") extra=()
+	while [ $# -gt 0 ]; do
+		if [ "$1" = -- ]; then shift; extra=("$@"); break; fi
+		names+=("$1") urls+=("$2")
+		shift 2
+	done
+	echo "== $title"
+	local i r order
+	if [ "$kind" = wrk ]; then # warm-up; h2load has its own
+		for i in "${!urls[@]}"; do
+			"${pin_load[@]}" wrk -t1 -d1s -c50 "${extra[@]}" "${urls[$i]}" >/dev/null
+		done
+	fi
+	for i in "${!urls[@]}"; do : >"$tmp/m.$i"; done
+	for r in $(seq "$rounds"); do
+		order=$(seq 0 $((${#urls[@]} - 1)))
+		[ $((r % 2)) = 0 ] && order=$(echo "$order" | tac)
+		for i in $order; do
+			local m
+			if [ "$kind" = wrk ]; then
+				m=$(wrk_run "$tmp/out" "${urls[$i]}" -c50 "${extra[@]}")
+			else
+				m=$(h2load_run "$tmp/out" "${urls[$i]}")
+			fi
+			echo "$m" >>"$tmp/m.$i"
+			printf '  round %d  %-16s %10.0f req/s   p99 %7.2f ms\n' "$r" "${names[$i]}" $m
+		done
+	done
+	local hw_rps hw_p99 rps p99 hw_range range
+	hw_rps=$(awk '{print $1}' "$tmp/m.0" | median)
+	hw_range=$(awk '{print $1}' "$tmp/m.0" | spread)
+	hw_p99=$(awk '{print $2}' "$tmp/m.0" | median)
+	for i in $(seq 1 $((${#urls[@]} - 1))); do
+		rps=$(awk '{print $1}' "$tmp/m.$i" | median)
+		p99=$(awk '{print $2}' "$tmp/m.$i" | median)
+		range=$(awk '{print $1}' "$tmp/m.$i" | spread)
+		printf '  median: handwire %.0f req/s (p99 %.2f ms), %s %.0f req/s (p99 %.2f ms), ratio %.2f\n' \
+			"$hw_rps" "$hw_p99" "${names[$i]}" "$rps" "$p99" "$(awk -v a="$hw_rps" -v b="$rps" 'BEGIN {print a / b}')"
+		printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$title" "$hw_rps" "${names[$i]}" "$rps" "$hw_p99" "$p99" "$hw_range" "$range" >>"$results"
+	done
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+echo
+echo "== setup: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), Linux $(uname -r)"
+echo "   load average now: $load_before (other work on the machine makes every number noisier)"
+echo "   pinning: $pinning; $rounds rounds x ${secs}s per contender, order alternating"
+echo "   file stores: WAL, synchronous=$sync_level (from $sync_from), in $tmp ($(df -PT "$tmp" | awk 'NR == 2 {print $2}'))"
+
+u=http://127.0.0.1
+compare "router-demo GET /hello" wrk "$u:$p_demo/hello" axum "$u:$p_axum/hello" \
+	"bare hyper" "$u:$p_bare/hello"
+compare "router-demo GET /book/42" wrk "$u:$p_demo/book/42" axum "$u:$p_axum/book/42"
+compare "greeter SayHello, :memory:" h2load "$u:$p_gmem/helloworld.v1.Greeter/SayHello" \
+	tonic "$u:$p_tonic/helloworld.v1.Greeter/SayHello"
+compare "greeter SayHello, file DB" h2load "$u:$p_gfile/helloworld.v1.Greeter/SayHello" \
+	tonic "$u:$p_tonic/helloworld.v1.Greeter/SayHello" \
+	"tonic+rusqlite" "$u:$p_tonic_db/helloworld.v1.Greeter/SayHello"
+compare "greeter GET /helloworld/{name}, file DB" wrk "$u:$p_gfile_http/helloworld/load" \
+	"axum (no DB)" "$u:$p_axum/helloworld/load"
+# Only token-auth and the 1,000-connection servers below are needed from here.
+for p in "${pids[@]}"; do stop "$p"; done
+pids=()
+
+# ---- 1,000 keep-alive connections, with memory ------------------------------------
+# A fresh server per measurement, so its peak RSS (VmHWM) belongs to that run.
+echo "== 1,000 keep-alive connections, GET /hello (fresh server each time; RSS = VmHWM after the run)"
+: >"$tmp/c.0"
+: >"$tmp/c.1"
+c1k_names=(handwire axum)
+for r in $(seq "$rounds"); do
+	order="0 1"
+	[ $((r % 2)) = 0 ] && order="1 0"
+	for i in $order; do
+		if [ "$i" = 0 ]; then
+			start c1k "$bin/router-demo" --addr "127.0.0.1:$p_c1k" --quiet
+		else
+			start c1k "$bin/examples/peer_axum" "127.0.0.1:$p_c1k"
+		fi
+		pid=$last_pid
+		wait_http "$u:$p_c1k/hello" c1k
+		m=$(wrk_run "$tmp/out" "$u:$p_c1k/hello" -c1000 --timeout 10s)
+		hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+		rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+		stop "$pid"
+		pids=()
+		echo "$m $hwm $rss" >>"$tmp/c.$i"
+		printf '  round %d  %-16s %10.0f req/s   p99 %7.2f ms   VmHWM %6.1f MiB  VmRSS %6.1f MiB\n' \
+			"$r" "${c1k_names[$i]}" $m "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
+	done
+done
+for i in 0 1; do
+	c_rps[$i]=$(awk '{print $1}' "$tmp/c.$i" | median)
+	c_p99[$i]=$(awk '{print $2}' "$tmp/c.$i" | median)
+	c_hwm[$i]=$(awk '{print $3 / 1024}' "$tmp/c.$i" | median)
+done
+printf '  median: handwire %.0f req/s, %.1f MiB peak; axum %.0f req/s, %.1f MiB peak\n' \
+	"${c_rps[0]}" "${c_hwm[0]}" "${c_rps[1]}" "${c_hwm[1]}"
+echo "1,000 connections GET /hello|${c_rps[0]}|axum|${c_rps[1]}|${c_p99[0]}|${c_p99[1]}|$(awk '{print $1}' "$tmp/c.0" | spread)|$(awk '{print $1}' "$tmp/c.1" | spread)" >>"$results"
+
+# ---- token-auth: profile p99 idle vs during 20 concurrent logins -------------------
+echo "== token-auth: GET /api/user/profile p99, idle vs during 20 concurrent logins (bcrypt cost 12)"
+TOKEN_AUTH_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n=+/')
+export TOKEN_AUTH_SECRET
+start token-auth "$bin/token-auth" --addr "127.0.0.1:$p_auth" --db "$tmp/auth.db" --quiet
+auth=$u:$p_auth
+for _ in $(seq 100); do
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$auth/api/user/profile")" = 401 ] && break
+	sleep 0.1
+done
+password=load-test-password-1
+register() { # USERNAME -> prints the access token
+	curl -sf -H 'content-type: application/json' \
+		-d "{\"username\":\"$1\",\"password\":\"$password\"}" "$auth/auth/register" |
+		sed -E 's/.*"access_token":"([^"]+)".*/\1/'
+}
+token=$(register lt-profile)
+[ -n "$token" ] || { echo "load.sh: registering on token-auth failed:" >&2; cat "$tmp/token-auth.err" >&2; exit 1; }
+# The limiter allows 5 logins per minute per client IP and per username.
+# Every round gets its own 20 usernames, and every login worker its own
+# source address (127.0.R.N: all of 127/8 is loopback, and curl --interface
+# binds to it), so each login really runs bcrypt instead of getting a 429.
+echo "  registering $((20 * rounds)) login users (each a bcrypt hash) ..."
+for r in $(seq "$rounds"); do
+	for n in $(seq 20); do echo "lt-r$r-$n"; done
+done | xargs -P 4 -I{} curl -sf -o /dev/null -H 'content-type: application/json' \
+	-d "{\"username\":\"{}\",\"password\":\"$password\"}" "$auth/auth/register"
+login_worker() { # ROUND N: log in again and again until the stop file appears
+	local codes="$tmp/login.$1.$2"
+	while [ ! -e "$tmp/stop" ]; do
+		"${pin_load[@]}" curl -s -o /dev/null -w '%{http_code}\n' --interface "127.0.$1.$(($2 + 10))" \
+			-H 'content-type: application/json' \
+			-d "{\"username\":\"lt-r$1-$2\",\"password\":\"$password\"}" "$auth/login" >>"$codes" || echo fail >>"$codes"
+	done
+}
+profile() { wrk_run "$tmp/out" "$auth/api/user/profile" -c10 -H "Authorization: Bearer $token"; }
+"${pin_load[@]}" wrk -t1 -c10 -d1s -H "Authorization: Bearer $token" "$auth/api/user/profile" >/dev/null
+: >"$tmp/idle"
+: >"$tmp/busy"
+for r in $(seq "$rounds"); do
+	for phase in $([ $((r % 2)) = 1 ] && echo "idle busy" || echo "busy idle"); do
+		if [ "$phase" = idle ]; then
+			m=$(profile)
+			echo "$m" >>"$tmp/idle"
+			printf '  round %d  idle             %10.0f req/s   p99 %7.2f ms\n' "$r" $m
+		else
+			rm -f "$tmp/stop"
+			workers=()
+			for n in $(seq 20); do
+				login_worker "$r" "$n" &
+				workers+=($!)
+			done
+			sleep 0.5 # let the 20 logins reach the server
+			m=$(profile)
+			touch "$tmp/stop"
+			wait "${workers[@]}" # the queued logins drain before the next phase
+			echo "$m" >>"$tmp/busy"
+			ok=$(cat "$tmp"/login."$r".* | grep -c '^200' || true)
+			other=$(cat "$tmp"/login."$r".* | grep -vc '^200' || true)
+			printf '  round %d  20 logins        %10.0f req/s   p99 %7.2f ms   (logins: %d ok, %d other)\n' "$r" $m "$ok" "$other"
+		fi
+	done
+done
+idle_p99=$(awk '{print $2}' "$tmp/idle" | median)
+busy_p99=$(awk '{print $2}' "$tmp/busy" | median)
+idle_rps=$(awk '{print $1}' "$tmp/idle" | median)
+busy_rps=$(awk '{print $1}' "$tmp/busy" | median)
+auth_ratio=$(awk -v a="$busy_p99" -v b="$idle_p99" 'BEGIN {printf "%.2f", a / b}')
+echo "  median p99: idle $idle_p99 ms, during logins $busy_p99 ms: loaded/idle = $auth_ratio (target <= 2)"
+
+# ---- the table -------------------------------------------------------------------
+echo
+echo "== summary (markdown; $(date -u '+%Y-%m-%d'), $(nproc) cores, Linux $(uname -r), $pinning, median of $rounds x ${secs}s, synchronous=$sync_level)"
+echo
+echo "load average before / after the run: $load_before / $(cut -d' ' -f1-3 /proc/loadavg); req/s: median (min-max over rounds, thousands)"
+echo
+echo "| workload | handwire req/s | peer | peer req/s | handwire/peer | handwire p99 ms | peer p99 ms |"
+echo "|---|---:|---|---:|---:|---:|---:|"
+while IFS='|' read -r title hw peer prps hp99 pp99 hrange prange; do
+	awk -v t="$title" -v h="$hw" -v p="$peer" -v r="$prps" -v a="$hp99" -v b="$pp99" -v hr="$hrange" -v pr="$prange" \
+		'BEGIN { printf "| %s | %.0f (%sk) | %s | %.0f (%sk) | %.2f | %.2f | %.2f |\n", t, h, hr, p, r, pr, h / r, a, b }'
+done <"$results"
+printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | |\n' \
+	"${c_hwm[0]}" "${c_hwm[1]}" "$(awk -v a="${c_hwm[0]}" -v b="${c_hwm[1]}" 'BEGIN {print a / b}')"
+printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | %s idle (%s), %s loaded (%s): x%s | |\n' \
+	"$idle_rps" "$busy_rps" "$idle_p99" "$(awk '{print $2}' "$tmp/idle" | spread_ms)" \
+	"$busy_p99" "$(awk '{print $2}' "$tmp/busy" | spread_ms)" "$auth_ratio"

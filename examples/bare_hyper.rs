@@ -1,7 +1,8 @@
 //! The load-test peer: the same accept loop, but no router, no chain and no
 //! middleware — every request gets "Hello World!" straight from a `Service`.
-//! `bench/load.sh` compares `router-demo`'s `/hello` against it, so the ratio
-//! is the cost of the hand-written routing, chain, logger and recovery.
+//! `bench/load.sh` compares `router-demo`'s `/hello` against it (and against
+//! axum); the ratio to this one is the cost of the hand-written routing,
+//! chain, logger and recovery.
 //!
 //! `cargo run --release --example bare_hyper -- 127.0.0.1:8001`
 
