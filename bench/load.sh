@@ -27,7 +27,7 @@
 # while 20 concurrent bcrypt logins run.
 #
 # Environment: LOAD_SECONDS, LOAD_ROUNDS, LOAD_SYNCHRONOUS (FULL or NORMAL;
-# default: what src/services/greeter/data.rs sets, else SQLite's FULL),
+# default: what src/services/greeter/data/ sets, else SQLite's FULL),
 # LOAD_PORT_BASE (default 18500), LOAD_NO_BUILD=1 (skip cargo build),
 # LOAD_PIN=0 (no taskset). Needs wrk, h2load (nghttp2-client) and curl.
 set -euo pipefail
@@ -68,11 +68,12 @@ fi
 if [ -n "${LOAD_SYNCHRONOUS:-}" ]; then
 	sync_level="${LOAD_SYNCHRONOUS^^}" sync_from="LOAD_SYNCHRONOUS"
 else
-	sync_level=$(grep -ioE 'synchronous *= *(full|normal|off|extra)' src/services/greeter/data.rs |
-		head -1 | sed -E 's/.*= *//' | tr a-z A-Z || true)
-	sync_from="src/services/greeter/data.rs"
+	# The store sets it with pragma_update(None, "synchronous", "LEVEL").
+	sync_level=$(grep -hoE '"synchronous", *"[A-Za-z]+"' src/services/greeter/data/*.rs |
+		head -1 | sed -E 's/.*, *"([A-Za-z]+)"/\1/' | tr a-z A-Z || true)
+	sync_from="src/services/greeter/data/"
 	if [ -z "$sync_level" ]; then
-		sync_level=FULL sync_from="SQLite default; data.rs sets none"
+		sync_level=FULL sync_from="SQLite default; the data layer sets none"
 	fi
 fi
 case "$sync_level" in FULL | NORMAL) ;; *)
