@@ -374,10 +374,13 @@ token=$(register lt-profile)
 # source address (127.0.R.N: all of 127/8 is loopback, and curl --interface
 # binds to it), so each login really runs bcrypt instead of getting a 429.
 echo "  registering $((20 * rounds)) login users (each a bcrypt hash) ..."
+# Registration is limited per client IP too (10 a minute): each user is
+# registered from the address its login worker will use.
 for r in $(seq "$rounds"); do
-	for n in $(seq 20); do echo "lt-r$r-$n"; done
-done | xargs -P 4 -I{} curl -sf -o /dev/null -H 'content-type: application/json' \
-	-d "{\"username\":\"{}\",\"password\":\"$password\"}" "$auth/auth/register"
+	for n in $(seq 20); do echo "$r $n"; done
+done | xargs -P 4 -L 1 sh -c 'curl -sf -o /dev/null --interface "127.0.$0.$(($1 + 10))" \
+	-H "content-type: application/json" \
+	-d "{\"username\":\"lt-r$0-$1\",\"password\":\"'"$password"'\"}" "'"$auth"'/auth/register"' 
 login_worker() { # ROUND N: log in again and again until the stop file appears
 	local codes="$tmp/login.$1.$2"
 	while [ ! -e "$tmp/stop" ]; do

@@ -392,9 +392,11 @@ impl App {
             }
             // A body that is already complete (GET, or a test's `Full`) needs no clock.
             let read = if body.is_end_stream() {
-                Ok(Limited::new(body, limit).collect().await)
+                Ok(Ok(Bytes::new())) // nothing to read: no collect, no clock
             } else {
-                tokio::time::timeout(body_timeout, Limited::new(body, limit).collect()).await
+                tokio::time::timeout(body_timeout, Limited::new(body, limit).collect())
+                    .await
+                    .map(|collected| collected.map(|c| c.to_bytes()))
             };
             let Ok(read) = read else {
                 let mut resp = on_body_timeout(body_timeout);
@@ -403,7 +405,7 @@ impl App {
                 return early(resp);
             };
             let body = match read {
-                Ok(collected) => collected.to_bytes(),
+                Ok(bytes) => bytes,
                 Err(e)
                     if e.downcast_ref::<http_body_util::LengthLimitError>()
                         .is_some() =>
