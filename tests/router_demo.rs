@@ -598,3 +598,28 @@ fn a_log_reader_that_never_reads_does_not_stop_the_server() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn a_body_over_the_limit_is_413_and_reaches_the_request_log() {
+    // The engine answers 413 before any chain runs (so the logger middleware
+    // never sees it); the line must be written all the same.
+    let (mut child, mut out, _, addr) = start_binary(&["--quiet"]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let big = vec![b'x'; 4 * 1024 * 1024 + 1];
+    let r = rt.block_on(send(
+        Proto::H1,
+        addr,
+        Method::POST,
+        "/login",
+        &[("content-type", "application/json")],
+        big,
+    ));
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.starts_with("[handwire] "), "{line}");
+    assert!(line.contains(" | 413 | "), "{line}");
+    assert!(line.contains("POST    \"/login\""), "{line}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

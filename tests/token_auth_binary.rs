@@ -252,3 +252,97 @@ async fn served_binary_registers_with_cost_12_and_serves_the_admin_route() {
     assert_eq!(users.json()["users"].as_array().unwrap().len(), 2);
     drop(served);
 }
+
+#[tokio::test]
+async fn removed_database_directory_makes_writes_503_store_unavailable_and_logs_the_path_once() {
+    let dir = support::greeter::TempDir::new("auth-gone");
+    let db = dir.0.join("auth.db");
+    let mut child = command()
+        .env("TOKEN_AUTH_SECRET", SECRET)
+        .args(["--addr", "127.0.0.1:0", "--quiet", "--db"])
+        .arg(&db)
+        .spawn()
+        .expect("spawn token-auth");
+    let stdout = child.stdout.take().unwrap();
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let addr = loop {
+        let line = lines_rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("token-auth exited before listening");
+        if let Some(addr) = line.strip_prefix("token-auth listening on http://") {
+            break addr.to_string();
+        }
+    };
+    let served = Served(child);
+    let post = |path: &str, auth: Option<String>, body: serde_json::Value| {
+        let url = format!("http://{addr}{path}");
+        async move {
+            let mut headers = vec![("content-type", "application/json".to_string())];
+            headers.extend(auth.map(|a| ("authorization", a)));
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            Client::new(Proto::H1)
+                .request(http::Method::POST, &url, &headers, body.to_string())
+                .await
+        }
+    };
+    let ann = post(
+        "/auth/register",
+        None,
+        json!({"username": "ann", "password": "password1"}),
+    )
+    .await;
+    assert_eq!(ann.status, StatusCode::CREATED, "{}", ann.text());
+    let token = format!("Bearer {}", ann.str("access_token"));
+
+    std::fs::remove_dir_all(&dir.0).unwrap();
+    for _ in 0..2 {
+        let bob = post(
+            "/auth/register",
+            None,
+            json!({"username": "bob", "password": "password1"}),
+        )
+        .await;
+        assert_eq!(
+            bob.status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{}",
+            bob.text()
+        );
+        assert_eq!(bob.error(), "store unavailable");
+    }
+    let logout = post("/auth/logout", Some(token), json!({})).await;
+    assert_eq!(
+        logout.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        logout.text()
+    );
+    // SIGTERM: the binary flushes its log before it exits.
+    let pid = served.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let mut said = Vec::new();
+    while let Ok(line) = lines_rx.recv_timeout(std::time::Duration::from_secs(10)) {
+        said.push(line);
+    }
+    drop(served);
+    let about_store: Vec<&String> = said
+        .iter()
+        .filter(|l| l.contains("store unavailable: database"))
+        .collect();
+    assert_eq!(about_store.len(), 1, "{said:#?}");
+    assert!(
+        about_store[0].contains(db.to_str().unwrap()),
+        "{}",
+        about_store[0]
+    );
+}

@@ -12,6 +12,7 @@
 
 use crate::protocol::jwt::JwtError;
 use crate::services::token_auth::service::AuthService;
+use crate::services::token_auth::store::StoreError;
 use crate::services::token_auth::tokens::{Claims, TokenKind};
 use crate::services::token_auth::user::Role;
 use crate::web::chain::{named, Context, Handler};
@@ -59,6 +60,21 @@ pub fn internal(c: &mut Context, what: &str, cause: &dyn std::fmt::Display) {
         format_args!("{} {}: {what}: {cause}", c.method(), c.path()),
     );
     fail(c, StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR);
+}
+
+/// 503 body when the store refuses writes (its file is gone or read-only).
+pub const STORE_UNAVAILABLE: &str = "store unavailable";
+
+/// Answer a failed store call: 503 `{"error":"store unavailable"}` when the
+/// store refuses writes (nothing was stored, and nothing is acknowledged),
+/// else log it and answer 500.
+pub fn store_failure(c: &mut Context, what: &str, e: &StoreError) {
+    match e {
+        StoreError::Unavailable { .. } => {
+            fail(c, StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
+        }
+        _ => internal(c, what, e),
+    }
 }
 
 /// Abort with 401, `message`, and a `WWW-Authenticate` challenge (RFC 6750 §3).

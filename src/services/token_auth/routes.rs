@@ -19,8 +19,8 @@
 use crate::protocol::jwt::JwtError;
 use crate::services::token_auth::limiter::Admission;
 use crate::services::token_auth::middleware::{
-    authenticate, claims, fail, internal, require_role, ANY_ROLE, TOKEN_EXPIRED, TOKEN_INVALID,
-    TOKEN_REVOKED,
+    authenticate, claims, fail, internal, require_role, store_failure, ANY_ROLE, TOKEN_EXPIRED,
+    TOKEN_INVALID, TOKEN_REVOKED,
 };
 use crate::services::token_auth::oauth::{Callback, OAuthError};
 use crate::services::token_auth::passwords::Passwords;
@@ -269,7 +269,7 @@ fn register(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
             Ok(user) => send_pair(c, &service, &user, StatusCode::CREATED),
             Err(StoreError::UsernameTaken) => fail(c, StatusCode::CONFLICT, USERNAME_EXISTS),
             Err(StoreError::EmailTaken) => fail(c, StatusCode::CONFLICT, "email exists"),
-            Err(e) => internal(c, "creating user", &e),
+            Err(e) => store_failure(c, "creating user", &e),
         }
     })
 }
@@ -348,7 +348,7 @@ fn logout(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
         };
         for claims in std::iter::once(&access).chain(refresh.as_ref()) {
             if let Err(e) = service.blacklist.revoke(claims).await {
-                return internal(c, "revoking token", &e);
+                return store_failure(c, "revoking token", &e);
             }
         }
         c.json(StatusCode::OK, &json!({ "message": "logged out" }));
@@ -444,7 +444,7 @@ fn oauth_callback(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, (
             .await;
         match stored {
             Ok(user) => send_pair(c, &service, &user, StatusCode::OK),
-            Err(e) => internal(c, "storing provider sign-in", &e),
+            Err(e) => store_failure(c, "storing provider sign-in", &e),
         }
     })
 }

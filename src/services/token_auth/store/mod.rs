@@ -47,6 +47,15 @@ pub enum StoreError {
         /// Some of the clashing groups, each like `Ann, ann`.
         groups: Vec<String>,
     },
+    /// The database cannot take writes: its file was removed or replaced
+    /// while the service ran, or it turned read-only. Nothing is
+    /// acknowledged from then on (HTTP 503).
+    Unavailable {
+        /// The path given.
+        path: PathBuf,
+        /// What was found.
+        reason: String,
+    },
     /// Any other database error.
     Sqlite(rusqlite::Error),
     /// The blocking task running the query did not finish (panic or shutdown).
@@ -73,6 +82,9 @@ impl fmt::Display for StoreError {
                 path.display(),
                 groups.join("; ")
             ),
+            StoreError::Unavailable { path, reason } => {
+                write!(f, "store unavailable: {} {reason}", path.display())
+            }
             StoreError::Sqlite(e) => write!(f, "database error: {e}"),
             StoreError::Task(e) => write!(f, "database task failed: {e}"),
         }
@@ -86,6 +98,7 @@ impl std::error::Error for StoreError {
             StoreError::Sqlite(e) => Some(e),
             StoreError::UsernameTaken
             | StoreError::EmailTaken
+            | StoreError::Unavailable { .. }
             | StoreError::CaseConflict { .. }
             | StoreError::Task(_) => None,
         }
@@ -151,6 +164,9 @@ pub const NO_PASSWORD: &str = "!external-sign-in-only";
 #[derive(Clone)]
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
+    /// The file the connection holds, to notice when the path no longer
+    /// names it (`None` for `:memory:`).
+    file: Option<Arc<FileWatch>>,
 }
 
 impl fmt::Debug for Store {
@@ -202,8 +218,16 @@ impl Store {
         if let Err(e) = conn.execute_batch(SCHEMA) {
             return Err(case_conflict(&conn, path).unwrap_or_else(|| open_err(e)));
         }
+        if conn.is_readonly(rusqlite::MAIN_DB).map_err(open_err)? {
+            return Err(StoreError::Unavailable {
+                path: path.to_path_buf(),
+                reason: "is read-only: the service needs to write to it".into(),
+            });
+        }
+        let file = FileWatch::new(path).map(Arc::new);
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
+            file,
         })
     }
 
@@ -213,12 +237,41 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
+        self.run_checked(None, f).await
+    }
+
+    /// [`run`](Self::run) for a write: first make sure the path still names
+    /// the file the connection holds (one `stat`), so that no write is
+    /// acknowledged into a file nobody will open again; a read-only failure
+    /// is reported as unavailable too.
+    async fn run_write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        self.run_checked(self.file.clone(), f).await
+    }
+
+    async fn run_checked<T, F>(&self, file: Option<Arc<FileWatch>>, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
         let conn = Arc::clone(&self.conn);
         tokio::task::spawn_blocking(move || {
             // A panic while holding the lock cannot leave SQLite half-written
             // (statements are atomic), so a poisoned lock is safe to reuse.
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut guard)
+            if let Some(file) = &file {
+                file.check()?;
+            }
+            let result = f(&mut guard);
+            match (&file, result) {
+                (Some(file), Err(StoreError::Sqlite(e))) if is_read_only(&e) => {
+                    Err(file.unavailable("turned read-only"))
+                }
+                (_, result) => result,
+            }
         })
         .await
         .map_err(|e| StoreError::Task(e.to_string()))?
@@ -226,7 +279,7 @@ impl Store {
 
     /// Insert a user and return it as stored.
     pub async fn create_user(&self, new: NewUser) -> Result<User, StoreError> {
-        self.run(move |conn| {
+        self.run_write(move |conn| {
             let sql = format!(
                 "INSERT INTO users (username, password_hash, email, role) VALUES (?1, ?2, ?3, ?4) \
                  RETURNING {USER_COLUMNS}"
@@ -291,7 +344,7 @@ impl Store {
     pub async fn revoke(&self, jti: &str, expired_at: u64) -> Result<(), StoreError> {
         let jti = jti.to_owned();
         let expired_at = i64::try_from(expired_at).unwrap_or(i64::MAX);
-        self.run(move |conn| {
+        self.run_write(move |conn| {
             conn.execute(
                 "INSERT INTO token_blacklist (token_jti, expired_at) VALUES (?1, ?2) \
                  ON CONFLICT (token_jti) DO NOTHING",
@@ -322,7 +375,7 @@ impl Store {
     /// refused as expired anyway. Returns how many rows went.
     pub async fn prune_blacklist(&self, now: u64) -> Result<usize, StoreError> {
         let now = i64::try_from(now).unwrap_or(i64::MAX);
-        self.run(move |conn| {
+        self.run_write(move |conn| {
             Ok(conn.execute("DELETE FROM token_blacklist WHERE expired_at <= ?1", [now])?)
         })
         .await
@@ -337,7 +390,7 @@ impl Store {
         identity: ProviderIdentity,
         username_hint: String,
     ) -> Result<User, StoreError> {
-        self.run(move |conn| {
+        self.run_write(move |conn| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let bound: Option<i64> = tx
                 .query_row(
@@ -428,4 +481,76 @@ fn case_conflict(conn: &Connection, path: &Path) -> Option<StoreError> {
         }
     }
     None
+}
+
+/// Device and inode of the database file as opened, to notice when its path
+/// no longer names it (directory removed, file deleted or replaced).
+#[derive(Debug)]
+struct FileWatch {
+    path: PathBuf,
+    id: (u64, u64),
+    /// Set once the file is found gone; the path is logged that once.
+    gone: std::sync::OnceLock<String>,
+}
+
+impl FileWatch {
+    fn new(path: &Path) -> Option<FileWatch> {
+        use std::os::unix::fs::MetadataExt;
+        if path.as_os_str() == ":memory:" {
+            return None;
+        }
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileWatch {
+            path: path.to_path_buf(),
+            id: (meta.dev(), meta.ino()),
+            gone: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// `Ok` while the path still names the opened file.
+    fn check(&self) -> Result<(), StoreError> {
+        use std::os::unix::fs::MetadataExt;
+        if let Some(reason) = self.gone.get() {
+            return Err(self.error(reason));
+        }
+        match std::fs::metadata(&self.path) {
+            Ok(meta) if (meta.dev(), meta.ino()) == self.id => Ok(()),
+            Ok(_) => Err(self.unavailable("was replaced by another file")),
+            Err(_) => Err(self.unavailable("was removed")),
+        }
+    }
+
+    /// Remember (and log, the first time) why writes are refused.
+    fn unavailable(&self, reason: &str) -> StoreError {
+        let mut first = false;
+        let reason = self.gone.get_or_init(|| {
+            first = true;
+            reason.to_string()
+        });
+        if first {
+            crate::web::log::message(
+                "token-auth",
+                format_args!(
+                    "store unavailable: database {} {reason}; refusing writes from now on",
+                    self.path.display()
+                ),
+            );
+        }
+        self.error(reason)
+    }
+
+    fn error(&self, reason: &str) -> StoreError {
+        StoreError::Unavailable {
+            path: self.path.clone(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// SQLite's way of saying the file cannot be written any more.
+fn is_read_only(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+    )
 }
