@@ -7,9 +7,9 @@
 mod support;
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::net::{IpAddr, SocketAddr};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,27 +18,10 @@ use serde_json::{json, Value};
 use support::greeter::TempDir;
 use support::http::{Client, Proto};
 
-/// Start `bin`; return it and the addresses of its "listening on" lines.
+/// Start `bin` (see [`support::bin::spawn`]), draining its stdout in the
+/// background so the child never sees a full pipe.
 fn spawn(bin: &str, args: &[&str], env: &[(&str, &str)], n: usize) -> (Child, Vec<SocketAddr>) {
-    let mut cmd = Command::new(bin);
-    cmd.args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("start binary");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut addrs = Vec::new();
-    while addrs.len() < n {
-        let mut line = String::new();
-        assert!(out.read_line(&mut line).expect("read") > 0, "{bin} exited");
-        if let Some((_, addr)) = line.trim().split_once("listening on ") {
-            addrs.push(addr.trim_start_matches("http://").parse().expect("address"));
-        }
-    }
-    // Drain stdout in the background so the child never sees a full pipe.
+    let (child, addrs, out) = support::bin::spawn(bin, args, env, n);
     std::thread::spawn(move || for _ in out.lines() {});
     (child, addrs)
 }

@@ -8,39 +8,15 @@
 //! The counter is per thread; the request runs on a current-thread runtime
 //! on the test's own thread.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod support;
+
 use std::net::SocketAddr;
+use support::alloc::{allocations, CountingAllocator};
 
 use bytes::Bytes;
 use handwire::services::router_demo::{self, DemoOptions};
 use http::{Request, StatusCode};
 use http_body_util::Empty;
-
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the
-// counter is a const-initialized thread local without a destructor, so
-// touching it never allocates or re-enters the allocator.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|count| count.set(count.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|count| count.set(count.get() + 1));
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
@@ -74,11 +50,11 @@ fn allocations_per_request(path: &str) -> usize {
     // the same way and taken off.
     const N: usize = 200;
     let count = |f: &dyn Fn()| {
-        let before = ALLOCATIONS.with(Cell::get);
+        let before = allocations();
         for _ in 0..N {
             f();
         }
-        ALLOCATIONS.with(Cell::get) - before
+        allocations() - before
     };
     let harness = count(&|| drop(rt.block_on(async { request() })));
     let total = count(&|| drop(rt.block_on(app.handle(request(), remote))));

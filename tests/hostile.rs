@@ -8,9 +8,9 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -56,29 +56,10 @@ impl Drop for Server {
     }
 }
 
-/// Start `bin` with `args`; read stdout until `n` lines containing
-/// "listening on" gave the addresses. stdout is then left unread: the log
-/// must not block the server when nobody reads it.
+/// Start `bin` (see [`support::bin::spawn`]). Its stdout is then left
+/// unread: the log must not block the server when nobody reads it.
 fn spawn(bin: &str, args: &[&str], env: &[(&str, &str)], n: usize) -> (Child, Vec<SocketAddr>) {
-    let mut cmd = Command::new(bin);
-    cmd.args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("start binary");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut addrs = Vec::new();
-    while addrs.len() < n {
-        let mut line = String::new();
-        assert!(out.read_line(&mut line).expect("read") > 0, "{bin} exited");
-        if let Some((_, addr)) = line.trim().split_once("listening on ") {
-            let addr = addr.trim_start_matches("http://");
-            addrs.push(addr.parse().expect("address"));
-        }
-    }
+    let (child, addrs, out) = support::bin::spawn(bin, args, env, n);
     // Keep the pipe open (but unread) for the life of the child.
     std::mem::forget(out);
     (child, addrs)

@@ -36,12 +36,7 @@ async fn run() -> Result<(), String> {
         opts.redirect_target = t.to_string();
     }
     let mut engine = router_demo::engine(opts).map_err(|e| format!("bad route table: {e}"))?;
-    engine.trace(args.has("trace"));
-    if !args.has("quiet") {
-        for line in engine.route_table() {
-            log::announce(&format!("[routes] {line}"));
-        }
-    }
+    engine.study_mode(args.has("trace"), args.has("quiet"));
     let app = engine.build();
     let mut options = Options::default();
     if let Some(text) = args.get("shutdown-grace") {

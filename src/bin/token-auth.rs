@@ -94,12 +94,7 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
     let service = Arc::new(service);
     let maintenance = service.spawn_maintenance();
     let mut engine = routes::engine(service).map_err(|e| format!("bad route table: {e}"))?;
-    engine.trace(args.has("trace"));
-    if !args.has("quiet") {
-        for line in engine.route_table() {
-            log::announce(&format!("[routes] {line}"));
-        }
-    }
+    engine.study_mode(args.has("trace"), args.has("quiet"));
     let app = engine.build();
     let mut options = Options::default();
     if let Some(text) = args.get("shutdown-grace") {

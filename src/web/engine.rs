@@ -166,6 +166,18 @@ impl Engine {
             .collect()
     }
 
+    /// What the binaries' `--trace` and `--quiet` switches do: trace every
+    /// request's chain when `trace`, and unless `quiet` print the route table
+    /// (one `[routes] …` line per route) through the log sink.
+    pub fn study_mode(&mut self, trace: bool, quiet: bool) {
+        self.trace(trace);
+        if !quiet {
+            for line in self.route_table() {
+                log::announce(&format!("[routes] {line}"));
+            }
+        }
+    }
+
     /// Trace every request's walk of its chain (see [`crate::web::chain::Trace`])
     /// to the log sink. Off by default; when off it costs one branch per
     /// handler.

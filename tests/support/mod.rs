@@ -4,6 +4,8 @@
 //!   (optionally from another loopback address, or over TLS to a test CA)
 //!   and read status, headers and body.
 //! * [`app`] — start any framework app on 127.0.0.1:0.
+//! * [`bin`] — start one of the binaries and read its addresses.
+//! * [`alloc`] — a counting global allocator for the allocation tests.
 //! * [`greeter`] — start the greeter with a temporary SQLite file.
 //! * [`token_auth`] — start the token-auth service with a manual clock.
 //! * [`tls`] and [`fake_provider`] — a test CA and a loopback OAuth provider.
@@ -13,7 +15,9 @@
 //! so dead-code warnings are off for the whole folder.
 #![allow(dead_code)]
 
+pub mod alloc;
 pub mod app;
+pub mod bin;
 pub mod fake_provider;
 pub mod greeter;
 pub mod http;

@@ -1,0 +1,37 @@
+//! Start one of the crate's binaries and learn its addresses from the
+//! "listening on" lines it prints at start-up.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+/// Start `bin` with `args` and `env`; read its stdout until `n` lines
+/// containing "listening on" gave their addresses. The reader is returned
+/// at the next line, for tests that read the log (or keep it unread).
+pub fn spawn(
+    bin: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    n: usize,
+) -> (Child, Vec<SocketAddr>, BufReader<ChildStdout>) {
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("start binary");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut addrs = Vec::new();
+    while addrs.len() < n {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).expect("read") > 0, "{bin} exited");
+        if let Some((_, addr)) = line.trim().split_once("listening on ") {
+            let addr = addr.trim_start_matches("http://");
+            addrs.push(addr.parse().expect("address"));
+        }
+    }
+    (child, addrs, out)
+}
