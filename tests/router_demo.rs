@@ -368,14 +368,31 @@ fn binary_rejects_unknown_options() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option --adr"));
 }
 
-/// Start the binary with `args`, read its stdout up to the address line
-/// (the caller kills and waits for the child);
-/// returns the child, the reader, the lines before the address, the address.
-#[allow(clippy::zombie_processes)] // the caller waits
+/// A running `router-demo`, killed when dropped (also when a test fails).
+struct Running(std::process::Child);
+
+impl Running {
+    fn kill(&mut self) -> std::io::Result<()> {
+        self.0.kill()
+    }
+    fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.0.wait()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start the binary with `args` and read its stdout up to the address line;
+/// returns the process, the reader, the lines before the address, the address.
 fn start_binary(
     args: &[&str],
 ) -> (
-    std::process::Child,
+    Running,
     BufReader<std::process::ChildStdout>,
     Vec<String>,
     std::net::SocketAddr,
@@ -388,6 +405,7 @@ fn start_binary(
         .spawn()
         .expect("start router-demo");
     let mut out = BufReader::new(child.stdout.take().unwrap());
+    let child = Running(child);
     let mut before = Vec::new();
     loop {
         let mut line = String::new();
