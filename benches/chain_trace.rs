@@ -9,47 +9,11 @@
 
 use std::hint::black_box;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use criterion::{criterion_group, Criterion};
-use handwire::web::chain::named;
-use handwire::web::engine::{App, Engine};
-use handwire::web::middleware;
 use http::{Request, StatusCode};
 use http_body_util::Empty;
-
-fn app(trace: bool) -> Arc<App> {
-    let mut e = Engine::bare();
-    e.use_middleware(named("recovery", middleware::recovery));
-    e.use_middleware(named("global_middleware", |c| {
-        Box::pin(async move {
-            c.set("middle", "value");
-            c.next().await;
-        })
-    }));
-    e.handle(
-        http::Method::GET,
-        "/index",
-        vec![
-            named("token_check", |c| {
-                Box::pin(async move {
-                    if c.header("token").is_none() {
-                        c.abort_with_status(StatusCode::FORBIDDEN);
-                        return;
-                    }
-                    c.next().await;
-                })
-            }),
-            named("index_handler", |c| {
-                Box::pin(async move { c.string(StatusCode::OK, "welcome") })
-            }),
-        ],
-    )
-    .expect("route");
-    e.trace(trace);
-    e.build()
-}
 
 fn request() -> Request<Empty<Bytes>> {
     Request::get("/index")
@@ -65,7 +29,7 @@ fn chain_trace(c: &mut Criterion) {
     let remote: SocketAddr = "127.0.0.1:9".parse().expect("addr");
     let mut group = c.benchmark_group("engine_dispatch_index");
     for (name, trace) in [("trace_off", false), ("trace_on", true)] {
-        let app = app(trace);
+        let app = chain::index_app(trace);
         let check = rt.block_on(app.handle(request(), remote));
         assert_eq!(check.status(), StatusCode::OK);
         group.bench_function(name, |b| {
@@ -77,6 +41,8 @@ fn chain_trace(c: &mut Criterion) {
 
 criterion_group!(benches, chain_trace);
 
+#[path = "support/chain.rs"]
+mod chain;
 #[path = "support/mod.rs"]
 mod support;
 

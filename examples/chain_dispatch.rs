@@ -13,45 +13,18 @@
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use handwire::web::chain::named;
-use handwire::web::engine::Engine;
-use handwire::web::middleware;
 use http::{Request, StatusCode};
 use http_body_util::Empty;
+
+#[path = "../benches/support/chain.rs"]
+mod chain;
 
 fn main() {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(100_000);
-    let mut e = Engine::bare();
-    e.use_middleware(named("recovery", middleware::recovery));
-    e.use_middleware(named("global_middleware", |c| {
-        Box::pin(async move {
-            c.set("middle", "value");
-            c.next().await;
-        })
-    }));
-    e.handle(
-        http::Method::GET,
-        "/index",
-        vec![
-            named("token_check", |c| {
-                Box::pin(async move {
-                    if c.header("token").is_none() {
-                        c.abort_with_status(StatusCode::FORBIDDEN);
-                        return;
-                    }
-                    c.next().await;
-                })
-            }),
-            named("index_handler", |c| {
-                Box::pin(async move { c.string(StatusCode::OK, "welcome") })
-            }),
-        ],
-    )
-    .expect("route");
-    let app = e.build();
+    let app = chain::index_app(false);
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
