@@ -43,6 +43,7 @@ fuzz_target!(|data: &[u8]| {
         parts,
         Bytes::copy_from_slice(body),
         "127.0.0.1:9".parse().expect("addr"),
+        std::time::Instant::now(),
         PathParams::none(),
         Vec::new().into(),
     );

@@ -162,11 +162,13 @@ pub struct Context {
 }
 
 impl Context {
-    /// A context for one request that will run `handlers`.
+    /// A context for one request that will run `handlers`; `received_at` is
+    /// when its head arrived (see [`received_at`](Self::received_at)).
     pub fn new(
         parts: http::request::Parts,
         body: Bytes,
         remote: SocketAddr,
+        received_at: Instant,
         params: PathParams,
         handlers: Arc<[Handler]>,
     ) -> Context {
@@ -176,7 +178,7 @@ impl Context {
             headers: parts.headers,
             body,
             remote,
-            received_at: Instant::now(),
+            received_at,
             params,
             keys: Vec::new(),
             handlers,
@@ -303,16 +305,10 @@ impl Context {
         &self.body
     }
 
-    /// When the request head arrived: the engine sets it before reading the
+    /// When the request head arrived: the engine takes it before reading the
     /// body, so a time-out measured from here counts the body's time too.
     pub fn received_at(&self) -> Instant {
         self.received_at
-    }
-
-    /// Set [`received_at`](Self::received_at) (default: when the context
-    /// was made).
-    pub fn set_received_at(&mut self, at: Instant) {
-        self.received_at = at;
     }
 
     /// The peer address of the connection.

@@ -172,9 +172,12 @@ impl Engine {
     pub fn study_mode(&mut self, trace: bool, quiet: bool) {
         self.trace(trace);
         if !quiet {
+            // One flush for the whole table, not one per line.
+            let sink = log::stdout();
             for line in self.route_table() {
-                log::announce(&format!("[routes] {line}"));
+                sink.text(&format!("[routes] {line}"));
             }
+            sink.flush(Duration::from_secs(1));
         }
     }
 
@@ -426,8 +429,7 @@ impl App {
                 }
                 Err(e) => return early(bad_body(&e.to_string())),
             };
-            let mut c = Context::new(parts, body, remote, params, chain);
-            c.set_received_at(start);
+            let mut c = Context::new(parts, body, remote, start, params, chain);
             if trace {
                 c.start_trace();
             }
