@@ -16,12 +16,16 @@
 //! - [`types`]: the shared boxed future and body types; [`cli`]: the tiny
 //!   flag parser the binaries share; [`config`]: shared configuration
 //!   support (YAML through serde, errors naming the key path, Go durations)
-//!   for the services' config files. All three import nothing from the crate.
+//!   for the services' config files; `cluster` (feature `cluster` only):
+//!   PostgreSQL and Redis connections with time-outs, migrations and the
+//!   start-up errors both services report. They import nothing from the crate.
 //!
 //! `tests/architecture.rs` reads the `use crate::…` lines of `src/` and fails
 //! when an import breaks these rules.
 
 pub mod cli;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod config;
 pub mod protocol;
 pub mod services;

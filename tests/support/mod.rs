@@ -8,6 +8,7 @@
 //! * [`alloc`] — a counting global allocator for the allocation tests.
 //! * [`greeter`] — start the greeter with a temporary SQLite file.
 //! * [`token_auth`] — start the token-auth service with a manual clock.
+//! * [`servers`] — private PostgreSQL and Redis servers for the scale-out tests.
 //! * [`tls`] and [`fake_provider`] — a test CA and a loopback OAuth provider.
 //!
 //! Every test file compiles this folder on its own (`mod support;`) and uses
@@ -21,6 +22,7 @@ pub mod bin;
 pub mod fake_provider;
 pub mod greeter;
 pub mod http;
+pub mod servers;
 pub mod tls;
 pub mod token_auth;
 

@@ -6,15 +6,16 @@
 //! as expired anyway, so the row is useless and a periodic task deletes it:
 //! the table holds at most the tokens revoked within one refresh lifetime.
 
+use crate::services::token_auth::backend::Revocations;
 use crate::services::token_auth::clock::Clock;
-use crate::services::token_auth::store::{Store, StoreError};
+use crate::services::token_auth::store::StoreError;
 use crate::services::token_auth::tokens::Claims;
 use std::sync::Arc;
 
-/// The blacklist, backed by the `token_blacklist` table.
+/// The blacklist, backed by a `token_blacklist` table (SQLite or PostgreSQL).
 #[derive(Clone)]
 pub struct Blacklist {
-    store: Store,
+    store: Arc<dyn Revocations>,
     clock: Arc<dyn Clock>,
 }
 
@@ -26,7 +27,7 @@ impl std::fmt::Debug for Blacklist {
 
 impl Blacklist {
     /// A blacklist in `store`, pruned by `clock`.
-    pub fn new(store: Store, clock: Arc<dyn Clock>) -> Blacklist {
+    pub fn new(store: Arc<dyn Revocations>, clock: Arc<dyn Clock>) -> Blacklist {
         Blacklist { store, clock }
     }
 
@@ -42,7 +43,7 @@ impl Blacklist {
 
     /// Delete rows of tokens that have expired by now; returns how many.
     pub async fn prune(&self) -> Result<usize, StoreError> {
-        self.store.prune_blacklist(self.clock.now()).await
+        self.store.prune(self.clock.now()).await
     }
 }
 
@@ -51,6 +52,7 @@ mod tests {
     use super::*;
     use crate::services::token_auth::clock::ManualClock;
     use crate::services::token_auth::store::tests::TempDb;
+    use crate::services::token_auth::store::Store;
     use crate::services::token_auth::tokens::TokenKind;
 
     fn claims(jti: &str, exp: u64) -> Claims {
@@ -68,7 +70,7 @@ mod tests {
     async fn revoked_until_exp_then_pruned() {
         let db = TempDb::new("blacklist");
         let clock = Arc::new(ManualClock::new(1_000));
-        let blacklist = Blacklist::new(Store::open(&db.path).unwrap(), clock.clone());
+        let blacklist = Blacklist::new(Arc::new(Store::open(&db.path).unwrap()), clock.clone());
         blacklist.revoke(&claims("a", 1_060)).await.unwrap();
         blacklist.revoke(&claims("b", 5_000)).await.unwrap();
         assert_eq!(blacklist.prune().await.unwrap(), 0);

@@ -18,7 +18,10 @@
 //! State lives in memory: one process is one limiter. Time comes from a
 //! [`Clock`] so tests move it instead of sleeping.
 
+use crate::services::token_auth::backend::LoginLimits;
 use crate::services::token_auth::clock::Clock;
+use crate::services::token_auth::store::StoreError;
+use crate::types::BoxFuture;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -204,6 +207,36 @@ impl LoginLimiter {
     }
 }
 
+impl LoginLimits for LoginLimiter {
+    fn admit<'a>(
+        &'a self,
+        ip: IpAddr,
+        username: &'a str,
+    ) -> BoxFuture<'a, Result<Admission, StoreError>> {
+        Box::pin(std::future::ready(Ok(LoginLimiter::admit(
+            self, ip, username,
+        ))))
+    }
+
+    fn record_failure<'a>(
+        &'a self,
+        username: &'a str,
+    ) -> BoxFuture<'a, Result<FailureOutcome, StoreError>> {
+        Box::pin(std::future::ready(Ok(LoginLimiter::record_failure(
+            self, username,
+        ))))
+    }
+
+    fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        LoginLimiter::record_success(self, username);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn prune(&self) {
+        LoginLimiter::prune(self);
+    }
+}
+
 /// Drop attempts that left the `window` (seconds); if `limit` attempts are
 /// still in it, how long until a slot frees up. Shared with the
 /// registration limiter.
@@ -254,7 +287,7 @@ pub(crate) fn ip_key(ip: IpAddr) -> IpAddr {
 
 /// Usernames are one account whatever their ASCII case (the store's rule),
 /// so `ANN` and `ann` share a window, a failure count and a lock.
-fn user_key(username: &str) -> String {
+pub(crate) fn user_key(username: &str) -> String {
     username
         .chars()
         .take(KEY_MAX)

@@ -62,15 +62,23 @@ pub fn internal(c: &mut Context, what: &str, cause: &dyn std::fmt::Display) {
     fail(c, StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR);
 }
 
-/// 503 body when the store refuses writes (its file is gone or read-only).
+/// 503 body when state cannot be read or written: the SQLite file is gone
+/// or read-only, or PostgreSQL or Redis is down or too slow.
 pub const STORE_UNAVAILABLE: &str = "store unavailable";
 
 /// Answer a failed store call: 503 `{"error":"store unavailable"}` when the
-/// store refuses writes (nothing was stored, and nothing is acknowledged),
-/// else log it and answer 500.
+/// store is unavailable (nothing was stored or checked, and nothing is
+/// acknowledged; the cause is logged), else log it and answer 500.
 pub fn store_failure(c: &mut Context, what: &str, e: &StoreError) {
     match e {
         StoreError::Unavailable { .. } => {
+            fail(c, StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
+        }
+        StoreError::Down(_) => {
+            log::message(
+                "token-auth",
+                format_args!("{} {}: {what}: {e}", c.method(), c.path()),
+            );
             fail(c, StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
         }
         _ => internal(c, what, e),
@@ -119,7 +127,7 @@ pub fn authenticate(service: Arc<AuthService>) -> Handler {
             match service.blacklist.is_revoked(&claims.jti).await {
                 Ok(false) => {}
                 Ok(true) => return unauthorized(c, TOKEN_REVOKED, true),
-                Err(e) => return internal(c, "blacklist lookup", &e),
+                Err(e) => return store_failure(c, "blacklist lookup", &e),
             }
             c.set(CLAIMS_KEY, claims);
             c.next().await;

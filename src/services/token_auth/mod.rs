@@ -6,6 +6,7 @@
 //!
 //! - [`clock`]: injectable time, so expiry and limits are testable.
 //! - [`user`]: the user record, roles, and username/email rules.
+//! - [`backend`]: the storage seam, one trait per kind of state.
 //! - [`store`]: SQLite schema and queries (blocking work off the runtime).
 //! - [`passwords`]: bcrypt on the blocking pool, with timing-safe misses.
 //! - [`tokens`]: claims, lifetimes, issuing and checking (on [`crate::protocol::jwt`]).
@@ -14,6 +15,8 @@
 //! - [`register_limiter`]: registrations per client IP.
 //! - [`config`]: the `--config` YAML (identity providers).
 //! - [`oauth`]: the authorization-code flow with PKCE and sealed tokens.
+//! - `cluster` (feature `cluster`): the same state on PostgreSQL and Redis,
+//!   shared by several instances.
 //! - [`service`]: settings and the assembled shared state.
 //! - [`middleware`]: authenticate, then authorize, on the core chain.
 //! - [`routes`]: the HTTP routes.
@@ -33,6 +36,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod backend;
 pub mod blacklist;
 pub mod clock;
 pub mod config;

@@ -19,9 +19,10 @@
 use crate::protocol::jwt::JwtError;
 use crate::services::token_auth::limiter::Admission;
 use crate::services::token_auth::middleware::{
-    authenticate, claims, fail, internal, require_role, store_failure, ANY_ROLE, TOKEN_EXPIRED,
-    TOKEN_INVALID, TOKEN_REVOKED,
+    authenticate, claims, fail, internal, require_role, store_failure, ANY_ROLE, STORE_UNAVAILABLE,
+    TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
 };
+use crate::services::token_auth::oauth::state::StateError;
 use crate::services::token_auth::oauth::{Callback, OAuthError};
 use crate::services::token_auth::passwords::Passwords;
 use crate::services::token_auth::service::AuthService;
@@ -140,7 +141,15 @@ struct Credentials {
 /// the failure response has been written.
 async fn check_credentials(service: &AuthService, c: &mut Context) -> Option<User> {
     let creds: Credentials = json_body(c)?;
-    match service.limiter.admit(c.client_ip(), &creds.username) {
+    // A limiter that cannot be read refuses: the limit must hold (503).
+    let admission = match service.limiter.admit(c.client_ip(), &creds.username).await {
+        Ok(admission) => admission,
+        Err(e) => {
+            store_failure(c, "login limiter", &e);
+            return None;
+        }
+    };
+    match admission {
         Admission::Allowed => {}
         Admission::TooManyAttempts { retry_after } => {
             c.set_header(RETRY_AFTER, &retry_after.to_string());
@@ -158,7 +167,7 @@ async fn check_credentials(service: &AuthService, c: &mut Context) -> Option<Use
         match service.store.credentials(&creds.username).await {
             Ok(found) => found,
             Err(e) => {
-                internal(c, "loading credentials", &e);
+                store_failure(c, "loading credentials", &e);
                 return None;
             }
         }
@@ -178,11 +187,24 @@ async fn check_credentials(service: &AuthService, c: &mut Context) -> Option<Use
     };
     match user.filter(|_| matches) {
         Some(user) => {
-            service.limiter.record_success(&creds.username);
+            // No tokens unless the failure count was reset where every
+            // instance sees it.
+            if let Err(e) = service.limiter.record_success(&creds.username).await {
+                store_failure(c, "login limiter", &e);
+                return None;
+            }
             Some(user)
         }
         None => {
-            let outcome = service.limiter.record_failure(&creds.username);
+            // A failure that cannot be counted is not answered as a plain
+            // 401: the lock must not be dodged by a limiter outage.
+            let outcome = match service.limiter.record_failure(&creds.username).await {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    store_failure(c, "login limiter", &e);
+                    return None;
+                }
+            };
             let body = if outcome.captcha_required {
                 json!({ "error": BAD_CREDENTIALS, "captcha_required": true })
             } else {
@@ -296,13 +318,13 @@ fn refresh(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
         match service.blacklist.is_revoked(&claims.jti).await {
             Ok(false) => {}
             Ok(true) => return fail(c, StatusCode::UNAUTHORIZED, TOKEN_REVOKED),
-            Err(e) => return internal(c, "blacklist lookup", &e),
+            Err(e) => return store_failure(c, "blacklist lookup", &e),
         }
         // Reload the user: the new access token carries the current role.
         match service.store.user_by_id(claims.user_id).await {
             Ok(Some(user)) => send_pair(c, &service, &user, StatusCode::OK),
             Ok(None) => fail(c, StatusCode::UNAUTHORIZED, TOKEN_INVALID),
-            Err(e) => internal(c, "loading user", &e),
+            Err(e) => store_failure(c, "loading user", &e),
         }
     })
 }
@@ -368,7 +390,7 @@ fn profile(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
         match service.store.user_by_id(user_id).await {
             Ok(Some(user)) => c.json(StatusCode::OK, &json!({ "user": user.public() })),
             Ok(None) => fail(c, StatusCode::NOT_FOUND, "user not found"),
-            Err(e) => internal(c, "loading user", &e),
+            Err(e) => store_failure(c, "loading user", &e),
         }
     })
 }
@@ -381,7 +403,7 @@ fn list_users(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
                 let users: Vec<_> = users.iter().map(User::public).collect();
                 c.json(StatusCode::OK, &json!({ "users": users }));
             }
-            Err(e) => internal(c, "listing users", &e),
+            Err(e) => store_failure(c, "listing users", &e),
         }
     })
 }
@@ -393,7 +415,10 @@ fn oauth_failure(c: &mut Context, error: &OAuthError) {
         OAuthError::InvalidState => return fail(c, StatusCode::BAD_REQUEST, INVALID_STATE),
         OAuthError::Denied(_) | OAuthError::MissingCode => StatusCode::BAD_REQUEST,
         OAuthError::Provider(_) => StatusCode::BAD_GATEWAY,
-        OAuthError::Start(_) => StatusCode::SERVICE_UNAVAILABLE,
+        OAuthError::States(StateError::Unavailable(_)) => {
+            return fail(c, StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
+        }
+        OAuthError::States(_) => StatusCode::SERVICE_UNAVAILABLE,
         OAuthError::Cipher(_) => return internal(c, "oauth", error),
     };
     if status == StatusCode::BAD_GATEWAY {
@@ -412,7 +437,7 @@ fn oauth_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> 
             return oauth_failure(c, &OAuthError::UnknownProvider);
         };
         let name = c.param("provider").unwrap_or_default().to_owned();
-        match oauth.authorize_url(&name) {
+        match oauth.authorize_url(&name).await {
             Ok(url) => {
                 c.set_header(CACHE_CONTROL, "no-store");
                 c.redirect(StatusCode::FOUND, &url);

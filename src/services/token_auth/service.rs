@@ -11,11 +11,13 @@
 //! `TOKEN_AUTH_SECRET` signs tokens; `TOKEN_AUTH_ENC_KEY` seals provider
 //! tokens and is required exactly when OAuth providers are configured.
 
+use crate::services::token_auth::backend::{Accounts, LoginLimits, PendingSignIns, Revocations};
 use crate::services::token_auth::blacklist::Blacklist;
 use crate::services::token_auth::clock::{Clock, SystemClock};
 use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
 use crate::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
 use crate::services::token_auth::oauth::cipher::{CipherError, TokenCipher, ENC_KEY_VAR};
+use crate::services::token_auth::oauth::state::{StateStore, STATE_CAPACITY};
 use crate::services::token_auth::oauth::OAuth;
 use crate::services::token_auth::passwords::{PasswordError, Passwords, DEFAULT_COST};
 use crate::services::token_auth::register_limiter::{RegisterLimiter, RegisterPolicy};
@@ -35,8 +37,17 @@ pub const SECRET_VAR: &str = "TOKEN_AUTH_SECRET";
 pub struct Settings {
     /// HS256 signing secret, at least 32 bytes.
     pub secret: Vec<u8>,
-    /// SQLite database file.
+    /// SQLite database file (unused when `postgres` is set).
     pub db_path: PathBuf,
+    /// PostgreSQL connection string (`--db postgres://…`): users, bindings
+    /// and the blacklist shared by every instance (feature `cluster`).
+    pub postgres: Option<String>,
+    /// Redis address (`--redis redis://…`): login limits and pending OAuth
+    /// sign-ins shared by every instance (feature `cluster`).
+    pub redis: Option<String>,
+    /// Longest wait for PostgreSQL or Redis on any one call; past it the
+    /// request is answered 503.
+    pub shared_timeout: Duration,
     /// bcrypt cost; the spec (and the binary) use 12.
     pub bcrypt_cost: u32,
     /// Login throttling numbers.
@@ -58,6 +69,8 @@ impl fmt::Debug for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Settings")
             .field("db_path", &self.db_path)
+            .field("postgres", &self.postgres.is_some())
+            .field("redis", &self.redis.is_some())
             .field("bcrypt_cost", &self.bcrypt_cost)
             .field("providers", &self.providers.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
@@ -72,6 +85,9 @@ impl Settings {
         Settings {
             secret: secret.into(),
             db_path: db_path.into(),
+            postgres: None,
+            redis: None,
+            shared_timeout: Duration::from_secs(1),
             bcrypt_cost: DEFAULT_COST,
             limits: LimitPolicy::default(),
             register_limits: RegisterPolicy::default(),
@@ -98,6 +114,9 @@ pub enum SetupError {
     Passwords(PasswordError),
     /// A provider setting is unusable (e.g. its `ca_file`).
     Provider(ConfigError),
+    /// PostgreSQL or Redis could not be used (the message names the flag),
+    /// or this binary was built without them.
+    Shared(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl fmt::Display for SetupError {
@@ -113,6 +132,7 @@ impl fmt::Display for SetupError {
             SetupError::Store(e) => write!(f, "{e}"),
             SetupError::Passwords(e) => write!(f, "bcrypt cost: {e}"),
             SetupError::Provider(e) => write!(f, "{e}"),
+            SetupError::Shared(e) => write!(f, "{e}"),
         }
     }
 }
@@ -126,14 +146,74 @@ impl std::error::Error for SetupError {
             SetupError::Store(e) => Some(e),
             SetupError::Passwords(e) => Some(e),
             SetupError::Provider(e) => Some(e),
+            SetupError::Shared(e) => Some(e.as_ref()),
+        }
+    }
+}
+
+/// Where each kind of state lives (see [`crate::services::token_auth::backend`]).
+pub struct Backends {
+    /// Users and provider bindings.
+    pub accounts: Arc<dyn Accounts>,
+    /// Revoked tokens.
+    pub revocations: Arc<dyn Revocations>,
+    /// Login windows, failure counts and locks.
+    pub limits: Arc<dyn LoginLimits>,
+    /// Pending OAuth sign-ins.
+    pub sign_ins: Arc<dyn PendingSignIns>,
+}
+
+impl Backends {
+    /// One process's own state: the SQLite file of `settings` and memory.
+    /// Blocking (opens SQLite).
+    pub fn local(settings: &Settings) -> Result<Backends, SetupError> {
+        let store = Arc::new(Store::open(&settings.db_path).map_err(SetupError::Store)?);
+        Ok(Backends {
+            accounts: store.clone(),
+            revocations: store,
+            limits: Arc::new(LoginLimiter::new(
+                settings.limits,
+                Arc::clone(&settings.clock),
+            )),
+            sign_ins: Arc::new(StateStore::new(Arc::clone(&settings.clock), STATE_CAPACITY)),
+        })
+    }
+
+    /// What `settings` asks for: PostgreSQL and/or Redis where named
+    /// (feature `cluster`), the local parts for the rest.
+    pub async fn connect(settings: &Settings) -> Result<Backends, SetupError> {
+        if settings.postgres.is_none() && settings.redis.is_none() {
+            let settings = settings.clone();
+            return tokio::task::spawn_blocking(move || Backends::local(&settings))
+                .await
+                .map_err(|e| SetupError::Store(StoreError::Task(e.to_string())))?;
+        }
+        #[cfg(feature = "cluster")]
+        {
+            crate::services::token_auth::cluster::backends(settings).await
+        }
+        #[cfg(not(feature = "cluster"))]
+        {
+            let flag = if settings.postgres.is_some() {
+                "--db"
+            } else {
+                "--redis"
+            };
+            Err(SetupError::Shared(
+                format!(
+                    "{flag}: this binary was built without PostgreSQL/Redis support; \
+                     rebuild with `cargo build --release --features cluster`"
+                )
+                .into(),
+            ))
         }
     }
 }
 
 /// The running service's shared state.
 pub struct AuthService {
-    /// Users, bindings, blacklist.
-    pub store: Store,
+    /// Users and provider bindings.
+    pub store: Arc<dyn Accounts>,
     /// Token issuer and verifier.
     pub tokens: Tokens,
     /// Password hasher.
@@ -141,8 +221,8 @@ pub struct AuthService {
     /// Revoked tokens.
     pub blacklist: Blacklist,
     /// Login throttling.
-    pub limiter: LoginLimiter,
-    /// Registration throttling.
+    pub limiter: Arc<dyn LoginLimits>,
+    /// Registration throttling (per instance).
     pub register_limiter: RegisterLimiter,
     /// OAuth sign-in, when providers are configured.
     pub oauth: Option<OAuth>,
@@ -161,11 +241,28 @@ impl fmt::Debug for AuthService {
 }
 
 impl AuthService {
-    /// Check `settings`, open the database and prepare every part.
+    /// Check `settings`, open the SQLite database and prepare every part,
+    /// all state kept by this process.
     ///
     /// Blocking (opens SQLite, computes the dummy bcrypt hash): call it
-    /// before serving, or from `spawn_blocking`.
+    /// before serving, or from `spawn_blocking`. For PostgreSQL and Redis
+    /// use [`connect`](Self::connect).
     pub fn open(settings: Settings) -> Result<AuthService, SetupError> {
+        let backends = Backends::local(&settings)?;
+        AuthService::assemble(settings, backends)
+    }
+
+    /// [`open`](Self::open), with the state where `settings` puts it:
+    /// PostgreSQL and Redis when named, else the SQLite file and memory.
+    pub async fn connect(settings: Settings) -> Result<AuthService, SetupError> {
+        let backends = Backends::connect(&settings).await?;
+        tokio::task::spawn_blocking(move || AuthService::assemble(settings, backends))
+            .await
+            .map_err(|e| SetupError::Store(StoreError::Task(e.to_string())))?
+    }
+
+    /// The service over `backends`.
+    pub fn assemble(settings: Settings, backends: Backends) -> Result<AuthService, SetupError> {
         let clock = settings.clock;
         let tokens =
             Tokens::new(&settings.secret, Arc::clone(&clock)).map_err(SetupError::Secret)?;
@@ -178,17 +275,21 @@ impl AuthService {
                 .ok_or(SetupError::EncKeyMissing)?;
             let cipher = TokenCipher::from_hex(key).map_err(SetupError::EncKey)?;
             Some(
-                OAuth::new(settings.providers, cipher, Arc::clone(&clock))
-                    .map_err(SetupError::Provider)?,
+                OAuth::new(
+                    settings.providers,
+                    cipher,
+                    Arc::clone(&clock),
+                    backends.sign_ins,
+                )
+                .map_err(SetupError::Provider)?,
             )
         };
         let passwords = Passwords::new(settings.bcrypt_cost).map_err(SetupError::Passwords)?;
-        let store = Store::open(&settings.db_path).map_err(SetupError::Store)?;
         Ok(AuthService {
-            blacklist: Blacklist::new(store.clone(), Arc::clone(&clock)),
-            limiter: LoginLimiter::new(settings.limits, Arc::clone(&clock)),
+            blacklist: Blacklist::new(backends.revocations, Arc::clone(&clock)),
+            limiter: backends.limits,
             register_limiter: RegisterLimiter::new(settings.register_limits, Arc::clone(&clock)),
-            store,
+            store: backends.accounts,
             tokens,
             passwords,
             oauth,

@@ -18,13 +18,14 @@ pub mod pkce;
 pub mod state;
 pub mod trust;
 
+use crate::services::token_auth::backend::PendingSignIns;
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
 use crate::services::token_auth::store::ProviderIdentity;
 use cipher::{CipherError, TokenCipher};
 use client::{ProviderClient, ProviderError};
 use sha2::{Digest, Sha256};
-use state::{StateError, StateStore, STATE_CAPACITY};
+use state::StateError;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -45,8 +46,9 @@ pub enum OAuthError {
     MissingCode,
     /// A call to the provider failed.
     Provider(ProviderError),
-    /// A sign-in could not be started.
-    Start(StateError),
+    /// The pending sign-ins could not be written or read (full, no
+    /// randomness, or the shared store is down).
+    States(StateError),
     /// Sealing the provider tokens failed.
     Cipher(CipherError),
 }
@@ -59,7 +61,7 @@ impl fmt::Display for OAuthError {
             OAuthError::Denied(e) => write!(f, "sign-in was not granted by the provider: {e}"),
             OAuthError::MissingCode => write!(f, "missing code"),
             OAuthError::Provider(e) => write!(f, "identity provider failed: {e}"),
-            OAuthError::Start(e) => write!(f, "{e}"),
+            OAuthError::States(e) => write!(f, "{e}"),
             OAuthError::Cipher(e) => write!(f, "cannot seal provider tokens: {e}"),
         }
     }
@@ -69,7 +71,7 @@ impl std::error::Error for OAuthError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             OAuthError::Provider(e) => Some(e),
-            OAuthError::Start(e) => Some(e),
+            OAuthError::States(e) => Some(e),
             OAuthError::Cipher(e) => Some(e),
             OAuthError::UnknownProvider
             | OAuthError::InvalidState
@@ -109,7 +111,7 @@ struct Registered {
 /// The OAuth side of the service.
 pub struct OAuth {
     providers: BTreeMap<Provider, Registered>,
-    states: StateStore,
+    states: Arc<dyn PendingSignIns>,
     cipher: TokenCipher,
     clock: Arc<dyn Clock>,
 }
@@ -130,6 +132,7 @@ impl OAuth {
         providers: BTreeMap<Provider, ProviderConfig>,
         cipher: TokenCipher,
         clock: Arc<dyn Clock>,
+        states: Arc<dyn PendingSignIns>,
     ) -> Result<OAuth, ConfigError> {
         let providers = providers
             .into_iter()
@@ -140,7 +143,7 @@ impl OAuth {
             .collect::<Result<_, ConfigError>>()?;
         Ok(OAuth {
             providers,
-            states: StateStore::new(Arc::clone(&clock), STATE_CAPACITY),
+            states,
             cipher,
             clock,
         })
@@ -162,9 +165,14 @@ impl OAuth {
     }
 
     /// Start a sign-in: the provider URL to redirect the browser to.
-    pub fn authorize_url(&self, name: &str) -> Result<String, OAuthError> {
+    pub async fn authorize_url(&self, name: &str) -> Result<String, OAuthError> {
         let (provider, config) = self.provider(name)?;
-        let started = self.states.start(provider).map_err(OAuthError::Start)?;
+        let (pending, started) =
+            state::begin(provider, self.clock.now()).map_err(OAuthError::States)?;
+        self.states
+            .insert(started.state.clone(), pending)
+            .await
+            .map_err(OAuthError::States)?;
         let query = form::encode_pairs([
             ("appid", config.appid.as_str()),
             ("redirect_uri", config.redirect_uri.as_str()),
@@ -187,9 +195,14 @@ impl OAuth {
         let (provider, registered) = self.registered(name)?;
         let (config, client) = (&registered.config, &registered.client);
         let state = callback.state.ok_or(OAuthError::InvalidState)?;
+        // Taken whatever happens next: a replayed callback finds nothing,
+        // on this instance or another.
         let pending = self
             .states
-            .take(&state, provider)
+            .take(&state)
+            .await
+            .map_err(OAuthError::States)?
+            .filter(|p| p.provider == provider)
             .ok_or(OAuthError::InvalidState)?;
         if let Some(error) = callback.error {
             return Err(OAuthError::Denied(error));
@@ -324,7 +337,7 @@ mod tests {
                 Some(ProviderError::Timeout.to_string()),
             ),
             (
-                OAuthError::Start(StateError::Full),
+                OAuthError::States(StateError::Full),
                 Some(StateError::Full.to_string()),
             ),
             (

@@ -8,9 +8,11 @@
 //! finds nothing. The map is capped, so unauthenticated callers cannot grow it
 //! without bound.
 
+use crate::services::token_auth::backend::PendingSignIns;
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::Provider;
 use crate::services::token_auth::oauth::pkce::Pkce;
+use crate::types::BoxFuture;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use std::collections::HashMap;
@@ -31,6 +33,40 @@ pub struct Pending {
     issued_at: u64,
 }
 
+impl Pending {
+    /// A sign-in with `provider` and PKCE `code_verifier`, begun at `issued_at`.
+    pub fn new(provider: Provider, code_verifier: String, issued_at: u64) -> Pending {
+        Pending {
+            provider,
+            code_verifier,
+            issued_at,
+        }
+    }
+
+    /// When the sign-in began, Unix seconds.
+    pub fn issued_at(&self) -> u64 {
+        self.issued_at
+    }
+}
+
+/// A new sign-in with `provider` begun at `now`: the random `state` (256
+/// bits), what to remember under it, and what goes into the authorization
+/// request.
+pub fn begin(provider: Provider, now: u64) -> Result<(Pending, Started), StateError> {
+    let mut raw = [0u8; 32];
+    getrandom::fill(&mut raw).map_err(|e| StateError::Random(e.to_string()))?;
+    let state = URL_SAFE_NO_PAD.encode(raw);
+    let pkce = Pkce::generate().map_err(|e| StateError::Random(e.to_string()))?;
+    let pending = Pending::new(provider, pkce.verifier, now);
+    Ok((
+        pending,
+        Started {
+            state,
+            code_challenge: pkce.challenge,
+        },
+    ))
+}
+
 /// A freshly started sign-in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Started {
@@ -40,13 +76,15 @@ pub struct Started {
     pub code_challenge: String,
 }
 
-/// Why a sign-in could not be started.
+/// Why a sign-in could not be started or looked up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateError {
     /// Too many sign-ins are pending.
     Full,
     /// The OS random source failed.
     Random(String),
+    /// The shared store of pending sign-ins did not answer (HTTP 503).
+    Unavailable(String),
 }
 
 impl std::fmt::Display for StateError {
@@ -54,6 +92,7 @@ impl std::fmt::Display for StateError {
         match self {
             StateError::Full => write!(f, "too many sign-ins in progress, try again later"),
             StateError::Random(e) => write!(f, "cannot read OS randomness: {e}"),
+            StateError::Unavailable(e) => write!(f, "pending sign-ins unavailable: {e}"),
         }
     }
 }
@@ -85,41 +124,26 @@ impl StateStore {
         }
     }
 
-    /// Start a sign-in with `provider`: a new state and PKCE pair.
-    pub fn start(&self, provider: Provider) -> Result<Started, StateError> {
-        let mut raw = [0u8; 32];
-        getrandom::fill(&mut raw).map_err(|e| StateError::Random(e.to_string()))?;
-        let state = URL_SAFE_NO_PAD.encode(raw);
-        let pkce = Pkce::generate().map_err(|e| StateError::Random(e.to_string()))?;
+    /// Remember `pending` under `state`; `Full` when `capacity` fresh
+    /// sign-ins are already pending.
+    pub fn insert(&self, state: String, pending: Pending) -> Result<(), StateError> {
         let now = self.clock.now();
-        let mut pending = self.lock();
-        if pending.len() >= self.capacity {
-            pending.retain(|_, p| p.issued_at + STATE_TTL > now);
-            if pending.len() >= self.capacity {
+        let mut map = self.lock();
+        if map.len() >= self.capacity {
+            map.retain(|_, p| p.issued_at + STATE_TTL > now);
+            if map.len() >= self.capacity {
                 return Err(StateError::Full);
             }
         }
-        pending.insert(
-            state.clone(),
-            Pending {
-                provider,
-                code_verifier: pkce.verifier,
-                issued_at: now,
-            },
-        );
-        Ok(Started {
-            state,
-            code_challenge: pkce.challenge,
-        })
+        map.insert(state, pending);
+        Ok(())
     }
 
-    /// Consume `state` for a callback from `provider`. The state is gone
-    /// afterwards in every case; `None` if it was unknown, used, expired, or
-    /// issued for another provider.
-    pub fn take(&self, state: &str, provider: Provider) -> Option<Pending> {
+    /// Remove `state`; what it named if that is still fresh. The state is
+    /// gone afterwards in every case.
+    pub fn take(&self, state: &str) -> Option<Pending> {
         let pending = self.lock().remove(state)?;
-        let fresh = pending.issued_at + STATE_TTL > self.clock.now();
-        (fresh && pending.provider == provider).then_some(pending)
+        (pending.issued_at + STATE_TTL > self.clock.now()).then_some(pending)
     }
 
     /// Drop expired sign-ins.
@@ -143,6 +167,20 @@ impl StateStore {
     }
 }
 
+impl PendingSignIns for StateStore {
+    fn insert(&self, state: String, pending: Pending) -> BoxFuture<'_, Result<(), StateError>> {
+        Box::pin(std::future::ready(StateStore::insert(self, state, pending)))
+    }
+
+    fn take<'a>(&'a self, state: &'a str) -> BoxFuture<'a, Result<Option<Pending>, StateError>> {
+        Box::pin(std::future::ready(Ok(StateStore::take(self, state))))
+    }
+
+    fn prune(&self) {
+        StateStore::prune(self);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,46 +192,45 @@ mod tests {
         (clock.clone(), StateStore::new(clock, capacity))
     }
 
+    fn start(states: &StateStore, provider: Provider) -> Result<Started, StateError> {
+        let (pending, started) = begin(provider, states.clock.now())?;
+        states.insert(started.state.clone(), pending)?;
+        Ok(started)
+    }
+
     #[test]
     fn state_is_single_use_and_carries_the_matching_verifier() {
         let (_clock, states) = store(10);
-        let started = states.start(Provider::Github).unwrap();
-        let pending = states.take(&started.state, Provider::Github).unwrap();
+        let started = start(&states, Provider::Github).unwrap();
+        let pending = states.take(&started.state).unwrap();
+        assert_eq!(pending.provider, Provider::Github);
         assert_eq!(
             challenge_s256(&pending.code_verifier),
             started.code_challenge
         );
-        assert_eq!(states.take(&started.state, Provider::Github), None);
+        assert_eq!(states.take(&started.state), None);
+        assert_eq!(states.take("made-up"), None);
     }
 
     #[test]
     fn state_expires_after_10_minutes() {
         let (clock, states) = store(10);
-        let a = states.start(Provider::Github).unwrap();
-        let b = states.start(Provider::Github).unwrap();
+        let a = start(&states, Provider::Github).unwrap();
+        let b = start(&states, Provider::Github).unwrap();
         clock.advance(STATE_TTL - 1);
-        assert!(states.take(&a.state, Provider::Github).is_some());
+        assert!(states.take(&a.state).is_some());
         clock.advance(1);
-        assert_eq!(states.take(&b.state, Provider::Github), None);
-    }
-
-    #[test]
-    fn state_for_another_provider_is_refused_and_burnt() {
-        let (_clock, states) = store(10);
-        let s = states.start(Provider::Github).unwrap();
-        assert_eq!(states.take(&s.state, Provider::Google), None);
-        assert_eq!(states.take(&s.state, Provider::Github), None);
-        assert_eq!(states.take("made-up", Provider::Github), None);
+        assert_eq!(states.take(&b.state), None);
     }
 
     #[test]
     fn store_is_capped_but_expired_entries_make_room() {
         let (clock, states) = store(2);
-        states.start(Provider::Wechat).unwrap();
-        states.start(Provider::Wechat).unwrap();
-        assert_eq!(states.start(Provider::Wechat), Err(StateError::Full));
+        start(&states, Provider::Wechat).unwrap();
+        start(&states, Provider::Wechat).unwrap();
+        assert_eq!(start(&states, Provider::Wechat), Err(StateError::Full));
         clock.advance(STATE_TTL);
-        assert!(states.start(Provider::Wechat).is_ok());
+        assert!(start(&states, Provider::Wechat).is_ok());
         assert_eq!(states.len(), 1);
         clock.advance(STATE_TTL);
         states.prune();
