@@ -149,6 +149,31 @@ fn providers_without_enc_key_and_bad_configs_are_startup_errors_naming_the_key()
     assert!(err.contains("--adr"), "{err}");
 }
 
+/// Without the `cluster` feature a shared server is a start-up error that
+/// names the flag and says how to build with it.
+#[cfg(not(feature = "cluster"))]
+#[test]
+fn postgres_or_redis_in_a_default_build_is_a_startup_error_naming_the_flag() {
+    for (flag, value) in [
+        ("--db", "postgres://u:p@127.0.0.1:5432/db"),
+        ("--redis", "redis://127.0.0.1:6379"),
+    ] {
+        let (ok, err) = run(command().env("TOKEN_AUTH_SECRET", SECRET).args([
+            "--addr",
+            "127.0.0.1:0",
+            flag,
+            value,
+        ]));
+        assert!(!ok, "{flag} {value} started");
+        assert!(
+            err.contains(&format!(
+                "{flag}: this binary was built without PostgreSQL/Redis"
+            )) && err.contains("--features cluster"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn create_admin_reads_the_password_from_stdin_and_hashes_with_cost_12() {
     let db = TempDb::new("bin-admin");

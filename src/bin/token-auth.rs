@@ -1,10 +1,17 @@
 //! `token-auth`: the Area C token-authentication server.
 //!
 //! ```text
-//! token-auth [--addr ADDR] [--db PATH] [--config PATH] [--shutdown-grace DURATION]
+//! token-auth [--addr ADDR] [--db PATH|postgres://…] [--redis redis://…]
+//!            [--shared-timeout DURATION] [--config PATH] [--shutdown-grace DURATION]
 //!            [--quiet] [--trace]
-//! token-auth create-admin --username NAME [--db PATH]     (password on stdin)
+//! token-auth create-admin --username NAME [--db PATH|postgres://…]  (password on stdin)
 //! ```
+//!
+//! `--db` is a SQLite file, or with a binary built with `--features cluster`
+//! a PostgreSQL connection string (users, bindings and the blacklist shared
+//! by every instance); `--redis` puts login limits and pending OAuth
+//! sign-ins in Redis. `--shared-timeout` (default 1s) bounds every call to
+//! either; past it a request is answered 503.
 //!
 //! Environment: `TOKEN_AUTH_SECRET` (≥ 32 bytes, signs tokens; required to
 //! serve) and `TOKEN_AUTH_ENC_KEY` (64 hex digits, seals provider tokens;
@@ -21,8 +28,8 @@ use handwire::services::token_auth::config::FileConfig;
 use handwire::services::token_auth::oauth::cipher::ENC_KEY_VAR;
 use handwire::services::token_auth::passwords::{Passwords, DEFAULT_COST};
 use handwire::services::token_auth::routes;
-use handwire::services::token_auth::service::{AuthService, Settings, SECRET_VAR};
-use handwire::services::token_auth::store::{NewUser, Store, StoreError};
+use handwire::services::token_auth::service::{AuthService, Backends, Settings, SECRET_VAR};
+use handwire::services::token_auth::store::{NewUser, StoreError};
 use handwire::services::token_auth::user::{check_username, Role};
 use handwire::web::log;
 use handwire::web::server::{self, Options};
@@ -44,18 +51,25 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), String> {
     let args = Args::parse_with_switches(
         std::env::args().skip(1),
-        &["addr", "db", "config", "username", "shutdown-grace"],
+        &[
+            "addr",
+            "db",
+            "redis",
+            "shared-timeout",
+            "config",
+            "username",
+            "shutdown-grace",
+        ],
         &["quiet", "trace"],
     )
     .map_err(|e| e.to_string())?;
-    let db = PathBuf::from(args.get("db").unwrap_or(DEFAULT_DB));
     match args.positional.as_slice() {
-        [] => serve(&args, db).await,
+        [] => serve(&args).await,
         [command] if command == "create-admin" => {
             let username = args
                 .get("username")
                 .ok_or("create-admin needs --username NAME (the password is read from stdin)")?;
-            create_admin(username, db).await
+            create_admin(username, storage_settings(&args, Vec::new())?).await
         }
         other => Err(format!(
             "unknown command {:?} (expected no command, or create-admin)",
@@ -64,7 +78,43 @@ async fn run() -> Result<(), String> {
     }
 }
 
-async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
+/// Settings with the storage flags applied: `--db` (a path, or a
+/// `postgres://` connection string), `--redis`, `--shared-timeout`.
+fn storage_settings(args: &Args, secret: Vec<u8>) -> Result<Settings, String> {
+    let db = args.get("db").unwrap_or(DEFAULT_DB);
+    let mut settings = Settings::new(secret, PathBuf::from(db));
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        settings.postgres = Some(db.to_string());
+    }
+    settings.redis = args.get("redis").map(str::to_string);
+    if let Some(text) = args.get("shared-timeout") {
+        settings.shared_timeout = parse_duration(text)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                format!("--shared-timeout: invalid duration {text:?} (write e.g. 1s, 500ms)")
+            })?;
+    }
+    Ok(settings)
+}
+
+/// One start-up line: where each kind of state lives.
+fn announce_storage(settings: &Settings) {
+    let users = match &settings.postgres {
+        Some(_) => "PostgreSQL (shared)".to_string(),
+        None => format!("SQLite {}", settings.db_path.display()),
+    };
+    let limits = match &settings.redis {
+        Some(_) => "Redis (shared)",
+        None => "this process",
+    };
+    log::announce(&format!(
+        "token-auth: users, bindings, blacklist: {users}; login limits, OAuth states: {limits}; \
+         registration limit: this process"
+    ));
+}
+
+async fn serve(args: &Args) -> Result<(), String> {
     let secret = std::env::var(SECRET_VAR).map_err(|_| {
         format!(
             "{SECRET_VAR} is not set: export at least 32 random bytes, e.g. `openssl rand -hex 32`"
@@ -74,7 +124,7 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
         Some(path) => FileConfig::load(path.as_ref()).map_err(|e| format!("config {path}: {e}"))?,
         None => FileConfig::default(),
     };
-    let mut settings = Settings::new(secret, db);
+    let mut settings = storage_settings(args, secret.into_bytes())?;
     settings.providers = config.oauth;
     settings.enc_key = std::env::var(ENC_KEY_VAR).ok();
     for (name, provider) in &settings.providers {
@@ -87,9 +137,9 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
         }
     }
 
-    let service = tokio::task::spawn_blocking(move || AuthService::open(settings))
+    announce_storage(&settings);
+    let service = AuthService::connect(settings)
         .await
-        .map_err(|e| format!("start-up task failed: {e}"))?
         .map_err(|e| e.to_string())?;
     let service = Arc::new(service);
     let maintenance = service.spawn_maintenance();
@@ -115,7 +165,7 @@ async fn serve(args: &Args, db: PathBuf) -> Result<(), String> {
     Ok(())
 }
 
-async fn create_admin(username: &str, db: PathBuf) -> Result<(), String> {
+async fn create_admin(username: &str, settings: Settings) -> Result<(), String> {
     check_username(username).map_err(|e| e.to_string())?;
     eprintln!("token-auth: reading the password for {username:?} from stdin (one line)");
     let mut line = String::new();
@@ -126,13 +176,15 @@ async fn create_admin(username: &str, db: PathBuf) -> Result<(), String> {
     let password = line.trim_end_matches(['\r', '\n']).to_string();
     Passwords::check_policy(&password).map_err(|e| e.to_string())?;
 
-    let (store, passwords) = tokio::task::spawn_blocking(move || {
-        let store = Store::open(&db).map_err(|e| e.to_string())?;
-        let passwords = Passwords::new(DEFAULT_COST).map_err(|e| e.to_string())?;
-        Ok::<_, String>((store, passwords))
-    })
-    .await
-    .map_err(|e| format!("start-up task failed: {e}"))??;
+    let store = Backends::connect(&settings)
+        .await
+        .map_err(|e| e.to_string())?
+        .accounts;
+    // Passwords::new computes a dummy hash: bcrypt stays off the runtime.
+    let passwords = tokio::task::spawn_blocking(|| Passwords::new(DEFAULT_COST))
+        .await
+        .map_err(|e| format!("start-up task failed: {e}"))?
+        .map_err(|e| e.to_string())?;
     let password_hash = passwords.hash(password).await.map_err(|e| e.to_string())?;
     let new = NewUser {
         username: username.to_string(),

@@ -175,6 +175,20 @@ impl Postgres {
         run(start, "pg_ctl start");
     }
 
+    /// Stop the server (fast shutdown: connections are cut).
+    pub fn stop(&self) {
+        let mut stop = as_postgres(&self.bin.join("pg_ctl"));
+        stop.arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "fast", "-w", "stop"]);
+        run(stop, "pg_ctl stop");
+    }
+
+    /// Start it again after [`stop`](Self::stop), on the same port.
+    pub fn start_again(&self) {
+        self.pg_ctl_start();
+    }
+
     /// The connection string for the test user (`password` overrides the right one).
     pub fn url_with_password(&self, password: &str) -> String {
         format!(

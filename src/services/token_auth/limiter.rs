@@ -18,10 +18,7 @@
 //! State lives in memory: one process is one limiter. Time comes from a
 //! [`Clock`] so tests move it instead of sleeping.
 
-use crate::services::token_auth::backend::LoginLimits;
 use crate::services::token_auth::clock::Clock;
-use crate::services::token_auth::store::StoreError;
-use crate::types::BoxFuture;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -204,36 +201,6 @@ impl LoginLimiter {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // The state stays consistent between statements; reuse it after a panic.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl LoginLimits for LoginLimiter {
-    fn admit<'a>(
-        &'a self,
-        ip: IpAddr,
-        username: &'a str,
-    ) -> BoxFuture<'a, Result<Admission, StoreError>> {
-        Box::pin(std::future::ready(Ok(LoginLimiter::admit(
-            self, ip, username,
-        ))))
-    }
-
-    fn record_failure<'a>(
-        &'a self,
-        username: &'a str,
-    ) -> BoxFuture<'a, Result<FailureOutcome, StoreError>> {
-        Box::pin(std::future::ready(Ok(LoginLimiter::record_failure(
-            self, username,
-        ))))
-    }
-
-    fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
-        LoginLimiter::record_success(self, username);
-        Box::pin(std::future::ready(Ok(())))
-    }
-
-    fn prune(&self) {
-        LoginLimiter::prune(self);
     }
 }
 

@@ -8,6 +8,7 @@
 //! - [`user`]: the user record, roles, and username/email rules.
 //! - [`backend`]: the storage seam, one trait per kind of state.
 //! - [`store`]: SQLite schema and queries (blocking work off the runtime).
+//! - [`local`]: the seam over the SQLite store and in-process state.
 //! - [`passwords`]: bcrypt on the blocking pool, with timing-safe misses.
 //! - [`tokens`]: claims, lifetimes, issuing and checking (on [`crate::protocol::jwt`]).
 //! - [`blacklist`]: revoked token ids and their pruning.
@@ -39,8 +40,11 @@
 pub mod backend;
 pub mod blacklist;
 pub mod clock;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod config;
 pub mod limiter;
+pub mod local;
 pub mod middleware;
 pub mod oauth;
 pub mod passwords;

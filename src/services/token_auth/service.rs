@@ -168,19 +168,19 @@ impl Backends {
     /// Blocking (opens SQLite).
     pub fn local(settings: &Settings) -> Result<Backends, SetupError> {
         let store = Arc::new(Store::open(&settings.db_path).map_err(SetupError::Store)?);
+        let (limits, sign_ins) = local_memory(settings);
         Ok(Backends {
             accounts: store.clone(),
             revocations: store,
-            limits: Arc::new(LoginLimiter::new(
-                settings.limits,
-                Arc::clone(&settings.clock),
-            )),
-            sign_ins: Arc::new(StateStore::new(Arc::clone(&settings.clock), STATE_CAPACITY)),
+            limits,
+            sign_ins,
         })
     }
 
-    /// What `settings` asks for: PostgreSQL and/or Redis where named
-    /// (feature `cluster`), the local parts for the rest.
+    /// What `settings` asks for: PostgreSQL for users, bindings and the
+    /// blacklist when `postgres` is set, Redis for login limits and OAuth
+    /// states when `redis` is set (feature `cluster`), the local parts for
+    /// the rest.
     pub async fn connect(settings: &Settings) -> Result<Backends, SetupError> {
         if settings.postgres.is_none() && settings.redis.is_none() {
             let settings = settings.clone();
@@ -188,26 +188,79 @@ impl Backends {
                 .await
                 .map_err(|e| SetupError::Store(StoreError::Task(e.to_string())))?;
         }
-        #[cfg(feature = "cluster")]
-        {
-            crate::services::token_auth::cluster::backends(settings).await
-        }
-        #[cfg(not(feature = "cluster"))]
-        {
-            let flag = if settings.postgres.is_some() {
-                "--db"
-            } else {
-                "--redis"
-            };
-            Err(SetupError::Shared(
-                format!(
-                    "{flag}: this binary was built without PostgreSQL/Redis support; \
-                     rebuild with `cargo build --release --features cluster`"
-                )
-                .into(),
-            ))
-        }
+        shared(settings).await
     }
+}
+
+/// Login limits and pending sign-ins kept in this process's memory.
+fn local_memory(settings: &Settings) -> (Arc<dyn LoginLimits>, Arc<dyn PendingSignIns>) {
+    let clock = &settings.clock;
+    (
+        Arc::new(LoginLimiter::new(settings.limits, Arc::clone(clock))),
+        Arc::new(StateStore::new(Arc::clone(clock), STATE_CAPACITY)),
+    )
+}
+
+/// The backends with PostgreSQL and/or Redis where `settings` names them.
+#[cfg(feature = "cluster")]
+async fn shared(settings: &Settings) -> Result<Backends, SetupError> {
+    use crate::services::token_auth::cluster;
+    let shared = |e| SetupError::Shared(Box::new(e));
+    let timeout = settings.shared_timeout;
+    let (accounts, revocations): (Arc<dyn Accounts>, Arc<dyn Revocations>) =
+        match &settings.postgres {
+            Some(url) => {
+                let store = Arc::new(
+                    cluster::postgres_store(url, timeout)
+                        .await
+                        .map_err(shared)?,
+                );
+                (store.clone(), store)
+            }
+            None => {
+                let path = settings.db_path.clone();
+                let store = tokio::task::spawn_blocking(move || Store::open(&path))
+                    .await
+                    .map_err(|e| SetupError::Store(StoreError::Task(e.to_string())))?
+                    .map_err(SetupError::Store)?;
+                let store = Arc::new(store);
+                (store.clone(), store)
+            }
+        };
+    let (limits, sign_ins): (Arc<dyn LoginLimits>, Arc<dyn PendingSignIns>) = match &settings.redis
+    {
+        Some(url) => {
+            let clock = Arc::clone(&settings.clock);
+            let (limits, sign_ins) = cluster::redis_state(url, settings.limits, clock, timeout)
+                .await
+                .map_err(shared)?;
+            (Arc::new(limits), Arc::new(sign_ins))
+        }
+        None => local_memory(settings),
+    };
+    Ok(Backends {
+        accounts,
+        revocations,
+        limits,
+        sign_ins,
+    })
+}
+
+/// Without the `cluster` feature, naming a shared server is a start-up error.
+#[cfg(not(feature = "cluster"))]
+async fn shared(settings: &Settings) -> Result<Backends, SetupError> {
+    let flag = if settings.postgres.is_some() {
+        "--db"
+    } else {
+        "--redis"
+    };
+    Err(SetupError::Shared(
+        format!(
+            "{flag}: this binary was built without PostgreSQL/Redis support; \
+             rebuild with `cargo build --release --features cluster`"
+        )
+        .into(),
+    ))
 }
 
 /// The running service's shared state.

@@ -8,11 +8,9 @@
 //! finds nothing. The map is capped, so unauthenticated callers cannot grow it
 //! without bound.
 
-use crate::services::token_auth::backend::PendingSignIns;
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::Provider;
 use crate::services::token_auth::oauth::pkce::Pkce;
-use crate::types::BoxFuture;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use std::collections::HashMap;
@@ -164,20 +162,6 @@ impl StateStore {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl PendingSignIns for StateStore {
-    fn insert(&self, state: String, pending: Pending) -> BoxFuture<'_, Result<(), StateError>> {
-        Box::pin(std::future::ready(StateStore::insert(self, state, pending)))
-    }
-
-    fn take<'a>(&'a self, state: &'a str) -> BoxFuture<'a, Result<Option<Pending>, StateError>> {
-        Box::pin(std::future::ready(Ok(StateStore::take(self, state))))
-    }
-
-    fn prune(&self) {
-        StateStore::prune(self);
     }
 }
 

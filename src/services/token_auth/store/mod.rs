@@ -12,9 +12,7 @@
 //! reactor. One connection behind a mutex is enough for this service: SQLite
 //! serialises writers anyway, and the queries are all single-row lookups.
 
-use crate::services::token_auth::backend::{Accounts, Revocations};
 use crate::services::token_auth::user::{Role, User};
-use crate::types::BoxFuture;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -442,53 +440,6 @@ impl Store {
             Ok(user)
         })
         .await
-    }
-}
-
-impl Accounts for Store {
-    fn create_user(&self, new: NewUser) -> BoxFuture<'_, Result<User, StoreError>> {
-        Box::pin(Store::create_user(self, new))
-    }
-
-    fn credentials<'a>(
-        &'a self,
-        username: &'a str,
-    ) -> BoxFuture<'a, Result<Option<(User, String)>, StoreError>> {
-        Box::pin(Store::credentials(self, username))
-    }
-
-    fn user_by_id(&self, id: i64) -> BoxFuture<'_, Result<Option<User>, StoreError>> {
-        Box::pin(Store::user_by_id(self, id))
-    }
-
-    fn list_users(&self) -> BoxFuture<'_, Result<Vec<User>, StoreError>> {
-        Box::pin(Store::list_users(self))
-    }
-
-    fn sign_in_with_provider(
-        &self,
-        identity: ProviderIdentity,
-        username_hint: String,
-    ) -> BoxFuture<'_, Result<User, StoreError>> {
-        Box::pin(Store::sign_in_with_provider(self, identity, username_hint))
-    }
-}
-
-impl Revocations for Store {
-    fn revoke<'a>(
-        &'a self,
-        jti: &'a str,
-        expired_at: u64,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(Store::revoke(self, jti, expired_at))
-    }
-
-    fn is_revoked<'a>(&'a self, jti: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(Store::is_revoked(self, jti))
-    }
-
-    fn prune(&self, now: u64) -> BoxFuture<'_, Result<usize, StoreError>> {
-        Box::pin(Store::prune_blacklist(self, now))
     }
 }
 

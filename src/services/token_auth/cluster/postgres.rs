@@ -1,0 +1,304 @@
+//! Users, provider bindings and the blacklist in PostgreSQL, shared by every
+//! instance: the same rules as the SQLite schema (`store/schema.sql`) as
+//! constraints, in the schema `token_auth`, created by versioned migrations.
+//!
+//! Every statement is parameterized and prepared once per connection
+//! (`prepare_cached`); every call is bounded by the configured time-out.
+
+use crate::cluster::{self as shared, Migration, PgPool, Server};
+use crate::services::token_auth::backend::{Accounts, Revocations};
+use crate::services::token_auth::store::{NewUser, ProviderIdentity, StoreError, NO_PASSWORD};
+use crate::services::token_auth::user::{Role, User};
+use crate::types::BoxFuture;
+use std::future::Future;
+use std::time::Duration;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::Row;
+
+/// The PostgreSQL schema (namespace) of the service's tables.
+pub const SCHEMA: &str = "token_auth";
+
+/// The schema's history; append, never edit.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "users, provider bindings, blacklist",
+    sql: include_str!("schema_v1.sql"),
+}];
+
+const USER_COLUMNS: &str = "id, username, email, role, created_at, updated_at";
+
+/// [`Accounts`] and [`Revocations`] over a connection pool.
+pub struct PgStore {
+    pool: PgPool,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").finish_non_exhaustive()
+    }
+}
+
+fn user_from_row(row: &Row) -> Result<User, StoreError> {
+    let role: String = row.get(3);
+    let role = role
+        .parse::<Role>()
+        .map_err(|e| StoreError::Backend(format!("users.role: {e}")))?;
+    Ok(User {
+        id: row.get(0),
+        username: row.get(1),
+        email: row.get(2),
+        role,
+        created_at: row.get(4),
+        updated_at: row.get(5),
+    })
+}
+
+/// A driver error as the store's: unique violations named, the server's
+/// absence as [`StoreError::Down`], the rest as [`StoreError::Backend`].
+fn store_error(e: tokio_postgres::Error) -> StoreError {
+    if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
+        let constraint = e
+            .as_db_error()
+            .and_then(|d| d.constraint())
+            .unwrap_or_default();
+        if constraint.starts_with("users_username") {
+            return StoreError::UsernameTaken;
+        }
+        if constraint.starts_with("users_email") {
+            return StoreError::EmailTaken;
+        }
+    }
+    if shared::pg_is_unavailable(&e) {
+        return StoreError::Down(shared::pg_unavailable(&e).to_string());
+    }
+    StoreError::Backend(shared::pg_detail(&e))
+}
+
+impl PgStore {
+    /// The store over `pool`; no call waits longer than `timeout`.
+    pub fn new(pool: PgPool, timeout: Duration) -> PgStore {
+        PgStore { pool, timeout }
+    }
+
+    /// Run `f` with a pooled connection, the whole of it within the time-out.
+    async fn run<'a, T, F, Fut>(&'a self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(shared::PgClient) -> Fut + 'a,
+        Fut: Future<Output = Result<T, StoreError>> + 'a,
+    {
+        let call = async {
+            let client = shared::pg(&self.pool, self.timeout)
+                .await
+                .map_err(|e| StoreError::Down(e.to_string()))?;
+            f(client).await
+        };
+        shared::within(Server::Postgres, self.timeout, call)
+            .await
+            .map_err(|e| StoreError::Down(e.to_string()))?
+    }
+
+    async fn query_opt(
+        client: &shared::PgClient,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Option<Row>, StoreError> {
+        let stmt = client.prepare_cached(sql).await.map_err(store_error)?;
+        client.query_opt(&stmt, params).await.map_err(store_error)
+    }
+}
+
+impl Accounts for PgStore {
+    fn create_user(&self, new: NewUser) -> BoxFuture<'_, Result<User, StoreError>> {
+        Box::pin(self.run(move |client| async move {
+            let sql = format!(
+                "INSERT INTO users (username, password_hash, email, role) \
+                 VALUES ($1, $2, $3, $4) RETURNING {USER_COLUMNS}"
+            );
+            let stmt = client.prepare_cached(&sql).await.map_err(store_error)?;
+            let row = client
+                .query_one(
+                    &stmt,
+                    &[
+                        &new.username,
+                        &new.password_hash,
+                        &new.email,
+                        &new.role.as_str(),
+                    ],
+                )
+                .await
+                .map_err(store_error)?;
+            user_from_row(&row)
+        }))
+    }
+
+    fn credentials<'a>(
+        &'a self,
+        username: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(User, String)>, StoreError>> {
+        Box::pin(self.run(move |client| async move {
+            let sql = format!(
+                "SELECT {USER_COLUMNS}, password_hash FROM users WHERE lower(username) = lower($1)"
+            );
+            match Self::query_opt(&client, &sql, &[&username]).await? {
+                Some(row) => Ok(Some((user_from_row(&row)?, row.get(6)))),
+                None => Ok(None),
+            }
+        }))
+    }
+
+    fn user_by_id(&self, id: i64) -> BoxFuture<'_, Result<Option<User>, StoreError>> {
+        Box::pin(self.run(move |client| async move {
+            let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
+            Self::query_opt(&client, &sql, &[&id])
+                .await?
+                .map(|row| user_from_row(&row))
+                .transpose()
+        }))
+    }
+
+    fn list_users(&self) -> BoxFuture<'_, Result<Vec<User>, StoreError>> {
+        Box::pin(self.run(|client| async move {
+            let sql = format!("SELECT {USER_COLUMNS} FROM users ORDER BY id");
+            let stmt = client.prepare_cached(&sql).await.map_err(store_error)?;
+            let rows = client.query(&stmt, &[]).await.map_err(store_error)?;
+            rows.iter().map(user_from_row).collect()
+        }))
+    }
+
+    fn sign_in_with_provider(
+        &self,
+        identity: ProviderIdentity,
+        username_hint: String,
+    ) -> BoxFuture<'_, Result<User, StoreError>> {
+        Box::pin(self.run(move |mut client| async move {
+            let tx = client.transaction().await.map_err(store_error)?;
+            // Two instances signing in the same new identity at once would
+            // both create a user; the lock (per identity, released with the
+            // transaction) makes the second find the first one's binding.
+            let lock_key = format!("{}/{}", identity.provider, identity.provider_user_id);
+            tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&lock_key])
+                .await
+                .map_err(store_error)?;
+            let bound = tx
+                .query_opt(
+                    "SELECT user_id FROM user_auth_providers \
+                     WHERE provider = $1 AND provider_user_id = $2",
+                    &[&identity.provider, &identity.provider_user_id],
+                )
+                .await
+                .map_err(store_error)?;
+            let user_id: i64 = match bound {
+                Some(row) => row.get(0),
+                None => insert_with_free_username(&tx, &username_hint).await?,
+            };
+            tx.execute(
+                "INSERT INTO user_auth_providers (user_id, provider, provider_user_id, \
+                 nickname, avatar_url, access_token, refresh_token, expires_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT (provider, provider_user_id) DO UPDATE SET \
+                 nickname = excluded.nickname, avatar_url = excluded.avatar_url, \
+                 access_token = excluded.access_token, refresh_token = excluded.refresh_token, \
+                 expires_at = excluded.expires_at, \
+                 updated_at = extract(epoch from now())::bigint",
+                &[
+                    &user_id,
+                    &identity.provider,
+                    &identity.provider_user_id,
+                    &identity.nickname,
+                    &identity.avatar_url,
+                    &identity.access_token,
+                    &identity.refresh_token,
+                    &identity.expires_at,
+                ],
+            )
+            .await
+            .map_err(store_error)?;
+            let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
+            let row = tx.query_one(&sql, &[&user_id]).await.map_err(store_error)?;
+            let user = user_from_row(&row)?;
+            tx.commit().await.map_err(store_error)?;
+            Ok(user)
+        }))
+    }
+}
+
+/// Insert a password-less user named `hint`, or `hint_2`, `hint_3`, … when
+/// taken in any case (cut so the suffix still fits in 50 characters).
+async fn insert_with_free_username(
+    tx: &deadpool_postgres::Transaction<'_>,
+    hint: &str,
+) -> Result<i64, StoreError> {
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO users (username, password_hash) VALUES ($1, $2) \
+             ON CONFLICT DO NOTHING RETURNING id",
+        )
+        .await
+        .map_err(store_error)?;
+    for n in 1..=100u32 {
+        let candidate = if n == 1 {
+            hint.chars().take(50).collect::<String>()
+        } else {
+            let suffix = format!("_{n}");
+            let base: String = hint.chars().take(50 - suffix.len()).collect();
+            base + &suffix
+        };
+        if let Some(row) = tx
+            .query_opt(&stmt, &[&candidate, &NO_PASSWORD])
+            .await
+            .map_err(store_error)?
+        {
+            return Ok(row.get(0));
+        }
+    }
+    Err(StoreError::UsernameTaken)
+}
+
+impl Revocations for PgStore {
+    fn revoke<'a>(
+        &'a self,
+        jti: &'a str,
+        expired_at: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let expired_at = i64::try_from(expired_at).unwrap_or(i64::MAX);
+        Box::pin(self.run(move |client| async move {
+            let stmt = client
+                .prepare_cached(
+                    "INSERT INTO token_blacklist (token_jti, expired_at) VALUES ($1, $2) \
+                     ON CONFLICT (token_jti) DO NOTHING",
+                )
+                .await
+                .map_err(store_error)?;
+            client
+                .execute(&stmt, &[&jti, &expired_at])
+                .await
+                .map_err(store_error)?;
+            Ok(())
+        }))
+    }
+
+    fn is_revoked<'a>(&'a self, jti: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.run(move |client| async move {
+            let found = Self::query_opt(
+                &client,
+                "SELECT 1 FROM token_blacklist WHERE token_jti = $1",
+                &[&jti],
+            )
+            .await?;
+            Ok(found.is_some())
+        }))
+    }
+
+    fn prune(&self, now: u64) -> BoxFuture<'_, Result<usize, StoreError>> {
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        Box::pin(self.run(move |client| async move {
+            let stmt = client
+                .prepare_cached("DELETE FROM token_blacklist WHERE expired_at <= $1")
+                .await
+                .map_err(store_error)?;
+            let n = client.execute(&stmt, &[&now]).await.map_err(store_error)?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        }))
+    }
+}

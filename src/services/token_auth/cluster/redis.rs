@@ -1,0 +1,345 @@
+//! Login limits and pending OAuth sign-ins in Redis, shared by every
+//! instance. Each operation is one Lua script, so it is atomic and one round
+//! trip: two instances admitting logins at the same moment cannot both take
+//! the fifth slot, and a sign-in state is taken once (`GETDEL`) whichever
+//! instance the callback reaches.
+//!
+//! Keys (all under `token-auth:`), usernames lower-cased as the local
+//! limiter does, IPv6 addresses reduced to their /64:
+//!
+//! | key | type | holds | expires |
+//! |---|---|---|---|
+//! | `login:ip:{ip}` | sorted set | attempt times in the window | after the window |
+//! | `login:user:{name}` | sorted set | attempt times in the window | after the window |
+//! | `fails:{name}` | counter | consecutive failures | after the lock time |
+//! | `lock:{name}` | string | when the lock ends (Unix s) | when the lock ends |
+//! | `oauth:{state}` | string | provider, verifier, start time | after 10 minutes |
+//! | `oauth:pending` | sorted set | states by start time (the cap) | after 10 minutes |
+//!
+//! Times come from the service's clock (passed to the scripts), as in the
+//! local limiter. Every call is bounded by the configured time-out; an error
+//! or a time-out is [`StoreError::Down`] and the request is refused (503),
+//! never let through.
+
+use crate::cluster::{self as shared, Redis, Server};
+use crate::services::token_auth::backend::{LoginLimits, PendingSignIns};
+use crate::services::token_auth::clock::Clock;
+use crate::services::token_auth::config::Provider;
+use crate::services::token_auth::limiter::{
+    ip_key, user_key, Admission, FailureOutcome, LimitPolicy,
+};
+use crate::services::token_auth::oauth::state::{Pending, StateError, STATE_CAPACITY, STATE_TTL};
+use crate::services::token_auth::store::StoreError;
+use crate::types::BoxFuture;
+use redis::Script;
+use std::net::IpAddr;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+const PREFIX: &str = "token-auth:";
+
+/// KEYS: lock, ip window, user window. ARGV: now, limit, window, member.
+/// Returns {0, 0} allowed (counted in both windows), {1, wait} too many
+/// attempts, {2, wait} locked.
+static ADMIT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local now = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local window = tonumber(ARGV[3])
+local locked_until = tonumber(redis.call('GET', KEYS[1]) or '0')
+if locked_until > now then
+  return {2, locked_until - now}
+end
+local wait = -1
+for i = 2, 3 do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
+  if redis.call('ZCARD', KEYS[i]) >= limit then
+    local oldest = tonumber(redis.call('ZRANGE', KEYS[i], 0, 0, 'WITHSCORES')[2])
+    local w = math.max(oldest + window - now, 1)
+    if w > wait then wait = w end
+  end
+end
+if wait >= 0 then
+  return {1, wait}
+end
+for i = 2, 3 do
+  redis.call('ZADD', KEYS[i], now, ARGV[4])
+  redis.call('EXPIRE', KEYS[i], window)
+end
+return {0, 0}
+",
+    )
+});
+
+/// KEYS: failures, lock. ARGV: now, lock_after, lock_for.
+/// Returns {consecutive failures, 1 if this failure locked the account}.
+static FAIL: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local now = tonumber(ARGV[1])
+local lock_for = tonumber(ARGV[3])
+local n = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], lock_for)
+if n >= tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[2], now + lock_for, 'EX', lock_for)
+  redis.call('DEL', KEYS[1])
+  return {0, 1}
+end
+return {n, 0}
+",
+    )
+});
+
+/// KEYS: state, index. ARGV: value, ttl, now, capacity, state.
+/// Returns 1 stored, 0 full.
+static PUT_STATE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local now = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ttl)
+redis.call('ZADD', KEYS[2], now, ARGV[5])
+redis.call('EXPIRE', KEYS[2], ttl)
+return 1
+",
+    )
+});
+
+/// KEYS: state, index. ARGV: state. Returns the value (now deleted) or nil.
+static TAKE_STATE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local v = redis.call('GETDEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return v
+",
+    )
+});
+
+fn down(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Down(e.to_string())
+}
+
+/// Run one script invocation within `timeout`.
+async fn invoke<T: redis::FromRedisValue>(
+    conn: &Redis,
+    timeout: Duration,
+    invocation: redis::ScriptInvocation<'_>,
+) -> Result<T, StoreError> {
+    let mut conn = conn.clone();
+    shared::within(Server::Redis, timeout, invocation.invoke_async(&mut conn))
+        .await
+        .map_err(down)?
+        .map_err(|e| down(shared::redis_unavailable(&e)))
+}
+
+/// [`LoginLimits`] in Redis.
+pub struct RedisLimits {
+    conn: Redis,
+    policy: LimitPolicy,
+    clock: Arc<dyn Clock>,
+    timeout: Duration,
+}
+
+impl RedisLimits {
+    /// Limits with `policy` on `conn`, time from `clock`.
+    pub fn new(
+        conn: Redis,
+        policy: LimitPolicy,
+        clock: Arc<dyn Clock>,
+        timeout: Duration,
+    ) -> RedisLimits {
+        RedisLimits {
+            conn,
+            policy,
+            clock,
+            timeout,
+        }
+    }
+}
+
+/// A member unique to this attempt (several may share a second).
+fn attempt_id(now: u64) -> Result<String, StoreError> {
+    let mut raw = [0u8; 8];
+    getrandom::fill(&mut raw).map_err(|e| StoreError::Backend(e.to_string()))?;
+    Ok(format!("{now}-{:016x}", u64::from_le_bytes(raw)))
+}
+
+impl LoginLimits for RedisLimits {
+    fn admit<'a>(
+        &'a self,
+        ip: IpAddr,
+        username: &'a str,
+    ) -> BoxFuture<'a, Result<Admission, StoreError>> {
+        Box::pin(async move {
+            let now = self.clock.now();
+            let user = user_key(username);
+            let mut invocation = ADMIT.prepare_invoke();
+            invocation
+                .key(format!("{PREFIX}lock:{user}"))
+                .key(format!("{PREFIX}login:ip:{}", ip_key(ip)))
+                .key(format!("{PREFIX}login:user:{user}"))
+                .arg(now)
+                .arg(self.policy.attempts)
+                .arg(self.policy.window)
+                .arg(attempt_id(now)?);
+            let (kind, wait): (u8, u64) = invoke(&self.conn, self.timeout, invocation).await?;
+            Ok(match kind {
+                0 => Admission::Allowed,
+                1 => Admission::TooManyAttempts { retry_after: wait },
+                _ => Admission::Locked { retry_after: wait },
+            })
+        })
+    }
+
+    fn record_failure<'a>(
+        &'a self,
+        username: &'a str,
+    ) -> BoxFuture<'a, Result<FailureOutcome, StoreError>> {
+        Box::pin(async move {
+            let user = user_key(username);
+            let mut invocation = FAIL.prepare_invoke();
+            invocation
+                .key(format!("{PREFIX}fails:{user}"))
+                .key(format!("{PREFIX}lock:{user}"))
+                .arg(self.clock.now())
+                .arg(self.policy.lock_after)
+                .arg(self.policy.lock_for);
+            let (consecutive, locked): (u32, u8) =
+                invoke(&self.conn, self.timeout, invocation).await?;
+            let locked = locked == 1;
+            Ok(FailureOutcome {
+                consecutive,
+                captcha_required: locked || consecutive >= self.policy.captcha_after,
+                locked,
+            })
+        })
+    }
+
+    fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let key = format!("{PREFIX}fails:{}", user_key(username));
+            let mut del = redis::cmd("DEL");
+            del.arg(key);
+            shared::within(
+                Server::Redis,
+                self.timeout,
+                del.query_async::<()>(&mut conn),
+            )
+            .await
+            .map_err(down)?
+            .map_err(|e| down(shared::redis_unavailable(&e)))
+        })
+    }
+
+    fn prune(&self) {
+        // Every key carries its own expiry.
+    }
+}
+
+/// [`PendingSignIns`] in Redis.
+pub struct RedisSignIns {
+    conn: Redis,
+    clock: Arc<dyn Clock>,
+    timeout: Duration,
+}
+
+impl RedisSignIns {
+    /// Pending sign-ins on `conn`, time from `clock`.
+    pub fn new(conn: Redis, clock: Arc<dyn Clock>, timeout: Duration) -> RedisSignIns {
+        RedisSignIns {
+            conn,
+            clock,
+            timeout,
+        }
+    }
+}
+
+const INDEX: &str = "token-auth:oauth:pending";
+
+fn unavailable(e: StoreError) -> StateError {
+    StateError::Unavailable(e.to_string())
+}
+
+/// `provider verifier issued_at`: none of the three contains a space.
+fn encode(p: &Pending) -> String {
+    format!(
+        "{} {} {}",
+        p.provider.as_str(),
+        p.code_verifier,
+        p.issued_at()
+    )
+}
+
+fn decode(value: &str) -> Option<Pending> {
+    let mut parts = value.split(' ');
+    let provider = Provider::from_name(parts.next()?)?;
+    let verifier = parts.next()?.to_string();
+    let issued_at = parts.next()?.parse().ok()?;
+    Some(Pending::new(provider, verifier, issued_at))
+}
+
+impl PendingSignIns for RedisSignIns {
+    fn insert(&self, state: String, pending: Pending) -> BoxFuture<'_, Result<(), StateError>> {
+        Box::pin(async move {
+            let mut invocation = PUT_STATE.prepare_invoke();
+            invocation
+                .key(format!("{PREFIX}oauth:{state}"))
+                .key(INDEX)
+                .arg(encode(&pending))
+                .arg(STATE_TTL)
+                .arg(self.clock.now())
+                .arg(STATE_CAPACITY)
+                .arg(&state);
+            let stored: u8 = invoke(&self.conn, self.timeout, invocation)
+                .await
+                .map_err(unavailable)?;
+            if stored == 1 {
+                Ok(())
+            } else {
+                Err(StateError::Full)
+            }
+        })
+    }
+
+    fn take<'a>(&'a self, state: &'a str) -> BoxFuture<'a, Result<Option<Pending>, StateError>> {
+        Box::pin(async move {
+            let mut invocation = TAKE_STATE.prepare_invoke();
+            invocation
+                .key(format!("{PREFIX}oauth:{state}"))
+                .key(INDEX)
+                .arg(state);
+            let value: Option<String> = invoke(&self.conn, self.timeout, invocation)
+                .await
+                .map_err(unavailable)?;
+            let now = self.clock.now();
+            Ok(value
+                .as_deref()
+                .and_then(decode)
+                .filter(|p| p.issued_at() + STATE_TTL > now))
+        })
+    }
+
+    fn prune(&self) {
+        // Every key carries its own expiry.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_sign_in_survives_its_encoding() {
+        let p = Pending::new(Provider::Github, "v-erifier_123".into(), 42);
+        assert_eq!(decode(&encode(&p)), Some(p));
+        assert_eq!(decode("nope x 1"), None);
+        assert_eq!(decode("github x"), None);
+    }
+}
