@@ -254,6 +254,25 @@ fn bad_config_is_a_startup_error_naming_the_key() {
     );
 }
 
+#[cfg(not(feature = "cluster"))]
+#[test]
+fn postgres_driver_in_a_binary_without_the_cluster_feature_is_a_startup_error_naming_the_key() {
+    let dir = TempDir::new("cli");
+    let text = config_text("postgres://u:p@127.0.0.1:1/db", "1s", "1s")
+        .replace("driver: sqlite3", "driver: postgres");
+    let path = write_config(&dir, &text);
+    let out = run_greeter(&["--config", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "data.database.driver: \"postgres\" is not built into this binary; \
+             rebuild with `cargo build --release --features cluster`"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn unreadable_config_is_a_startup_error_naming_the_path() {
     let out = run_greeter(&["--config", "/nonexistent/greeter.yaml"]);
@@ -309,6 +328,12 @@ async fn binary_prints_both_addresses_serves_and_stops_on_sigterm() {
     };
     let http = addr_of("HTTP");
     let _grpc = addr_of("gRPC");
+    let store = lines.next().unwrap().unwrap();
+    let want = format!(
+        "greeter: store: SQLite database {:?}",
+        db.display().to_string()
+    );
+    assert_eq!(store, want);
     let reply = call(http, Method::GET, "/helloworld/bin", "").await;
     let (status, body) = (reply.status.as_u16(), reply.json());
     assert_eq!((status, body), (200, json!({"message": "Hello bin"})));

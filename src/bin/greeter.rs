@@ -1,7 +1,9 @@
-//! `greeter [--config PATH]`: the Area A service (HTTP + gRPC over SQLite).
+//! `greeter [--config PATH]`: the Area A service (HTTP + gRPC over SQLite,
+//! or PostgreSQL + Redis when built with the feature `cluster`).
 //!
 //! Reads the YAML config (default `./config.yaml`), opens the store, binds
-//! both listeners, prints their addresses and serves until SIGINT/SIGTERM.
+//! both listeners, prints their addresses and then the store it uses, and
+//! serves until SIGINT/SIGTERM.
 //! Any start-up problem is one line on stderr and exit status 1.
 //!
 //! The config file has no key for the shutdown grace period (how long
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
             "greeter: gRPC listening on {}",
             greeter.grpc_addr()
         ));
+        log::announce(&format!("greeter: {}", greeter.store()));
         match greeter.serve(shutdown_signal()).await {
             Ok(()) => {
                 log::announce("greeter: stopped");

@@ -36,9 +36,10 @@ pub enum Error {
     },
     /// The store failed (HTTP 500, gRPC INTERNAL); the detail is logged.
     Internal { message: String },
-    /// The store cannot take writes (HTTP 503, gRPC UNAVAILABLE): its file
-    /// was removed, replaced or became read-only. The message starts with
-    /// "store unavailable".
+    /// The store cannot answer (HTTP 503, gRPC UNAVAILABLE): its file was
+    /// removed, replaced or became read-only, or a shared server
+    /// (PostgreSQL, Redis) is down or did not answer within its time-out.
+    /// The message starts with "store unavailable".
     Unavailable { message: String },
 }
 
@@ -49,6 +50,15 @@ impl Error {
             Error::InvalidArgument { reason, .. } | Error::AlreadyExists { reason, .. } => reason,
             Error::Internal { .. } => "INTERNAL",
             Error::Unavailable { .. } => "STORE_UNAVAILABLE",
+        }
+    }
+
+    /// The answer to registering a username that is taken, the same from
+    /// every store.
+    pub fn username_taken(username: &str) -> Error {
+        Error::AlreadyExists {
+            reason: "USER_ALREADY_EXISTS",
+            message: format!("username {username:?} is already registered"),
         }
     }
 

@@ -18,6 +18,20 @@
 //!
 //! Durations use Go's notation (`1s`, `0.2s`, `500ms`, `1m`, `1h30m`); a
 //! timeout of `0` switches that time-out off, as it does in Kratos.
+//!
+//! # Drivers
+//!
+//! - `sqlite3` (alias `sqlite`): `source` is a file path or `:memory:`; one
+//!   instance owns the file. `data.cache.*` is checked but **not used**.
+//! - `postgres` (alias `postgresql`, cargo feature `cluster`): `source` is a
+//!   connection string (`postgres://user:pass@host:port/db`) and several
+//!   instances can share it. `data.cache.*` is then **used**: the user list
+//!   is cached in Redis at `redis://{addr}` (`redis+unix://{addr}` for the
+//!   `unix` network, whose `addr` is an absolute socket path);
+//!   `read_timeout` bounds each Redis answer and `write_timeout` each
+//!   (re)connection, so both must be above 0. Each PostgreSQL call is
+//!   bounded by [`Config::database_timeout`]. A binary built without the
+//!   feature refuses `postgres` at start-up, naming the key.
 
 use std::fmt;
 use std::path::Path;
@@ -31,8 +45,17 @@ use crate::config;
 const SERVER_NETWORKS: [&str; 3] = ["tcp", "tcp4", "tcp6"];
 /// Networks a cache can be reached over.
 const CACHE_NETWORKS: [&str; 4] = ["tcp", "tcp4", "tcp6", "unix"];
-/// Database drivers built into this binary.
-const DRIVERS: [&str; 2] = ["sqlite3", "sqlite"];
+/// Database drivers built into this binary (first the names, then aliases).
+#[cfg(not(feature = "cluster"))]
+const DRIVERS: &[&str] = &["sqlite3", "sqlite"];
+/// Database drivers built into this binary (first the names, then aliases).
+#[cfg(feature = "cluster")]
+const DRIVERS: &[&str] = &["sqlite3", "sqlite", "postgres", "postgresql"];
+/// PostgreSQL's driver names, known even where they are not built in so that
+/// the refusal can say how to get them.
+const POSTGRES_DRIVERS: [&str; 2] = ["postgres", "postgresql"];
+/// Each PostgreSQL call's time-out when both server time-outs are off.
+const DEFAULT_DATABASE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -82,26 +105,66 @@ pub struct Data {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Database {
-    /// `driver`: always `sqlite3` once checked (`sqlite` is accepted as an alias).
+    /// `driver`: once checked, `sqlite3` (alias `sqlite`) or `postgres`
+    /// (alias `postgresql`; feature `cluster` only).
     pub driver: String,
-    /// `source`: a file path (created if absent) or `:memory:`.
+    /// `source`: for `sqlite3` a file path (created if absent) or
+    /// `:memory:`; for `postgres` a connection string
+    /// (`postgres://user:pass@host:port/db`).
     pub source: String,
 }
 
-/// `data.cache.*`: checked only; nothing in the demo uses a cache.
+/// Which store `data.database.driver` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// One SQLite file, one instance.
+    Sqlite,
+    /// A PostgreSQL database shared by every instance, with the user list
+    /// cached in Redis (`data.cache.*`).
+    Postgres,
+}
+
+impl Database {
+    /// The driver of a checked configuration.
+    pub fn kind(&self) -> Driver {
+        if POSTGRES_DRIVERS.contains(&self.driver.as_str()) {
+            Driver::Postgres
+        } else {
+            Driver::Sqlite
+        }
+    }
+}
+
+/// `data.cache.*`: the Redis server caching the user list. Used with the
+/// `postgres` driver only; with `sqlite3` it is checked and ignored.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cache {
     /// `network`: `tcp`, `tcp4`, `tcp6` or `unix`.
     pub network: String,
-    /// `addr`: where the cache would be.
+    /// `addr`: `host:port`, or an absolute socket path for `unix`.
     pub addr: String,
-    /// `read_timeout`.
+    /// `read_timeout`: the longest wait for one Redis answer.
     #[serde(deserialize_with = "config::duration")]
     pub read_timeout: Duration,
-    /// `write_timeout`.
+    /// `write_timeout`: the longest wait for a (re)connection to Redis.
     #[serde(deserialize_with = "config::duration")]
     pub write_timeout: Duration,
+}
+
+impl Cache {
+    /// The Redis URL of `addr`: `redis://host:port` (an empty host is this
+    /// machine, as when Go dials `:6379`), or `redis+unix:///path`.
+    pub fn url(&self) -> String {
+        if self.network == "unix" {
+            return format!("redis+unix://{}", self.addr);
+        }
+        match self.addr.strip_prefix(':') {
+            Some(port) if self.network == "tcp6" => format!("redis://[::1]:{port}"),
+            Some(port) => format!("redis://127.0.0.1:{port}"),
+            None => format!("redis://{}", self.addr),
+        }
+    }
 }
 
 /// Why a configuration was rejected. Every message starts with its key.
@@ -126,8 +189,14 @@ pub enum ConfigError {
     },
     /// A `data.database.driver` that is not built in.
     UnsupportedDriver { value: String },
+    /// `postgres` in a binary built without the feature `cluster`.
+    DriverNotBuiltIn { value: String },
     /// An empty `data.database.source`.
-    EmptySource,
+    EmptySource { driver: Driver },
+    /// A `unix` cache address that is not an absolute path.
+    InvalidSocketPath { value: String },
+    /// A cache time-out of 0 where the cache is used.
+    ZeroCacheTimeout { key: &'static str },
 }
 
 impl fmt::Display for ConfigError {
@@ -161,12 +230,33 @@ impl fmt::Display for ConfigError {
                 "data.database.driver: unsupported driver {value:?} (supported: {})",
                 DRIVERS.join(", ")
             ),
-            ConfigError::EmptySource => {
-                write!(
-                    f,
-                    "data.database.source: empty; give a file path or :memory:"
-                )
-            }
+            ConfigError::DriverNotBuiltIn { value } => write!(
+                f,
+                "data.database.driver: {value:?} is not built into this binary; \
+                 rebuild with `cargo build --release --features cluster`"
+            ),
+            ConfigError::EmptySource {
+                driver: Driver::Sqlite,
+            } => write!(
+                f,
+                "data.database.source: empty; give a file path or :memory:"
+            ),
+            ConfigError::EmptySource {
+                driver: Driver::Postgres,
+            } => write!(
+                f,
+                "data.database.source: empty; give a connection string \
+                 postgres://user:password@host:port/database"
+            ),
+            ConfigError::InvalidSocketPath { value } => write!(
+                f,
+                "data.cache.addr: invalid unix socket path {value:?} \
+                 (expected an absolute path, e.g. /run/redis/redis.sock)"
+            ),
+            ConfigError::ZeroCacheTimeout { key } => write!(
+                f,
+                "{key}: must be above 0 with the postgres driver, which uses the cache"
+            ),
         }
     }
 }
@@ -197,23 +287,66 @@ impl Config {
         config::from_yaml::<Config>(text)?.checked()
     }
 
+    /// The time-out of each PostgreSQL call (connecting, waiting for a
+    /// pooled connection, the statement): the larger of
+    /// `server.http.timeout` and `server.grpc.timeout`, so a store call never
+    /// gives up before the request that made it, or
+    /// [`DEFAULT_DATABASE_TIMEOUT`] (1 s) when both are off.
+    pub fn database_timeout(&self) -> Duration {
+        // `None` (off) orders below every `Some`.
+        (self.server.http.timeout)
+            .max(self.server.grpc.timeout)
+            .unwrap_or(DEFAULT_DATABASE_TIMEOUT)
+    }
+
     /// Applies the rules serde does not know, in the order of the keys.
     fn checked(mut self) -> Result<Config, ConfigError> {
         self.server.http.check("server.http")?;
         self.server.grpc.check("server.grpc")?;
         let database = &mut self.data.database;
-        if !DRIVERS.contains(&database.driver.as_str()) {
+        let value = database.driver.as_str();
+        if !DRIVERS.contains(&value) {
+            if POSTGRES_DRIVERS.contains(&value) {
+                return Err(ConfigError::DriverNotBuiltIn {
+                    value: value.to_owned(),
+                });
+            }
             return Err(ConfigError::UnsupportedDriver {
-                value: database.driver.clone(),
+                value: value.to_owned(),
             });
         }
-        database.driver = "sqlite3".to_owned();
+        let driver = database.kind();
+        database.driver = match driver {
+            Driver::Sqlite => "sqlite3",
+            Driver::Postgres => "postgres",
+        }
+        .to_owned();
         if database.source.is_empty() {
-            return Err(ConfigError::EmptySource);
+            return Err(ConfigError::EmptySource { driver });
         }
         let cache = &self.data.cache;
         check_network("data.cache.network", &cache.network, &CACHE_NETWORKS)?;
-        check_address("data.cache.addr", &cache.addr)?;
+        if cache.network == "unix" {
+            if !cache.addr.starts_with('/') {
+                return Err(ConfigError::InvalidSocketPath {
+                    value: cache.addr.clone(),
+                });
+            }
+        } else {
+            check_address("data.cache.addr", &cache.addr)?;
+        }
+        if driver == Driver::Postgres {
+            if cache.read_timeout.is_zero() {
+                return Err(ConfigError::ZeroCacheTimeout {
+                    key: "data.cache.read_timeout",
+                });
+            }
+            if cache.write_timeout.is_zero() {
+                return Err(ConfigError::ZeroCacheTimeout {
+                    key: "data.cache.write_timeout",
+                });
+            }
+        }
         Ok(self)
     }
 }

@@ -1,11 +1,14 @@
 //! Area A, the greeter, in go-kratos' shape: transports ([`http`], [`grpc`])
 //! call use cases ([`biz`]), which call repositories implemented over SQLite
-//! ([`data`]). [`api`] holds the hand-written wire messages of
-//! `proto/helloworld/v1/greeter.proto`.
+//! or, with the cargo feature `cluster`, over PostgreSQL with the user list
+//! cached in Redis ([`data`]). [`api`] holds the hand-written wire messages
+//! of `proto/helloworld/v1/greeter.proto`.
 //!
-//! [`Greeter::bind`] opens the store and binds both listeners (port 0 picks a
-//! free port, which is how the tests run it); [`Greeter::serve`] runs the two
-//! servers until the shutdown future completes.
+//! [`Greeter::bind`] opens the store `data.database.driver` names and binds
+//! both listeners (port 0 picks a free port, which is how the tests run it);
+//! [`Greeter::serve`] runs the two servers until the shutdown future
+//! completes. Several instances configured with the same PostgreSQL and
+//! Redis serve the same users.
 
 pub mod api;
 pub mod biz;
@@ -25,8 +28,8 @@ use crate::protocol::grpc::descriptor::ProtoError;
 use crate::web::engine::App;
 use crate::web::router::InsertError;
 use crate::web::server::{self, ServerError};
-use biz::{GreeterUsecase, UserUsecase};
-use config::Config;
+use biz::{GreeterRepo, GreeterUsecase, UserRepo, UserUsecase};
+use config::{Config, Driver};
 use data::{Data, DataError, GreeterStore, UserStore};
 
 /// Why the greeter could not start or stopped.
@@ -34,6 +37,10 @@ use data::{Data, DataError, GreeterStore, UserStore};
 pub enum GreeterError {
     /// The user store could not be opened.
     Data(DataError),
+    /// A shared server could not be used at start-up (a
+    /// `crate::cluster::StartError`, naming `data.database.source` or
+    /// `data.cache.addr`), or the driver is not built into this binary.
+    Shared(Box<dyn std::error::Error + Send + Sync>),
     /// A listener could not be bound (the message names key and address).
     Bind {
         key: &'static str,
@@ -51,6 +58,7 @@ impl fmt::Display for GreeterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             GreeterError::Data(e) => write!(f, "{e}"),
+            GreeterError::Shared(e) => write!(f, "{e}"),
             GreeterError::Bind { key, error } => write!(f, "{key}: {error}"),
             GreeterError::Proto(e) => write!(f, "embedded proto file: {e}"),
             GreeterError::Route(e) => write!(f, "HTTP routes: {e}"),
@@ -63,6 +71,7 @@ impl std::error::Error for GreeterError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             GreeterError::Data(e) => Some(e),
+            GreeterError::Shared(e) => Some(e.as_ref()),
             GreeterError::Bind { error, .. } => Some(error),
             GreeterError::Proto(e) => Some(e),
             GreeterError::Route(e) => Some(e),
@@ -80,18 +89,84 @@ pub struct Greeter {
     http_app: Arc<App>,
     grpc_server: crate::protocol::grpc::Server,
     options: server::Options,
+    store: String,
+}
+
+/// The repositories `Greeter::bind` opened, and what they are.
+struct Stores {
+    greetings: Arc<dyn GreeterRepo>,
+    users: Arc<dyn UserRepo>,
+    description: String,
+}
+
+impl Stores {
+    /// The SQLite file (or `:memory:`) at `source`.
+    async fn sqlite(source: &str) -> Result<Stores, GreeterError> {
+        let data = Data::open_async(source.to_owned())
+            .await
+            .map_err(GreeterError::Data)?;
+        Ok(Stores {
+            greetings: Arc::new(GreeterStore::new(data.clone())),
+            users: Arc::new(UserStore::new(data)),
+            description: format!("store: SQLite database {source:?}"),
+        })
+    }
+
+    /// PostgreSQL at `data.database.source`, each call bounded by
+    /// [`Config::database_timeout`], and the user list cached in Redis at
+    /// `data.cache.*`.
+    #[cfg(feature = "cluster")]
+    async fn shared(config: &Config) -> Result<Stores, GreeterError> {
+        use data::cache::CachedUsers;
+        use data::postgres::{self, PgStore};
+        let shared = |e: crate::cluster::StartError| GreeterError::Shared(Box::new(e));
+        let source = &config.data.database.source;
+        let store = PgStore::connect(source, config.database_timeout())
+            .await
+            .map_err(shared)?;
+        let store = Arc::new(store);
+        let cache = &config.data.cache;
+        let url = cache.url();
+        let redis = crate::cluster::redis(
+            "data.cache.addr",
+            &url,
+            cache.read_timeout,
+            cache.write_timeout,
+        )
+        .await
+        .map_err(shared)?;
+        Ok(Stores {
+            greetings: store.clone(),
+            users: Arc::new(CachedUsers::new(store, redis, cache.read_timeout)),
+            description: format!(
+                "store: PostgreSQL {} (schema {}), user list cached in Redis {url}",
+                postgres::describe(source),
+                postgres::SCHEMA
+            ),
+        })
+    }
+
+    /// Refused: PostgreSQL is not built in (a checked [`Config`] never gets
+    /// here; one built by hand can).
+    #[cfg(not(feature = "cluster"))]
+    async fn shared(config: &Config) -> Result<Stores, GreeterError> {
+        Err(GreeterError::Shared(Box::new(
+            config::ConfigError::DriverNotBuiltIn {
+                value: config.data.database.driver.clone(),
+            },
+        )))
+    }
 }
 
 impl Greeter {
     /// Opens the store named by `config` and binds both addresses.
     pub async fn bind(config: &Config) -> Result<Greeter, GreeterError> {
-        let data = Data::open_async(config.data.database.source.clone())
-            .await
-            .map_err(GreeterError::Data)?;
-        let greeter = Arc::new(GreeterUsecase::new(Arc::new(GreeterStore::new(
-            data.clone(),
-        ))));
-        let users = Arc::new(UserUsecase::new(Arc::new(UserStore::new(data))));
+        let stores = match config.data.database.kind() {
+            Driver::Sqlite => Stores::sqlite(&config.data.database.source).await?,
+            Driver::Postgres => Stores::shared(config).await?,
+        };
+        let greeter = Arc::new(GreeterUsecase::new(stores.greetings));
+        let users = Arc::new(UserUsecase::new(stores.users));
         let http_app = http::app(greeter.clone(), users.clone(), config.server.http.timeout)
             .map_err(GreeterError::Route)?;
         let grpc_server = grpc::server(greeter, users, config.server.grpc.timeout)
@@ -118,7 +193,15 @@ impl Greeter {
             http_app,
             grpc_server,
             options: server::Options::default(),
+            store: stores.description,
         })
+    }
+
+    /// What the greeter stores in, for the start-up log: `store: SQLite
+    /// database "greeter.db"`, or the PostgreSQL server (without its
+    /// password) and the Redis one.
+    pub fn store(&self) -> &str {
+        &self.store
     }
 
     /// Serve both listeners with `options` (time-outs, connection cap,
@@ -198,6 +281,10 @@ mod tests {
             (
                 GreeterError::Data(DataError::Closed),
                 DataError::Closed.to_string(),
+            ),
+            (
+                GreeterError::Shared(Box::new(bind_error())),
+                bind_error().to_string(),
             ),
             (
                 GreeterError::Bind {

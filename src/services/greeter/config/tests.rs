@@ -201,10 +201,137 @@ fn leaf_of_wrong_shape_is_named() {
 #[test]
 fn unsupported_driver_lists_the_supported_ones() {
     let e = error_of(&with("driver:", "    driver: mysql"));
+    let supported = if cfg!(feature = "cluster") {
+        "sqlite3, sqlite, postgres, postgresql"
+    } else {
+        "sqlite3, sqlite"
+    };
     assert_eq!(
         e,
-        "data.database.driver: unsupported driver \"mysql\" (supported: sqlite3, sqlite)"
+        format!("data.database.driver: unsupported driver \"mysql\" (supported: {supported})")
     );
+}
+
+/// The demo text with the postgres driver and a connection string.
+fn postgres(driver: &str) -> String {
+    with("driver:", &format!("    driver: {driver}")).replace(
+        "source: greeter.db",
+        "source: postgres://u:p@127.0.0.1:5432/db",
+    )
+}
+
+#[cfg(not(feature = "cluster"))]
+#[test]
+fn postgres_without_the_cluster_feature_is_refused_naming_the_key_and_the_rebuild() {
+    for driver in ["postgres", "postgresql"] {
+        assert_eq!(
+            error_of(&postgres(driver)),
+            format!(
+                "data.database.driver: \"{driver}\" is not built into this binary; \
+                 rebuild with `cargo build --release --features cluster`"
+            )
+        );
+    }
+}
+
+#[cfg(feature = "cluster")]
+#[test]
+fn postgresql_is_an_alias_of_postgres_and_the_source_is_a_connection_string() {
+    for driver in ["postgres", "postgresql"] {
+        let c = Config::from_yaml(&postgres(driver)).unwrap();
+        assert_eq!(c.data.database.driver, "postgres");
+        assert_eq!(c.data.database.kind(), Driver::Postgres);
+        assert_eq!(c.data.database.source, "postgres://u:p@127.0.0.1:5432/db");
+    }
+    let c = Config::from_yaml(DEMO).unwrap();
+    assert_eq!(c.data.database.kind(), Driver::Sqlite);
+}
+
+#[cfg(feature = "cluster")]
+#[test]
+fn empty_postgres_source_asks_for_a_connection_string() {
+    let text = postgres("postgres").replace("postgres://u:p@127.0.0.1:5432/db", "\"\"");
+    assert_eq!(
+        error_of(&text),
+        "data.database.source: empty; give a connection string \
+         postgres://user:password@host:port/database"
+    );
+}
+
+#[cfg(feature = "cluster")]
+#[test]
+fn cache_time_outs_of_zero_are_refused_only_where_the_cache_is_used() {
+    for key in ["read_timeout", "write_timeout"] {
+        let zero = |text: &str| text.replace(&format!("{key}: 0.2s"), &format!("{key}: 0"));
+        assert_eq!(
+            error_of(&zero(&postgres("postgres"))),
+            format!(
+                "data.cache.{key}: must be above 0 with the postgres driver, which uses the cache"
+            )
+        );
+        assert!(
+            Config::from_yaml(&zero(DEMO)).is_ok(),
+            "sqlite ignores the cache"
+        );
+    }
+}
+
+#[test]
+fn cache_url_is_redis_tcp_or_redis_unix() {
+    let cache = |network: &str, addr: &str| Cache {
+        network: network.into(),
+        addr: addr.into(),
+        read_timeout: Duration::from_millis(200),
+        write_timeout: Duration::from_millis(200),
+    };
+    let cases = [
+        ("tcp", "127.0.0.1:6379", "redis://127.0.0.1:6379"),
+        ("tcp", "cache.internal:6380", "redis://cache.internal:6380"),
+        ("tcp", ":6379", "redis://127.0.0.1:6379"),
+        ("tcp4", ":6379", "redis://127.0.0.1:6379"),
+        ("tcp6", ":6379", "redis://[::1]:6379"),
+        ("tcp6", "[::1]:6379", "redis://[::1]:6379"),
+        ("unix", "/run/redis.sock", "redis+unix:///run/redis.sock"),
+    ];
+    for (network, addr, want) in cases {
+        assert_eq!(cache(network, addr).url(), want, "{network} {addr}");
+    }
+}
+
+#[test]
+fn unix_cache_address_is_an_absolute_socket_path() {
+    let unix = |addr: &str| {
+        DEMO.replace(
+            "network: tcp\n    addr: 127.0.0.1:6379",
+            &format!("network: unix\n    addr: {addr}"),
+        )
+    };
+    let c = Config::from_yaml(&unix("/run/redis/redis.sock")).unwrap();
+    assert_eq!(c.data.cache.addr, "/run/redis/redis.sock");
+    assert_eq!(c.data.cache.url(), "redis+unix:///run/redis/redis.sock");
+    assert_eq!(
+        error_of(&unix("redis.sock")),
+        "data.cache.addr: invalid unix socket path \"redis.sock\" \
+         (expected an absolute path, e.g. /run/redis/redis.sock)"
+    );
+}
+
+#[test]
+fn database_time_out_is_the_larger_server_time_out_or_one_second_when_both_are_off() {
+    let cases = [
+        ("1s", "1s", Duration::from_secs(1)),
+        ("0.5s", "2s", Duration::from_secs(2)),
+        ("3s", "0", Duration::from_secs(3)),
+        ("0", "0.3s", Duration::from_millis(300)),
+        ("0", "0", Duration::from_secs(1)),
+    ];
+    for (http, grpc, want) in cases {
+        let text = DEMO
+            .replacen("timeout: 1s", &format!("timeout: {http}"), 1)
+            .replacen("    timeout: 1s", &format!("    timeout: {grpc}"), 1);
+        let c = Config::from_yaml(&text).unwrap();
+        assert_eq!(c.database_timeout(), want, "http {http}, grpc {grpc}");
+    }
 }
 
 #[test]

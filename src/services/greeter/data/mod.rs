@@ -1,5 +1,8 @@
 //! The greeter's data layer (Kratos' `data`): a SQLite store implementing the
-//! repositories declared in [`super::biz`].
+//! repositories declared in [`super::biz`], and, with the cargo feature
+//! `cluster`, a PostgreSQL store (`postgres`) with the user list cached in
+//! Redis (`cache`) for several instances sharing one database. The rest of
+//! this page is about SQLite.
 //!
 //! SQLite calls block, so the connection lives on a dedicated thread
 //! ([`writer`]) and the async side sends it requests over a channel, getting
@@ -24,6 +27,10 @@
 //! inode after every commit), is [`biz::Error::Unavailable`]. All SQL is
 //! parameterized.
 
+#[cfg(feature = "cluster")]
+pub mod cache;
+#[cfg(feature = "cluster")]
+pub mod postgres;
 pub mod writer;
 
 use std::fmt;

@@ -339,10 +339,7 @@ impl Op {
     /// The caller's error for a constraint violation on this op's row.
     fn row_error(&self, e: &rusqlite::Error) -> biz::Error {
         match self {
-            Op::CreateUser { username, .. } => biz::Error::AlreadyExists {
-                reason: "USER_ALREADY_EXISTS",
-                message: format!("username {username:?} is already registered"),
-            },
+            Op::CreateUser { username, .. } => biz::Error::username_taken(username),
             other => store_failure(other.what(), e),
         }
     }
