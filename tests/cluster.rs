@@ -10,6 +10,9 @@
 
 mod support;
 
+#[path = "cluster/greeter.rs"]
+mod greeter;
+
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
