@@ -4,7 +4,7 @@ CARGO ?= cargo
 # set TOKEN_AUTH_SECRET yourself (at least 32 random bytes) outside local demos.
 DEV_TOKEN_AUTH_SECRET := dev-only-INSECURE-secret-change-me-0123456789
 
-.PHONY: run run-router run-auth test test-grpcurl demo lint bench load soak fuzz build clean
+.PHONY: run run-router run-auth test test-cluster test-grpcurl demo lint bench load soak fuzz build clean
 
 ## Area A: the greeter with ./config.yaml (HTTP :8000, gRPC :9000)
 run:
@@ -28,6 +28,13 @@ test:
 	$(CARGO) test --doc
 	@$(MAKE) --no-print-directory test-grpcurl
 
+## Several instances on one PostgreSQL + Redis (feature cluster). Each test
+## starts private servers on loopback; without postgresql/redis-server
+## installed they say why and pass, unless HANDWIRE_CLUSTER_REQUIRED=1 (CI).
+test-cluster:
+	$(CARGO) test --features cluster --lib
+	$(CARGO) test --features cluster --test cluster
+
 test-grpcurl:
 	@if [ -f tests/grpcurl.sh ]; then \
 		if [ -n "$${GRPCURL:-}" ] || command -v grpcurl >/dev/null 2>&1; then \
@@ -46,6 +53,7 @@ demo:
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --all-targets --features cluster -- -D warnings
 
 ## Criterion benches: our matcher vs matchit, our JWT vs jsonwebtoken
 bench:

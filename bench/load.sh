@@ -29,7 +29,10 @@
 # Environment: LOAD_SECONDS, LOAD_ROUNDS, LOAD_SYNCHRONOUS (FULL or NORMAL;
 # default: what src/services/greeter/data/ sets, else SQLite's FULL),
 # LOAD_PORT_BASE (default 18500), LOAD_NO_BUILD=1 (skip cargo build),
-# LOAD_PIN=0 (no taskset). Needs wrk, h2load (nghttp2-client) and curl.
+# LOAD_PIN=0 (no taskset), LOAD_CLUSTER=0 (skip the PostgreSQL + Redis run,
+# bench/load-cluster.sh), LOAD_ONLY=cluster (only that run). Needs wrk,
+# h2load (nghttp2-client) and curl; the cluster run also postgresql and
+# redis-server (skipped, saying so, without them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -83,7 +86,7 @@ case "$sync_level" in FULL | NORMAL) ;; *)
 esac
 
 if [ "${LOAD_NO_BUILD:-}" != 1 ]; then
-	cargo build --release --bins --examples
+	cargo build --release --bins --examples --features cluster
 fi
 bin=target/release
 for b in router-demo greeter token-auth examples/peer_axum examples/peer_tonic examples/bare_hyper; do
@@ -94,6 +97,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/handwire-load.XXXXXX")
 pids=() workers=()
 cleanup() {
 	touch "$tmp/stop" 2>/dev/null || true
+	if declare -F cluster_cleanup >/dev/null; then cluster_cleanup; fi
 	for p in "${workers[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -301,6 +305,10 @@ echo "   pinning: $pinning; $rounds rounds x ${secs}s per contender, order alter
 echo "   file stores: WAL, synchronous=$sync_level (from $sync_from), in $tmp ($(df -PT "$tmp" | awk 'NR == 2 {print $2}'))"
 
 u=http://127.0.0.1
+TOKEN_AUTH_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n=+/')
+export TOKEN_AUTH_SECRET
+password=load-test-password-1
+if [ "${LOAD_ONLY:-}" != cluster ]; then
 compare "router-demo GET /hello" wrk "$u:$p_demo/hello" axum "$u:$p_axum/hello" \
 	"bare hyper" "$u:$p_bare/hello"
 compare "router-demo GET /book/42" wrk "$u:$p_demo/book/42" axum "$u:$p_axum/book/42"
@@ -353,15 +361,12 @@ echo "1,000 connections GET /hello|${c_rps[0]}|axum|${c_rps[1]}|${c_p99[0]}|${c_
 
 # ---- token-auth: profile p99 idle vs during 20 concurrent logins -------------------
 echo "== token-auth: GET /api/user/profile p99, idle vs during 20 concurrent logins (bcrypt cost 12)"
-TOKEN_AUTH_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n=+/')
-export TOKEN_AUTH_SECRET
 start token-auth "$bin/token-auth" --addr "127.0.0.1:$p_auth" --db "$tmp/auth.db" --quiet
 auth=$u:$p_auth
 for _ in $(seq 100); do
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "$auth/api/user/profile")" = 401 ] && break
 	sleep 0.1
 done
-password=load-test-password-1
 register() { # USERNAME -> prints the access token
 	curl -sf -H 'content-type: application/json' \
 		-d "{\"username\":\"$1\",\"password\":\"$password\"}" "$auth/auth/register" |
@@ -423,6 +428,12 @@ idle_rps=$(awk '{print $1}' "$tmp/idle" | median)
 busy_rps=$(awk '{print $1}' "$tmp/busy" | median)
 auth_ratio=$(awk -v a="$busy_p99" -v b="$idle_p99" 'BEGIN {printf "%.2f", a / b}')
 echo "  median p99: idle $idle_p99 ms, during logins $busy_p99 ms: loaded/idle = $auth_ratio (target <= 2)"
+fi # LOAD_ONLY
+
+# ---- token-auth: several instances on PostgreSQL + Redis ---------------------------
+if [ "${LOAD_CLUSTER:-1}" != 0 ]; then
+	. bench/load-cluster.sh
+fi
 
 # ---- the table -------------------------------------------------------------------
 echo
@@ -436,6 +447,8 @@ while IFS='|' read -r title hw peer prps hp99 pp99 hrange prange; do
 	awk -v t="$title" -v h="$hw" -v p="$peer" -v r="$prps" -v a="$hp99" -v b="$pp99" -v hr="$hrange" -v pr="$prange" \
 		'BEGIN { printf "| %s | %.0f (%sk) | %s | %.0f (%sk) | %.2f | %.2f | %.2f |\n", t, h, hr, p, r, pr, h / r, a, b }'
 done <"$results"
+[ -n "${cluster_logins:-}" ] && echo "$cluster_logins"
+[ "${LOAD_ONLY:-}" = cluster ] && exit 0
 printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | |\n' \
 	"${c_hwm[0]}" "${c_hwm[1]}" "$(awk -v a="${c_hwm[0]}" -v b="${c_hwm[1]}" 'BEGIN {print a / b}')"
 printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | %s idle (%s), %s loaded (%s): x%s | |\n' \

@@ -288,15 +288,17 @@ impl Config {
     }
 
     /// The time-out of each PostgreSQL call (connecting, waiting for a
-    /// pooled connection, the statement): the larger of
-    /// `server.http.timeout` and `server.grpc.timeout`, so a store call never
-    /// gives up before the request that made it, or
-    /// [`DEFAULT_DATABASE_TIMEOUT`] (1 s) when both are off.
+    /// pooled connection, the statement): three quarters of the shorter
+    /// configured `server.*.timeout`, so a stalled database is answered 503 /
+    /// UNAVAILABLE before the request's own time-out would answer 504 /
+    /// DEADLINE_EXCEEDED; [`DEFAULT_DATABASE_TIMEOUT`] (1 s) when both are off.
     pub fn database_timeout(&self) -> Duration {
-        // `None` (off) orders below every `Some`.
-        (self.server.http.timeout)
-            .max(self.server.grpc.timeout)
-            .unwrap_or(DEFAULT_DATABASE_TIMEOUT)
+        let configured = [self.server.http.timeout, self.server.grpc.timeout];
+        configured
+            .into_iter()
+            .flatten()
+            .min()
+            .map_or(DEFAULT_DATABASE_TIMEOUT, |t| t * 3 / 4)
     }
 
     /// Applies the rules serde does not know, in the order of the keys.

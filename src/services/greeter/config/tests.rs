@@ -317,12 +317,12 @@ fn unix_cache_address_is_an_absolute_socket_path() {
 }
 
 #[test]
-fn database_time_out_is_the_larger_server_time_out_or_one_second_when_both_are_off() {
+fn database_time_out_is_three_quarters_of_the_shorter_server_time_out_or_one_second() {
     let cases = [
-        ("1s", "1s", Duration::from_secs(1)),
-        ("0.5s", "2s", Duration::from_secs(2)),
-        ("3s", "0", Duration::from_secs(3)),
-        ("0", "0.3s", Duration::from_millis(300)),
+        ("1s", "1s", Duration::from_millis(750)),
+        ("0.5s", "2s", Duration::from_millis(375)),
+        ("3s", "0", Duration::from_millis(2250)),
+        ("0", "0.4s", Duration::from_millis(300)),
         ("0", "0", Duration::from_secs(1)),
     ];
     for (http, grpc, want) in cases {
