@@ -45,7 +45,10 @@ pub fn available(test: &str) -> bool {
     if std::env::var("HANDWIRE_CLUSTER_REQUIRED").as_deref() == Ok("1") {
         panic!("{test}: required (HANDWIRE_CLUSTER_REQUIRED=1) but {reason}");
     }
-    eprintln!("SKIPPED {test}: {reason}");
+    // Straight to stderr: libtest captures `eprintln!` of passing tests,
+    // and a skip must be seen.
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
     false
 }
 

@@ -6,9 +6,7 @@
 //!
 //! - [`clock`]: injectable time, so expiry and limits are testable.
 //! - [`user`]: the user record, roles, and username/email rules.
-//! - [`backend`]: the storage seam, one trait per kind of state.
 //! - [`store`]: SQLite schema and queries (blocking work off the runtime).
-//! - [`local`]: the seam over the SQLite store and in-process state.
 //! - [`passwords`]: bcrypt on the blocking pool, with timing-safe misses.
 //! - [`tokens`]: claims, lifetimes, issuing and checking (on [`crate::protocol::jwt`]).
 //! - [`blacklist`]: revoked token ids and their pruning.
@@ -16,6 +14,9 @@
 //! - [`register_limiter`]: registrations per client IP.
 //! - [`config`]: the `--config` YAML (identity providers).
 //! - [`oauth`]: the authorization-code flow with PKCE and sealed tokens.
+//! - [`backend`]: the storage seam, one trait per kind of state (users and
+//!   bindings, blacklist, login limits, pending sign-ins).
+//! - [`local`]: the seam over the SQLite store and in-process state (default).
 //! - `cluster` (feature `cluster`): the same state on PostgreSQL and Redis,
 //!   shared by several instances.
 //! - [`service`]: settings and the assembled shared state.
@@ -29,7 +30,7 @@
 //! use handwire::services::token_auth::{routes, service::{AuthService, Settings}};
 //! use std::sync::Arc;
 //! let settings = Settings::new(std::env::var("TOKEN_AUTH_SECRET")?, "token-auth.db");
-//! let service = Arc::new(AuthService::open(settings)?);
+//! let service = Arc::new(AuthService::connect(settings).await?);
 //! let _maintenance = service.spawn_maintenance();
 //! let app = routes::engine(service)?.build();
 //! let listener = handwire::web::server::bind("127.0.0.1:8000").await?;

@@ -7,7 +7,9 @@
 
 use crate::cluster::{self as shared, Migration, PgPool, Server};
 use crate::services::token_auth::backend::{Accounts, Revocations};
-use crate::services::token_auth::store::{NewUser, ProviderIdentity, StoreError, NO_PASSWORD};
+use crate::services::token_auth::store::{
+    username_candidates, NewUser, ProviderIdentity, StoreError, NO_PASSWORD,
+};
 use crate::services::token_auth::user::{Role, User};
 use crate::types::BoxFuture;
 use std::future::Future;
@@ -236,14 +238,7 @@ async fn insert_with_free_username(
         )
         .await
         .map_err(store_error)?;
-    for n in 1..=100u32 {
-        let candidate = if n == 1 {
-            hint.chars().take(50).collect::<String>()
-        } else {
-            let suffix = format!("_{n}");
-            let base: String = hint.chars().take(50 - suffix.len()).collect();
-            base + &suffix
-        };
+    for candidate in username_candidates(hint) {
         if let Some(row) = tx
             .query_opt(&stmt, &[&candidate, &NO_PASSWORD])
             .await

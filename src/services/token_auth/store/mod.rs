@@ -446,14 +446,7 @@ impl Store {
 /// Insert a password-less user named `hint`, or `hint_2`, `hint_3`, … when
 /// taken in any case (the name is cut so the suffix still fits in 50 characters).
 fn insert_with_free_username(conn: &Connection, hint: &str) -> Result<i64, StoreError> {
-    for n in 1..=100u32 {
-        let candidate = if n == 1 {
-            hint.chars().take(50).collect::<String>()
-        } else {
-            let suffix = format!("_{n}");
-            let base: String = hint.chars().take(50 - suffix.len()).collect();
-            base + &suffix
-        };
+    for candidate in username_candidates(hint) {
         let inserted = conn.execute(
             "INSERT INTO users (username, password_hash) VALUES (?1, ?2) \
              ON CONFLICT DO NOTHING",
@@ -464,6 +457,20 @@ fn insert_with_free_username(conn: &Connection, hint: &str) -> Result<i64, Store
         }
     }
     Err(StoreError::UsernameTaken)
+}
+
+/// The names tried, in order, for a user created at a provider sign-in:
+/// `hint`, `hint_2`, … `hint_100`, each cut so it fits in 50 characters.
+pub fn username_candidates(hint: &str) -> impl Iterator<Item = String> + '_ {
+    (1..=100u32).map(move |n| {
+        if n == 1 {
+            hint.chars().take(50).collect()
+        } else {
+            let suffix = format!("_{n}");
+            let base: String = hint.chars().take(50 - suffix.len()).collect();
+            base + &suffix
+        }
+    })
 }
 
 /// When the schema did not apply because existing rows differ only in case,
