@@ -217,6 +217,37 @@ async fn the_sixth_login_in_a_minute_is_refused_whichever_instance_it_hits() {
 }
 
 #[tokio::test]
+async fn twelve_logins_at_once_across_both_instances_admit_exactly_five() {
+    if !available("twelve_logins_at_once_across_both_instances_admit_exactly_five") {
+        return;
+    }
+    let c = cluster(&[]);
+    assert_eq!(
+        c.a.register("fay", PASSWORD).await.status,
+        StatusCode::CREATED
+    );
+    let mut attempts = tokio::task::JoinSet::new();
+    for n in 0..12 {
+        let url = if n % 2 == 0 { &c.a } else { &c.b }.url("/login");
+        attempts.spawn(async move {
+            let body = json!({ "username": "fay", "password": PASSWORD }).to_string();
+            let headers = [("content-type", "application/json")];
+            let reply = Client::new(Proto::H1)
+                .request(Method::POST, &url, &headers, body)
+                .await;
+            reply.status
+        });
+    }
+    let statuses = attempts.join_all().await;
+    let ok = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((ok, refused), (5, 7), "{statuses:?}");
+}
+
+#[tokio::test]
 async fn a_lock_made_on_a_holds_on_b_and_failures_count_across_instances() {
     if !available("a_lock_made_on_a_holds_on_b_and_failures_count_across_instances") {
         return;
