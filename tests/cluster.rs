@@ -12,6 +12,8 @@ mod support;
 
 #[path = "cluster/greeter.rs"]
 mod greeter;
+#[path = "cluster/parity.rs"]
+mod parity;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};

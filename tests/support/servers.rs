@@ -205,30 +205,27 @@ impl Postgres {
         self.url_with_password(PG_PASSWORD)
     }
 
-    /// Run SQL through psql as the test user.
-    pub fn psql(&self, sql: &str) -> String {
+    /// Run SQL through psql as the test user; its output, or what psql said.
+    pub fn try_psql(&self, sql: &str) -> Result<String, String> {
         let out = Command::new(self.bin.join("psql"))
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-U",
-                PG_USER,
-                "-d",
-                "postgres",
-                "-tAc",
-                sql,
-            ])
+            .args(["-h", "127.0.0.1", "-U", PG_USER, "-d", "postgres"])
+            .args(["-v", "ON_ERROR_STOP=1", "-tAc", sql])
             .arg("-p")
             .arg(self.port.to_string())
             .env("PGPASSWORD", PG_PASSWORD)
             .output()
             .expect("psql");
-        assert!(
-            out.status.success(),
-            "psql {sql}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// [`try_psql`](Self::try_psql) that must succeed.
+    pub fn psql(&self, sql: &str) -> String {
+        self.try_psql(sql)
+            .unwrap_or_else(|e| panic!("psql {sql}: {e}"))
     }
 }
 

@@ -181,8 +181,17 @@ impl LoginLimiter {
     }
 
     /// Record a successful login: the consecutive-failure count starts over.
+    /// A lock stays: a login admitted just before another attempt locked the
+    /// account does not lift the lock by succeeding.
     pub fn record_success(&self, username: &str) {
-        self.lock().accounts.remove(&user_key(username));
+        let mut state = self.lock();
+        let user = user_key(username);
+        if let Some(account) = state.accounts.get_mut(&user) {
+            account.consecutive_failures = 0;
+            if account.locked_until.is_none() {
+                state.accounts.remove(&user);
+            }
+        }
     }
 
     /// Forget windows with no recent attempts and accounts with nothing to
@@ -377,6 +386,21 @@ mod tests {
         );
         clock.advance(1);
         assert_eq!(limiter.admit(ip(2), "ann"), Admission::Allowed);
+    }
+
+    #[test]
+    fn a_success_resets_the_failure_count_but_not_a_lock() {
+        let (_clock, limiter) = limiter();
+        for _ in 0..10 {
+            limiter.record_failure("ann");
+        }
+        limiter.record_success("ann");
+        assert!(matches!(
+            limiter.admit(ip(1), "ann"),
+            Admission::Locked { .. }
+        ));
+        limiter.record_success("bob");
+        assert_eq!(limiter.record_failure("bob").consecutive, 1);
     }
 
     #[test]
