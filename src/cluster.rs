@@ -85,6 +85,18 @@ impl fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
+impl StartError {
+    /// A function making the errors about `key` on `server`.
+    fn maker(key: &str, server: Server) -> impl Fn(Problem, String) -> StartError + '_ {
+        move |problem, detail| StartError {
+            key: key.to_string(),
+            server,
+            problem,
+            detail,
+        }
+    }
+}
+
 /// A shared server did not answer usefully at run time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unavailable {
@@ -129,12 +141,7 @@ pub async fn postgres(
     size: usize,
     timeout: Duration,
 ) -> Result<PgPool, StartError> {
-    let fail = |problem, detail: String| StartError {
-        key: key.to_string(),
-        server: Server::Postgres,
-        problem,
-        detail,
-    };
+    let fail = StartError::maker(key, Server::Postgres);
     let mut config: tokio_postgres::Config = url
         .parse()
         .map_err(|e: tokio_postgres::Error| fail(Problem::Invalid, e.to_string()))?;
@@ -248,12 +255,7 @@ pub async fn migrate(
     migrations: &[Migration],
     timeout: Duration,
 ) -> Result<(), StartError> {
-    let fail = |problem, detail: String| StartError {
-        key: key.to_string(),
-        server: Server::Postgres,
-        problem,
-        detail,
-    };
+    let fail = StartError::maker(key, Server::Postgres);
     let pg_fail = |e: tokio_postgres::Error| fail(Problem::Refused, pg_detail(&e));
     let mut client = pg(pool, timeout)
         .await
@@ -322,12 +324,7 @@ pub async fn redis(
     read_timeout: Duration,
     write_timeout: Duration,
 ) -> Result<Redis, StartError> {
-    let fail = |problem, detail: String| StartError {
-        key: key.to_string(),
-        server: Server::Redis,
-        problem,
-        detail,
-    };
+    let fail = StartError::maker(key, Server::Redis);
     let client = redis::Client::open(url).map_err(|e| fail(Problem::Invalid, e.to_string()))?;
     let config = redis::aio::ConnectionManagerConfig::new()
         .set_response_timeout(Some(read_timeout))
