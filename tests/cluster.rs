@@ -459,14 +459,56 @@ async fn postgres_stopped_gives_503_within_the_time_out_and_recovery_after_resta
     }
 }
 
-/// Run the binary to its exit; (success, stderr).
+#[tokio::test]
+async fn create_admin_writes_to_postgres_and_both_instances_know_the_admin() {
+    if !available("create_admin_writes_to_postgres_and_both_instances_know_the_admin") {
+        return;
+    }
+    let c = cluster(&[]);
+    let mut admin = Command::new(TOKEN_AUTH)
+        .args(["create-admin", "--username", "root", "--db", &c.pg.url()])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("create-admin");
+    use std::io::Write;
+    writeln!(admin.stdin.take().unwrap(), "{PASSWORD}").unwrap();
+    let out = admin.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for instance in [&c.a, &c.b] {
+        let login = instance.login("root", PASSWORD).await;
+        assert_eq!(login.status, StatusCode::OK, "{}", login.text());
+        let users = instance
+            .get("/api/admin/users", Some(&login.str("access_token")))
+            .await;
+        assert_eq!(users.status, StatusCode::OK, "{}", users.text());
+        assert_eq!(users.json()["users"][0]["role"], "admin");
+    }
+}
+
+/// Run the binary, which must exit within 10 s; (success, stderr).
 fn start_up(args: &[&str]) -> (bool, String) {
-    let out = Command::new(TOKEN_AUTH)
-        .args(["--addr", "127.0.0.1:0"])
+    let mut child = Command::new(TOKEN_AUTH)
+        .args(["--addr", "127.0.0.1:0", "--quiet"])
         .args(args)
         .env("TOKEN_AUTH_SECRET", TEST_SECRET)
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("run token-auth");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("token-auth {args:?} started instead of failing");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
