@@ -16,7 +16,8 @@
 //!
 //! Each service keeps its tables in its own PostgreSQL schema (the
 //! connection's `search_path`), so token-auth and the greeter can share one
-//! database, and applies its versioned migrations with [`migrate`].
+//! database, and applies its versioned migrations when it opens its pool
+//! ([`postgres`]).
 
 use std::fmt;
 use std::future::Future;
@@ -132,12 +133,14 @@ pub async fn within<T>(
 // ---------------------------------------------------------------- PostgreSQL
 
 /// Open a pool of at most `size` connections to `url` whose tables live in
-/// `schema`, and check that one connection works. `timeout` bounds connecting,
-/// waiting for a free connection and, through [`pg`], every call.
+/// `schema`, check that one connection works and apply the `migrations` the
+/// schema has not seen ([`migrate`]). `timeout` bounds connecting, waiting
+/// for a free connection and, through [`pg_call`], every call.
 pub async fn postgres(
     key: &str,
     url: &str,
     schema: &str,
+    migrations: &[Migration],
     size: usize,
     timeout: Duration,
 ) -> Result<PgPool, StartError> {
@@ -168,21 +171,41 @@ pub async fn postgres(
         .build()
         .map_err(|e| fail(Problem::Invalid, e.to_string()))?;
     match pool.get().await {
-        Ok(_) => Ok(pool),
+        Ok(_) => {}
         Err(deadpool_postgres::PoolError::Backend(e)) => {
             let problem = match e.code() {
                 Some(c) if c.code().starts_with("28") => Problem::Credentials,
                 Some(_) => Problem::Refused,
                 None => Problem::Unreachable,
             };
-            Err(fail(problem, pg_detail(&e)))
+            return Err(fail(problem, pg_detail(&e)));
         }
-        Err(e) => Err(fail(Problem::Unreachable, e.to_string())),
+        Err(e) => return Err(fail(Problem::Unreachable, e.to_string())),
     }
+    migrate(key, &pool, schema, migrations, timeout).await?;
+    Ok(pool)
+}
+
+/// Run `call` on a connection from `pool`, the whole of it (waiting for the
+/// connection included) within `timeout`: `call`'s own result, or
+/// [`Unavailable`] when no connection or no answer came in time.
+pub async fn pg_call<T, E, Fut>(
+    pool: &PgPool,
+    timeout: Duration,
+    call: impl FnOnce(PgClient) -> Fut,
+) -> Result<Result<T, E>, Unavailable>
+where
+    Fut: Future<Output = Result<T, E>>,
+{
+    let run = async {
+        let client = pg(pool, timeout).await?;
+        Ok(call(client).await)
+    };
+    within(Server::Postgres, timeout, run).await?
 }
 
 /// A connection from `pool` within `timeout`, or why not.
-pub async fn pg(pool: &PgPool, timeout: Duration) -> Result<PgClient, Unavailable> {
+async fn pg(pool: &PgPool, timeout: Duration) -> Result<PgClient, Unavailable> {
     match within(Server::Postgres, timeout, pool.get()).await? {
         Ok(client) => Ok(client),
         Err(deadpool_postgres::PoolError::Backend(e)) => Err(pg_unavailable(&e)),
@@ -248,7 +271,7 @@ pub struct Migration {
 /// apply each step exactly once. Versions applied are recorded in
 /// `schema.schema_migrations`; a database newer than this binary (a version
 /// it does not know) is refused.
-pub async fn migrate(
+async fn migrate(
     key: &str,
     pool: &PgPool,
     schema: &str,
@@ -361,8 +384,19 @@ pub async fn redis(
     }
 }
 
+/// `call` (a Redis command or script) within `timeout`; an error or no
+/// answer in time is [`Unavailable`].
+pub async fn redis_call<T>(
+    timeout: Duration,
+    call: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<T, Unavailable> {
+    within(Server::Redis, timeout, call)
+        .await?
+        .map_err(|e| redis_unavailable(&e))
+}
+
 /// A Redis error at run time as [`Unavailable`].
-pub fn redis_unavailable(e: &redis::RedisError) -> Unavailable {
+fn redis_unavailable(e: &redis::RedisError) -> Unavailable {
     Unavailable {
         server: Server::Redis,
         reason: e.to_string(),
@@ -401,6 +435,7 @@ mod tests {
             "--db",
             "postgres://x:y@host:notaport/db",
             "s",
+            &[],
             1,
             Duration::from_secs(1),
         )
@@ -432,7 +467,7 @@ mod tests {
         let t = Duration::from_millis(500);
         let started = std::time::Instant::now();
         let url = format!("postgres://u:p@127.0.0.1:{port}/db");
-        let err = postgres("--db", &url, "s", 1, t).await.unwrap_err();
+        let err = postgres("--db", &url, "s", &[], 1, t).await.unwrap_err();
         assert_eq!(err.problem, Problem::Unreachable, "{err}");
         assert!(!err.to_string().contains(":p@"), "no password in {err}");
         let url = format!("redis://127.0.0.1:{port}");

@@ -225,6 +225,15 @@ impl Visitor<'_> for GoDuration {
     }
 }
 
+/// [`parse_duration`] for the value `text` of the setting `name` (a flag
+/// or an environment variable), the error naming the setting:
+/// `--shutdown-grace: invalid duration "1x" (unknown unit "x"; write e.g. 1s, 500ms)`.
+pub fn parse_duration_setting(name: &str, text: &str) -> Result<Duration, String> {
+    parse_duration(text).map_err(|reason| {
+        format!("{name}: invalid duration {text:?} ({reason}; write e.g. 1s, 500ms)")
+    })
+}
+
 /// Parses Go's duration notation: one or more `<decimal><unit>` pairs with
 /// units `ns`, `us` (`µs`), `ms`, `s`, `m`, `h`; a bare `0` is zero.
 /// Negative durations are rejected: they mean nothing for a time-out.

@@ -59,7 +59,7 @@ impl Instance {
             "--quiet",
         ];
         args.extend_from_slice(extra);
-        let (child, addrs, out) = support::bin::spawn(
+        let (child, addrs) = support::bin::spawn_draining(
             TOKEN_AUTH,
             &args,
             &[
@@ -68,8 +68,6 @@ impl Instance {
             ],
             1,
         );
-        // Keep draining the request log so the process never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut { out }, &mut std::io::sink()));
         Instance {
             child,
             addr: addrs[0],

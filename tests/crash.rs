@@ -7,7 +7,6 @@
 mod support;
 
 use std::collections::HashSet;
-use std::io::BufRead;
 use std::net::{IpAddr, SocketAddr};
 use std::process::Child;
 use std::sync::{Arc, Mutex};
@@ -15,16 +14,9 @@ use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
+use support::bin::spawn_draining as spawn;
 use support::greeter::TempDir;
 use support::http::{Client, Proto};
-
-/// Start `bin` (see [`support::bin::spawn`]), draining its stdout in the
-/// background so the child never sees a full pipe.
-fn spawn(bin: &str, args: &[&str], env: &[(&str, &str)], n: usize) -> (Child, Vec<SocketAddr>) {
-    let (child, addrs, out) = support::bin::spawn(bin, args, env, n);
-    std::thread::spawn(move || for _ in out.lines() {});
-    (child, addrs)
-}
 
 /// SIGKILL: no graceful shutdown, no flush, no destructor.
 fn kill_9(mut child: Child) {

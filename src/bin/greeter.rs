@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use handwire::cli::Args;
-use handwire::config::parse_duration;
+use handwire::config::parse_duration_setting;
 use handwire::services::greeter::config::Config;
 use handwire::services::greeter::Greeter;
 use handwire::web::log;
@@ -48,13 +48,9 @@ fn main() -> ExitCode {
     };
     let mut options = Options::default();
     if let Ok(text) = std::env::var(GRACE_VAR) {
-        match parse_duration(&text) {
+        match parse_duration_setting(GRACE_VAR, &text) {
             Ok(d) => options.shutdown_grace = d,
-            Err(reason) => {
-                return fail(&format!(
-                    "{GRACE_VAR}: invalid duration {text:?} ({reason}; write e.g. 1s, 500ms)"
-                ))
-            }
+            Err(message) => return fail(&message),
         }
     }
     let runtime = match tokio::runtime::Runtime::new() {

@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use handwire::cli::Args;
-use handwire::config::parse_duration;
+use handwire::config::parse_duration_setting;
 use handwire::services::router_demo::{self, DemoOptions};
 use handwire::web::log;
 use handwire::web::server::{self, Options};
@@ -40,9 +40,7 @@ async fn run() -> Result<(), String> {
     let app = engine.build();
     let mut options = Options::default();
     if let Some(text) = args.get("shutdown-grace") {
-        options.shutdown_grace = parse_duration(text).map_err(|reason| {
-            format!("--shutdown-grace: invalid duration {text:?} ({reason}; write e.g. 1s, 500ms)")
-        })?;
+        options.shutdown_grace = parse_duration_setting("--shutdown-grace", text)?;
     }
     let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;

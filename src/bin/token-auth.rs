@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use handwire::cli::Args;
-use handwire::config::parse_duration;
+use handwire::config::parse_duration_setting;
 use handwire::services::token_auth::config::FileConfig;
 use handwire::services::token_auth::oauth::cipher::ENC_KEY_VAR;
 use handwire::services::token_auth::passwords::{Passwords, DEFAULT_COST};
@@ -88,12 +88,10 @@ fn storage_settings(args: &Args, secret: Vec<u8>) -> Result<Settings, String> {
     }
     settings.redis = args.get("redis").map(str::to_string);
     if let Some(text) = args.get("shared-timeout") {
-        settings.shared_timeout = parse_duration(text)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                format!("--shared-timeout: invalid duration {text:?} (write e.g. 1s, 500ms)")
-            })?;
+        settings.shared_timeout = parse_duration_setting("--shared-timeout", text)?;
+        if settings.shared_timeout.is_zero() {
+            return Err("--shared-timeout: must be above 0 (write e.g. 1s, 500ms)".into());
+        }
     }
     Ok(settings)
 }
@@ -148,9 +146,7 @@ async fn serve(args: &Args) -> Result<(), String> {
     let app = engine.build();
     let mut options = Options::default();
     if let Some(text) = args.get("shutdown-grace") {
-        options.shutdown_grace = parse_duration(text).map_err(|reason| {
-            format!("--shutdown-grace: invalid duration {text:?} ({reason}; write e.g. 1s, 500ms)")
-        })?;
+        options.shutdown_grace = parse_duration_setting("--shutdown-grace", text)?;
     }
 
     let addr = args.get("addr").unwrap_or(DEFAULT_ADDR);

@@ -171,3 +171,17 @@ fn unreadable_file_names_the_path_and_keeps_the_io_error() {
     );
     assert!(e.source().unwrap().is::<std::io::Error>());
 }
+
+#[test]
+fn a_duration_setting_error_names_the_setting_the_value_and_the_reason() {
+    assert_eq!(
+        parse_duration_setting("--shutdown-grace", "250ms"),
+        Ok(Duration::from_millis(250))
+    );
+    let err = parse_duration_setting("--shutdown-grace", "1x").unwrap_err();
+    assert!(
+        err.starts_with("--shutdown-grace: invalid duration \"1x\" (")
+            && err.ends_with("; write e.g. 1s, 500ms)"),
+        "{err}"
+    );
+}

@@ -35,3 +35,16 @@ pub fn spawn(
     }
     (child, addrs, out)
 }
+
+/// [`spawn`], with the rest of stdout drained in the background, so the
+/// child never sees a full pipe (for tests that do not read the log).
+pub fn spawn_draining(
+    bin: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    n: usize,
+) -> (Child, Vec<SocketAddr>) {
+    let (child, addrs, out) = spawn(bin, args, env, n);
+    std::thread::spawn(move || std::io::copy(&mut { out }, &mut std::io::sink()));
+    (child, addrs)
+}

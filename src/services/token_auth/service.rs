@@ -182,13 +182,29 @@ impl Backends {
     /// states when `redis` is set (feature `cluster`), the local parts for
     /// the rest.
     pub async fn connect(settings: &Settings) -> Result<Backends, SetupError> {
-        if settings.postgres.is_none() && settings.redis.is_none() {
-            let settings = settings.clone();
-            return tokio::task::spawn_blocking(move || Backends::local(&settings))
-                .await
-                .map_err(|e| SetupError::Store(StoreError::Task(e.to_string())))?;
-        }
-        shared(settings).await
+        let (accounts, revocations): (Arc<dyn Accounts>, Arc<dyn Revocations>) =
+            match &settings.postgres {
+                Some(url) => shared_accounts(url, settings).await?,
+                None => {
+                    let path = settings.db_path.clone();
+                    let store = tokio::task::spawn_blocking(move || Store::open(&path))
+                        .await
+                        .map_err(|e| SetupError::Store(StoreError::Task(e.to_string())))?
+                        .map_err(SetupError::Store)?;
+                    let store = Arc::new(store);
+                    (store.clone(), store)
+                }
+            };
+        let (limits, sign_ins) = match &settings.redis {
+            Some(url) => shared_limits(url, settings).await?,
+            None => local_memory(settings),
+        };
+        Ok(Backends {
+            accounts,
+            revocations,
+            limits,
+            sign_ins,
+        })
     }
 }
 
@@ -201,66 +217,53 @@ fn local_memory(settings: &Settings) -> (Arc<dyn LoginLimits>, Arc<dyn PendingSi
     )
 }
 
-/// The backends with PostgreSQL and/or Redis where `settings` names them.
+type SharedAccounts = (Arc<dyn Accounts>, Arc<dyn Revocations>);
+type SharedLimits = (Arc<dyn LoginLimits>, Arc<dyn PendingSignIns>);
+
+/// Users, bindings and the blacklist in the PostgreSQL at `url` (`--db`).
 #[cfg(feature = "cluster")]
-async fn shared(settings: &Settings) -> Result<Backends, SetupError> {
+async fn shared_accounts(url: &str, settings: &Settings) -> Result<SharedAccounts, SetupError> {
     use crate::services::token_auth::cluster;
-    let shared = |e| SetupError::Shared(Box::new(e));
-    let timeout = settings.shared_timeout;
-    let (accounts, revocations): (Arc<dyn Accounts>, Arc<dyn Revocations>) =
-        match &settings.postgres {
-            Some(url) => {
-                let store = Arc::new(
-                    cluster::postgres_store(url, timeout)
-                        .await
-                        .map_err(shared)?,
-                );
-                (store.clone(), store)
-            }
-            None => {
-                let path = settings.db_path.clone();
-                let store = tokio::task::spawn_blocking(move || Store::open(&path))
-                    .await
-                    .map_err(|e| SetupError::Store(StoreError::Task(e.to_string())))?
-                    .map_err(SetupError::Store)?;
-                let store = Arc::new(store);
-                (store.clone(), store)
-            }
-        };
-    let (limits, sign_ins): (Arc<dyn LoginLimits>, Arc<dyn PendingSignIns>) = match &settings.redis
-    {
-        Some(url) => {
-            let clock = Arc::clone(&settings.clock);
-            let (limits, sign_ins) = cluster::redis_state(url, settings.limits, clock, timeout)
-                .await
-                .map_err(shared)?;
-            (Arc::new(limits), Arc::new(sign_ins))
-        }
-        None => local_memory(settings),
-    };
-    Ok(Backends {
-        accounts,
-        revocations,
-        limits,
-        sign_ins,
-    })
+    let store = cluster::postgres_store(url, settings.shared_timeout)
+        .await
+        .map_err(|e| SetupError::Shared(Box::new(e)))?;
+    let store = Arc::new(store);
+    Ok((store.clone(), store))
 }
 
-/// Without the `cluster` feature, naming a shared server is a start-up error.
+/// Login limits and pending sign-ins in the Redis at `url` (`--redis`).
+#[cfg(feature = "cluster")]
+async fn shared_limits(url: &str, settings: &Settings) -> Result<SharedLimits, SetupError> {
+    use crate::services::token_auth::cluster;
+    let clock = Arc::clone(&settings.clock);
+    let (limits, sign_ins) =
+        cluster::redis_state(url, settings.limits, clock, settings.shared_timeout)
+            .await
+            .map_err(|e| SetupError::Shared(Box::new(e)))?;
+    Ok((Arc::new(limits), Arc::new(sign_ins)))
+}
+
+/// Without the `cluster` feature, `--db postgres://…` is a start-up error.
 #[cfg(not(feature = "cluster"))]
-async fn shared(settings: &Settings) -> Result<Backends, SetupError> {
-    let flag = if settings.postgres.is_some() {
-        "--db"
-    } else {
-        "--redis"
-    };
-    Err(SetupError::Shared(
+async fn shared_accounts(_url: &str, _: &Settings) -> Result<SharedAccounts, SetupError> {
+    Err(not_built("--db"))
+}
+
+/// Without the `cluster` feature, `--redis` is a start-up error.
+#[cfg(not(feature = "cluster"))]
+async fn shared_limits(_url: &str, _: &Settings) -> Result<SharedLimits, SetupError> {
+    Err(not_built("--redis"))
+}
+
+#[cfg(not(feature = "cluster"))]
+fn not_built(flag: &str) -> SetupError {
+    SetupError::Shared(
         format!(
             "{flag}: this binary was built without PostgreSQL/Redis support; \
              rebuild with `cargo build --release --features cluster`"
         )
         .into(),
-    ))
+    )
 }
 
 /// The running service's shared state.

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::super::biz::{self, User, UserRepo};
-use crate::cluster::{self, Redis, Server, Unavailable};
+use crate::cluster::{self, Redis, Unavailable};
 use crate::types::BoxFuture;
 
 /// The generation, incremented after every write to the users table.
@@ -86,10 +86,7 @@ impl CachedUsers {
         &self,
         call: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, Unavailable> {
-        match cluster::within(Server::Redis, self.timeout, call).await? {
-            Ok(value) => Ok(value),
-            Err(e) => Err(cluster::redis_unavailable(&e)),
-        }
+        cluster::redis_call(self.timeout, call).await
     }
 
     /// Moves to the next generation after a write (`what`); a failure is

@@ -3,7 +3,8 @@
 //!
 //! The tables are those of the SQLite store, in the schema [`SCHEMA`],
 //! created by migration 1 ([`MIGRATIONS`], applied once under an advisory
-//! lock by [`crate::cluster::migrate`], so instances may start together).
+//! lock when [`crate::cluster::postgres`] opens the pool, so instances may
+//! start together).
 //! Every statement is parameterized and prepared once per connection
 //! (`prepare_cached`).
 //!
@@ -22,7 +23,7 @@ use std::time::Duration;
 use tokio_postgres::error::SqlState;
 
 use super::super::biz::{self, GreeterRepo, User, UserRepo};
-use crate::cluster::{self, Migration, PgClient, PgPool, Server, StartError, Unavailable};
+use crate::cluster::{self, Migration, PgClient, PgPool, StartError, Unavailable};
 use crate::types::BoxFuture;
 
 /// The PostgreSQL schema holding the greeter's tables.
@@ -73,8 +74,8 @@ impl PgStore {
     /// and applies the migrations. `timeout` bounds connecting and, later,
     /// every call. Errors name [`SOURCE_KEY`].
     pub async fn connect(url: &str, timeout: Duration) -> Result<PgStore, StartError> {
-        let pool = cluster::postgres(SOURCE_KEY, url, SCHEMA, POOL_SIZE, timeout).await?;
-        cluster::migrate(SOURCE_KEY, &pool, SCHEMA, MIGRATIONS, timeout).await?;
+        let pool =
+            cluster::postgres(SOURCE_KEY, url, SCHEMA, MIGRATIONS, POOL_SIZE, timeout).await?;
         Ok(PgStore { pool, timeout })
     }
 
@@ -84,15 +85,10 @@ impl PgStore {
     where
         Fut: Future<Output = Result<T, tokio_postgres::Error>>,
     {
-        let run = async {
-            let client = cluster::pg(&self.pool, self.timeout)
-                .await
-                .map_err(Failure::Unavailable)?;
-            call(client).await.map_err(Failure::Db)
-        };
-        cluster::within(Server::Postgres, self.timeout, run)
+        cluster::pg_call(&self.pool, self.timeout, call)
             .await
             .map_err(Failure::Unavailable)?
+            .map_err(Failure::Db)
     }
 
     /// Number of stored greetings for `name` (for tests and diagnostics).

@@ -23,12 +23,12 @@ const POOL_SIZE: usize = 16;
 /// Users, bindings and the blacklist in the PostgreSQL database at `url`
 /// (flag `--db`), its schema migrated.
 pub async fn postgres_store(url: &str, timeout: Duration) -> Result<postgres::PgStore, StartError> {
-    let pool = shared::postgres("--db", url, postgres::SCHEMA, POOL_SIZE, timeout).await?;
-    shared::migrate(
+    let pool = shared::postgres(
         "--db",
-        &pool,
+        url,
         postgres::SCHEMA,
         postgres::MIGRATIONS,
+        POOL_SIZE,
         timeout,
     )
     .await?;

@@ -5,7 +5,7 @@
 //! Every statement is parameterized and prepared once per connection
 //! (`prepare_cached`); every call is bounded by the configured time-out.
 
-use crate::cluster::{self as shared, Migration, PgPool, Server};
+use crate::cluster::{self as shared, Migration, PgPool};
 use crate::services::token_auth::backend::{Accounts, Revocations};
 use crate::services::token_auth::store::{
     username_candidates, NewUser, ProviderIdentity, StoreError, NO_PASSWORD,
@@ -89,13 +89,7 @@ impl PgStore {
         F: FnOnce(shared::PgClient) -> Fut + 'a,
         Fut: Future<Output = Result<T, StoreError>> + 'a,
     {
-        let call = async {
-            let client = shared::pg(&self.pool, self.timeout)
-                .await
-                .map_err(|e| StoreError::Down(e.to_string()))?;
-            f(client).await
-        };
-        shared::within(Server::Postgres, self.timeout, call)
+        shared::pg_call(&self.pool, self.timeout, f)
             .await
             .map_err(|e| StoreError::Down(e.to_string()))?
     }

@@ -21,7 +21,7 @@
 //! or a time-out is [`StoreError::Down`] and the request is refused (503),
 //! never let through.
 
-use crate::cluster::{self as shared, Redis, Server};
+use crate::cluster::{self as shared, Redis};
 use crate::services::token_auth::backend::{LoginLimits, PendingSignIns};
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::Provider;
@@ -132,10 +132,9 @@ async fn invoke<T: redis::FromRedisValue>(
     invocation: redis::ScriptInvocation<'_>,
 ) -> Result<T, StoreError> {
     let mut conn = conn.clone();
-    shared::within(Server::Redis, timeout, invocation.invoke_async(&mut conn))
+    shared::redis_call(timeout, invocation.invoke_async(&mut conn))
         .await
-        .map_err(down)?
-        .map_err(|e| down(shared::redis_unavailable(&e)))
+        .map_err(down)
 }
 
 /// [`LoginLimits`] in Redis.
@@ -227,14 +226,9 @@ impl LoginLimits for RedisLimits {
             let key = format!("{PREFIX}fails:{}", user_key(username));
             let mut del = redis::cmd("DEL");
             del.arg(key);
-            shared::within(
-                Server::Redis,
-                self.timeout,
-                del.query_async::<()>(&mut conn),
-            )
-            .await
-            .map_err(down)?
-            .map_err(|e| down(shared::redis_unavailable(&e)))
+            shared::redis_call(self.timeout, del.query_async::<()>(&mut conn))
+                .await
+                .map_err(down)
         })
     }
 
