@@ -26,6 +26,7 @@ fn claims() -> Claims {
         iat: now,
         exp: now + 3600,
         jti: "0123456789abcdef0123456789abcdef".into(),
+        ukey: "00112233445566778899aabbccddeeff".into(),
     }
 }
 

@@ -5,6 +5,7 @@
 //!   and read status, headers and body.
 //! * [`app`] — start any framework app on 127.0.0.1:0.
 //! * [`bin`] — start one of the binaries and read its addresses.
+//! * [`disk`] — a small tmpfs to fill, for disk-full tests (root only).
 //! * [`alloc`] — a counting global allocator for the allocation tests.
 //! * [`greeter`] — start the greeter with a temporary SQLite file.
 //! * [`token_auth`] — start the token-auth service with a manual clock.
@@ -19,6 +20,7 @@
 pub mod alloc;
 pub mod app;
 pub mod bin;
+pub mod disk;
 pub mod fake_provider;
 pub mod greeter;
 pub mod http;

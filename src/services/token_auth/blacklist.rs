@@ -63,6 +63,7 @@ mod tests {
             iat: 0,
             exp,
             jti: jti.into(),
+            ukey: "k".into(),
         }
     }
 

@@ -2,7 +2,9 @@
 //!
 //! Routes that need a caller are registered behind two handlers, in this
 //! order: [`authenticate`] proves *who* is calling (bearer access token,
-//! signature, expiry, blacklist) and stores the claims in the context;
+//! signature, expiry, blacklist, and the account it names still holds it:
+//! same id, same account key) and stores the claims and the account in the
+//! context;
 //! [`require_role`] decides whether that caller *may* use the route. Each
 //! aborts the chain with a 401/403 JSON body on failure, so the route handler
 //! never runs for a refused request.
@@ -13,8 +15,8 @@
 use crate::protocol::jwt::JwtError;
 use crate::services::token_auth::service::AuthService;
 use crate::services::token_auth::store::StoreError;
-use crate::services::token_auth::tokens::{Claims, TokenKind};
-use crate::services::token_auth::user::Role;
+use crate::services::token_auth::tokens::{self, Claims, TokenKind};
+use crate::services::token_auth::user::{Role, User};
 use crate::web::chain::{named, Context, Handler};
 use crate::web::log;
 use http::header::WWW_AUTHENTICATE;
@@ -24,6 +26,9 @@ use std::sync::Arc;
 
 /// Context key under which [`authenticate`] stores the caller's [`Claims`].
 pub const CLAIMS_KEY: &str = "auth.claims";
+/// Context key under which [`authenticate`] stores the caller's [`User`],
+/// as loaded from the store for this request.
+pub const USER_KEY: &str = "auth.user";
 
 /// 401: `Authorization` absent, or not `Bearer <token>`.
 pub const TOKEN_NOT_PROVIDED: &str = "token not provided";
@@ -46,6 +51,11 @@ pub const ANY_ROLE: &[Role] = &[Role::User, Role::Vip, Role::Admin];
 /// The claims [`authenticate`] stored, if it ran and passed.
 pub fn claims(c: &Context) -> Option<&Claims> {
     c.get::<Claims>(CLAIMS_KEY)
+}
+
+/// The caller's account as [`authenticate`] loaded it, if it ran and passed.
+pub fn user(c: &Context) -> Option<&User> {
+    c.get::<User>(USER_KEY)
 }
 
 /// Abort with `status` and `{"error": message}`.
@@ -129,7 +139,27 @@ pub fn authenticate(service: Arc<AuthService>) -> Handler {
                 Ok(true) => return unauthorized(c, TOKEN_REVOKED, true),
                 Err(e) => return store_failure(c, "blacklist lookup", &e),
             }
+            // The token must still name the account it was issued for: one
+            // that was deleted, or an id that now belongs to someone else,
+            // is refused as invalid.
+            let user = match service.store.user_by_id(claims.user_id).await {
+                Ok(Some(user)) if tokens::issued_for(&claims, &user) => user,
+                Ok(_) => {
+                    log::message(
+                        "token-auth",
+                        format_args!(
+                            "{} {}: refused token: user {} no longer holds it",
+                            c.method(),
+                            c.path(),
+                            claims.user_id
+                        ),
+                    );
+                    return unauthorized(c, TOKEN_INVALID, true);
+                }
+                Err(e) => return store_failure(c, "loading user", &e),
+            };
             c.set(CLAIMS_KEY, claims);
+            c.set(USER_KEY, user);
             c.next().await;
         })
     })

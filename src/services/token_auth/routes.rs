@@ -19,15 +19,15 @@
 use crate::protocol::jwt::JwtError;
 use crate::services::token_auth::limiter::Admission;
 use crate::services::token_auth::middleware::{
-    authenticate, claims, fail, internal, require_role, store_failure, ANY_ROLE, STORE_UNAVAILABLE,
-    TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
+    self, authenticate, claims, fail, internal, require_role, store_failure, ANY_ROLE,
+    STORE_UNAVAILABLE, TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
 };
 use crate::services::token_auth::oauth::state::StateError;
 use crate::services::token_auth::oauth::{Callback, OAuthError};
 use crate::services::token_auth::passwords::Passwords;
 use crate::services::token_auth::service::AuthService;
 use crate::services::token_auth::store::{NewUser, StoreError};
-use crate::services::token_auth::tokens::TokenKind;
+use crate::services::token_auth::tokens::{self, TokenKind};
 use crate::services::token_auth::user::{check_email, check_username, Role, User, USERNAME_MAX};
 use crate::types::BoxFuture;
 use crate::web::bind;
@@ -321,9 +321,12 @@ fn refresh(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
             Err(e) => return store_failure(c, "blacklist lookup", &e),
         }
         // Reload the user: the new access token carries the current role.
+        // The token must name the account it was issued for (same key).
         match service.store.user_by_id(claims.user_id).await {
-            Ok(Some(user)) => send_pair(c, &service, &user, StatusCode::OK),
-            Ok(None) => fail(c, StatusCode::UNAUTHORIZED, TOKEN_INVALID),
+            Ok(Some(user)) if tokens::issued_for(&claims, &user) => {
+                send_pair(c, &service, &user, StatusCode::OK)
+            }
+            Ok(_) => fail(c, StatusCode::UNAUTHORIZED, TOKEN_INVALID),
             Err(e) => store_failure(c, "loading user", &e),
         }
     })
@@ -378,20 +381,13 @@ fn logout(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
 }
 
 /// `GET /api/user/profile` → `{user}` of the caller.
-fn profile(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
+fn profile(_service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
-        let Some(user_id) = claims(c).map(|claims| claims.user_id) else {
-            return fail(
-                c,
-                StatusCode::UNAUTHORIZED,
-                crate::services::token_auth::middleware::NOT_LOGGED_IN,
-            );
+        // authenticate loaded the account for this request.
+        let Some(body) = middleware::user(c).map(|user| json!({ "user": user.public() })) else {
+            return fail(c, StatusCode::UNAUTHORIZED, middleware::NOT_LOGGED_IN);
         };
-        match service.store.user_by_id(user_id).await {
-            Ok(Some(user)) => c.json(StatusCode::OK, &json!({ "user": user.public() })),
-            Ok(None) => fail(c, StatusCode::NOT_FOUND, "user not found"),
-            Err(e) => store_failure(c, "loading user", &e),
-        }
+        c.json(StatusCode::OK, &body);
     })
 }
 

@@ -50,6 +50,11 @@ pub struct Claims {
     pub exp: u64,
     /// Unique token id: 128 random bits from the OS, hex.
     pub jti: String,
+    /// The account's [`User::token_key`]: binds the token to the account it
+    /// was issued for, not just to an id (checked against the store on every
+    /// use, so a token cannot outlive its account or change account).
+    #[serde(default)]
+    pub ukey: String,
 }
 
 /// The token object of spec §4.3.1.
@@ -126,8 +131,8 @@ impl Tokens {
     /// A fresh access + refresh pair for `user`.
     pub fn issue_pair(&self, user: &User) -> Result<TokenPair, TokenError> {
         let now = self.clock.now();
-        let access = self.sign(user.id, Some(user.role), TokenKind::Access, now, ACCESS_TTL)?;
-        let refresh = self.sign(user.id, None, TokenKind::Refresh, now, REFRESH_TTL)?;
+        let access = self.sign(user, Some(user.role), TokenKind::Access, now, ACCESS_TTL)?;
+        let refresh = self.sign(user, None, TokenKind::Refresh, now, REFRESH_TTL)?;
         Ok(TokenPair {
             access_token: access,
             refresh_token: refresh,
@@ -140,7 +145,7 @@ impl Tokens {
     /// token in every other respect (role, type, revocable by logout).
     pub fn issue_simple(&self, user: &User) -> Result<String, TokenError> {
         let now = self.clock.now();
-        self.sign(user.id, Some(user.role), TokenKind::Access, now, SIMPLE_TTL)
+        self.sign(user, Some(user.role), TokenKind::Access, now, SIMPLE_TTL)
     }
 
     /// Verify `token` and check it is of `kind` and shaped like one. A token of
@@ -154,7 +159,11 @@ impl Tokens {
             TokenKind::Access => claims.role.is_some(),
             TokenKind::Refresh => claims.role.is_none(),
         };
-        if !role_ok || claims.jti.is_empty() || claims.jti.len() > 100 {
+        let sizes_ok = !claims.jti.is_empty()
+            && claims.jti.len() <= 100
+            && !claims.ukey.is_empty()
+            && claims.ukey.len() <= 64;
+        if !role_ok || !sizes_ok {
             return Err(Invalid::Claims("claims do not fit the token type".into()).into());
         }
         Ok(claims)
@@ -162,22 +171,34 @@ impl Tokens {
 
     fn sign(
         &self,
-        user_id: i64,
+        user: &User,
         role: Option<Role>,
         kind: TokenKind,
         now: u64,
         ttl: u64,
     ) -> Result<String, TokenError> {
         let claims = Claims {
-            user_id,
+            user_id: user.id,
             role,
             kind,
             iat: now,
-            exp: now + ttl,
+            exp: now.saturating_add(ttl),
             jti: new_jti()?,
+            ukey: user.token_key.clone(),
         };
         self.key.sign(&claims).map_err(TokenError::Jwt)
     }
+}
+
+/// Whether `claims` were issued for `user` as it is stored now: the same id
+/// and the same account key (compared in constant time).
+pub fn issued_for(claims: &Claims, user: &User) -> bool {
+    claims.user_id == user.id && same_bytes(claims.ukey.as_bytes(), user.token_key.as_bytes())
+}
+
+/// `a == b` in time that depends on the lengths only.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// 128 random bits from the OS, as 32 lowercase hex digits.
@@ -215,6 +236,7 @@ mod tests {
             role: Role::Vip,
             created_at: 0,
             updated_at: 0,
+            token_key: "00112233445566778899aabbccddeeff".into(),
         };
         (clock, tokens, user)
     }
@@ -331,5 +353,37 @@ mod tests {
         for (err, want) in cases {
             assert_eq!(err.source().map(|s| s.to_string()), want, "{err}");
         }
+    }
+
+    #[test]
+    fn a_token_names_its_account_by_id_and_key_not_by_id_alone() {
+        let (_clock, tokens, user) = setup();
+        let pair = tokens.issue_pair(&user).unwrap();
+        let claims = tokens
+            .verify(&pair.refresh_token, TokenKind::Refresh)
+            .unwrap();
+        assert!(issued_for(&claims, &user));
+        // Same id, another account (a recreated database, a reused id).
+        let other = User {
+            token_key: "ffeeddccbbaa99887766554433221100".into(),
+            ..user.clone()
+        };
+        assert!(!issued_for(&claims, &other));
+        let moved = User { id: 8, ..user };
+        assert!(!issued_for(&claims, &moved));
+    }
+
+    #[test]
+    fn a_token_without_an_account_key_is_refused() {
+        let (_clock, tokens, user) = setup();
+        let keyless = User {
+            token_key: String::new(),
+            ..user
+        };
+        let pair = tokens.issue_pair(&keyless).unwrap();
+        assert!(matches!(
+            tokens.verify(&pair.access_token, TokenKind::Access),
+            Err(JwtError::Invalid(_))
+        ));
     }
 }

@@ -111,6 +111,11 @@ pub struct User {
     pub created_at: i64,
     /// Last change, Unix seconds.
     pub updated_at: i64,
+    /// 128 random bits (hex) drawn when the account was created and carried
+    /// in its tokens (`ukey` claim): a token whose key differs from the
+    /// account's names another account (a database recreated, an id reused)
+    /// and is refused. Never shown in API responses.
+    pub token_key: String,
 }
 
 /// The shape of a user in API responses: no hash, timestamps in RFC 3339.

@@ -21,13 +21,20 @@ use tokio_postgres::Row;
 pub const SCHEMA: &str = "token_auth";
 
 /// The schema's history; append, never edit.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "users, provider bindings, blacklist",
-    sql: include_str!("schema_v1.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "users, provider bindings, blacklist",
+        sql: include_str!("schema_v1.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "users.token_key, the key every token of the account carries",
+        sql: include_str!("schema_v2.sql"),
+    },
+];
 
-const USER_COLUMNS: &str = "id, username, email, role, created_at, updated_at";
+const USER_COLUMNS: &str = "id, username, email, role, created_at, updated_at, token_key";
 
 /// [`Accounts`] and [`Revocations`] over a connection pool.
 pub struct PgStore {
@@ -53,6 +60,7 @@ fn user_from_row(row: &Row) -> Result<User, StoreError> {
         role,
         created_at: row.get(4),
         updated_at: row.get(5),
+        token_key: row.get(6),
     })
 }
 
@@ -137,7 +145,7 @@ impl Accounts for PgStore {
                 "SELECT {USER_COLUMNS}, password_hash FROM users WHERE lower(username) = lower($1)"
             );
             match Self::query_opt(&client, &sql, &[&username]).await? {
-                Some(row) => Ok(Some((user_from_row(&row)?, row.get(6)))),
+                Some(row) => Ok(Some((user_from_row(&row)?, row.get(7)))),
                 None => Ok(None),
             }
         }))

@@ -184,7 +184,10 @@ impl fmt::Debug for Store {
     }
 }
 
-const USER_COLUMNS: &str = "id, username, email, role, created_at, updated_at";
+const USER_COLUMNS: &str = "id, username, email, role, created_at, updated_at, token_key";
+
+/// SQL for a new account's [`User::token_key`]: 128 random bits, hex.
+const NEW_TOKEN_KEY: &str = "lower(hex(randomblob(16)))";
 
 fn user_from_row(row: &Row<'_>) -> rusqlite::Result<User> {
     let role: String = row.get(3)?;
@@ -198,6 +201,7 @@ fn user_from_row(row: &Row<'_>) -> rusqlite::Result<User> {
         role,
         created_at: row.get(4)?,
         updated_at: row.get(5)?,
+        token_key: row.get(6)?,
     })
 }
 
@@ -227,6 +231,7 @@ impl Store {
         if let Err(e) = conn.execute_batch(SCHEMA) {
             return Err(case_conflict(&conn, path).unwrap_or_else(|| open_err(e)));
         }
+        add_token_keys(&conn).map_err(open_err)?;
         if conn.is_readonly(rusqlite::MAIN_DB).map_err(open_err)? {
             return Err(StoreError::Unavailable {
                 path: path.to_path_buf(),
@@ -279,30 +284,52 @@ impl Store {
                 (Some(file), Err(StoreError::Sqlite(e))) if is_read_only(&e) => {
                     Err(file.unavailable("turned read-only"))
                 }
-                (_, result) => result,
+                (Some(file), Err(StoreError::Sqlite(e))) if is_full(&e) => Err(file.full(&e)),
+                (Some(file), result) => {
+                    if result.is_ok() {
+                        file.writable_again();
+                    }
+                    result
+                }
+                (None, result) => result,
             }
         })
         .await
         .map_err(|e| StoreError::Task(e.to_string()))?
     }
 
-    /// Insert a user and return it as stored.
+    /// Insert a user and return it as stored: `Ok` only once the row is
+    /// committed.
+    ///
+    /// `INSERT … RETURNING` hands its row back on the first step, before
+    /// the statement (and, in autocommit, the transaction) is finished; a
+    /// caller that stops there never sees a failed commit (a full disk), and
+    /// would answer 201 for a row that does not exist. So the insert runs in
+    /// an explicit transaction, its rows are read to the end, and the
+    /// `COMMIT`'s own result decides.
     pub async fn create_user(&self, new: NewUser) -> Result<User, StoreError> {
         self.run_write(move |conn| {
             let sql = format!(
-                "INSERT INTO users (username, password_hash, email, role) VALUES (?1, ?2, ?3, ?4) \
-                 RETURNING {USER_COLUMNS}"
+                "INSERT INTO users (username, password_hash, email, role, token_key) \
+                 VALUES (?1, ?2, ?3, ?4, {NEW_TOKEN_KEY}) RETURNING {USER_COLUMNS}"
             );
-            let user = conn.query_row(
-                &sql,
-                params![
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let user = {
+                let mut stmt = tx.prepare_cached(&sql)?;
+                let mut rows = stmt.query(params![
                     new.username,
                     new.password_hash,
                     new.email,
                     new.role.as_str()
-                ],
-                user_from_row,
-            )?;
+                ])?;
+                let user = match rows.next()? {
+                    Some(row) => user_from_row(row)?,
+                    None => return Err(StoreError::Sqlite(rusqlite::Error::QueryReturnedNoRows)),
+                };
+                while rows.next()?.is_some() {}
+                user
+            };
+            tx.commit()?;
             Ok(user)
         })
         .await
@@ -318,7 +345,7 @@ impl Store {
             );
             let found = conn
                 .query_row(&sql, [username], |row| {
-                    Ok((user_from_row(row)?, row.get(6)?))
+                    Ok((user_from_row(row)?, row.get(7)?))
                 })
                 .optional()?;
             Ok(found)
@@ -448,8 +475,10 @@ impl Store {
 fn insert_with_free_username(conn: &Connection, hint: &str) -> Result<i64, StoreError> {
     for candidate in username_candidates(hint) {
         let inserted = conn.execute(
-            "INSERT INTO users (username, password_hash) VALUES (?1, ?2) \
-             ON CONFLICT DO NOTHING",
+            &format!(
+                "INSERT INTO users (username, password_hash, token_key) \
+                 VALUES (?1, ?2, {NEW_TOKEN_KEY}) ON CONFLICT DO NOTHING"
+            ),
             params![candidate, NO_PASSWORD],
         )?;
         if inserted == 1 {
@@ -471,6 +500,27 @@ pub fn username_candidates(hint: &str) -> impl Iterator<Item = String> + '_ {
             base + &suffix
         }
     })
+}
+
+/// Databases created before [`User::token_key`] get the column, and every
+/// existing account a key of its own (their earlier tokens stop working:
+/// they carry no key).
+fn add_token_keys(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('users') WHERE name = 'token_key'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has {
+        // ALTER TABLE cannot default to an expression: add, then fill.
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; \
+             ALTER TABLE users ADD COLUMN token_key TEXT NOT NULL DEFAULT ''; \
+             UPDATE users SET token_key = {NEW_TOKEN_KEY}; \
+             COMMIT;"
+        ))?;
+    }
+    Ok(())
 }
 
 /// When the schema did not apply because existing rows differ only in case,
@@ -507,6 +557,9 @@ struct FileWatch {
     id: (u64, u64),
     /// Set once the file is found gone; the path is logged that once.
     gone: std::sync::OnceLock<String>,
+    /// Whether the last write failed for lack of space: logged on the way
+    /// in and on the way out, not once per refused write.
+    full: std::sync::atomic::AtomicBool,
 }
 
 impl FileWatch {
@@ -520,6 +573,7 @@ impl FileWatch {
             path: path.to_path_buf(),
             id: (meta.dev(), meta.ino()),
             gone: std::sync::OnceLock::new(),
+            full: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -555,12 +609,50 @@ impl FileWatch {
         self.error(reason)
     }
 
+    /// A write refused because the disk (or the database's quota) is full:
+    /// nothing was committed. Unlike a removed file this passes: the next
+    /// write tries again, so the service recovers when space returns.
+    fn full(&self, e: &rusqlite::Error) -> StoreError {
+        use std::sync::atomic::Ordering;
+        if !self.full.swap(true, Ordering::Relaxed) {
+            crate::web::log::message(
+                "token-auth",
+                format_args!(
+                    "store unavailable: database {} cannot grow ({e}); writes are refused \
+                     with 503 until space returns",
+                    self.path.display()
+                ),
+            );
+        }
+        self.error("is full: no space left for the write")
+    }
+
+    /// A write went through: if the disk was full before, say it is over.
+    fn writable_again(&self) {
+        use std::sync::atomic::Ordering;
+        if self.full.load(Ordering::Relaxed) && self.full.swap(false, Ordering::Relaxed) {
+            crate::web::log::message(
+                "token-auth",
+                format_args!("store: database {} takes writes again", self.path.display()),
+            );
+        }
+    }
+
     fn error(&self, reason: &str) -> StoreError {
         StoreError::Unavailable {
             path: self.path.clone(),
             reason: reason.to_string(),
         }
     }
+}
+
+/// SQLite's ways of saying a write found no room: `SQLITE_FULL`, and the
+/// I/O errors a full file system gives on write or fsync.
+fn is_full(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure)
+    )
 }
 
 /// SQLite's way of saying the file cannot be written any more.

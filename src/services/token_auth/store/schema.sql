@@ -10,7 +10,10 @@ CREATE TABLE IF NOT EXISTS users (
     email         TEXT    UNIQUE CHECK (email IS NULL OR length(email) BETWEEN 3 AND 100),
     role          TEXT    NOT NULL DEFAULT 'user' CHECK (role IN ('user', 'vip', 'admin')),
     created_at    INTEGER NOT NULL DEFAULT (unixepoch()),
-    updated_at    INTEGER NOT NULL DEFAULT (unixepoch())
+    updated_at    INTEGER NOT NULL DEFAULT (unixepoch()),
+    -- Carried in every token of the account (claim `ukey`): a token whose key
+    -- is not its account's is refused. Written by every INSERT (store/mod.rs).
+    token_key     TEXT    NOT NULL DEFAULT (lower(hex(randomblob(16))))
 ) STRICT;
 
 -- Usernames and emails are unique without regard to ASCII case: `VICTIM01`

@@ -443,3 +443,75 @@ fn store_open_failure_keeps_what_sqlite_said_as_source() {
     assert!(matches!(err, StoreError::Open { .. }), "{err}");
     assert!(err.source().unwrap().is::<rusqlite::Error>());
 }
+
+/// A registration is answered only once its row is committed. SQLite checks
+/// a deferred foreign key at `COMMIT`, after `INSERT … RETURNING` has already
+/// handed back the row: a trigger that breaks one makes every commit fail,
+/// the way a full disk does.
+#[tokio::test]
+async fn a_create_whose_commit_fails_is_an_error_and_nothing_is_stored() {
+    let (_db, store, raw) = open();
+    raw.execute_batch(
+        "CREATE TABLE guard_parent (id INTEGER PRIMARY KEY);
+         CREATE TABLE guard_child (parent INTEGER REFERENCES guard_parent (id)
+             DEFERRABLE INITIALLY DEFERRED);
+         CREATE TRIGGER guard_every_user AFTER INSERT ON users
+         BEGIN INSERT INTO guard_child VALUES (-1); END;",
+    )
+    .unwrap();
+    let err = store
+        .create_user(new_user("ann", None))
+        .await
+        .expect_err("a failed commit must not be a created user");
+    assert!(err.to_string().contains("FOREIGN KEY"), "{err}");
+    let rows: i64 = raw
+        .query_row("SELECT count(*) FROM users", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 0);
+
+    // Once commits go through again, the next user is created and stored.
+    raw.execute_batch("DROP TRIGGER guard_every_user").unwrap();
+    let user = store.create_user(new_user("ann", None)).await.unwrap();
+    assert_eq!(store.user_by_id(user.id).await.unwrap(), Some(user));
+}
+
+#[tokio::test]
+async fn every_account_gets_its_own_random_token_key() {
+    let (_db, store, _raw) = open();
+    let a = store.create_user(new_user("ann", None)).await.unwrap();
+    let b = store.create_user(new_user("bob", None)).await.unwrap();
+    assert_eq!(a.token_key.len(), 32, "{a:?}");
+    assert!(a.token_key.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_ne!(a.token_key, b.token_key);
+    let (found, _hash) = store.credentials("ann").await.unwrap().unwrap();
+    assert_eq!(found.token_key, a.token_key);
+}
+
+/// A database made before token keys gets the column on open, and each
+/// existing account a distinct key.
+#[tokio::test]
+async fn a_database_without_token_keys_gets_one_per_account_on_open() {
+    let db = TempDb::new("old-schema");
+    {
+        let old_schema = SCHEMA.replace(
+            ",\n    -- Carried in every token of the account (claim `ukey`): a token whose key\n    -- is not its account's is refused. Written by every INSERT (store/mod.rs).\n    token_key     TEXT    NOT NULL DEFAULT (lower(hex(randomblob(16))))",
+            "",
+        );
+        assert!(!old_schema.contains("token_key"));
+        let raw = Connection::open(&db.path).unwrap();
+        raw.execute_batch(&old_schema).unwrap();
+        raw.execute_batch(
+            "INSERT INTO users (username, password_hash) VALUES ('ann', 'h'), ('bob', 'h')",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&db.path).unwrap();
+    let users = store.list_users().await.unwrap();
+    assert_eq!(users.len(), 2);
+    assert!(users.iter().all(|u| u.token_key.len() == 32), "{users:?}");
+    assert_ne!(users[0].token_key, users[1].token_key);
+    drop(store);
+    // Opening again changes nothing.
+    let again = Store::open(&db.path).unwrap().list_users().await.unwrap();
+    assert_eq!(again, users);
+}
