@@ -97,18 +97,91 @@ impl From<serde_yaml::Error> for Error {
     }
 }
 
+/// Largest configuration file read: far above any real one, and small
+/// enough that `--config /dev/zero` is refused at once.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Deepest nesting of YAML collections accepted; real configs use 3 or 4.
+pub const MAX_DEPTH: usize = 32;
+
 /// Reads the YAML file at `path` into `T`.
 pub fn load<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+    use std::io::Read;
+    let read_err = |source| Error::Read {
         path: path.to_owned(),
         source,
+    };
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(read_err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {MAX_FILE_BYTES} bytes"),
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        read_err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not UTF-8 text",
+        ))
     })?;
     from_yaml(&text)
 }
 
-/// Parses YAML text into `T`.
+/// Parses YAML text into `T`; documents nested deeper than [`MAX_DEPTH`]
+/// are refused before the parser sees them.
 pub fn from_yaml<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
+    if let Some(line) = too_deep(text) {
+        let reason = format!("nested deeper than {MAX_DEPTH} levels (at line {line})");
+        return Err(Error::Key {
+            key: String::new(),
+            source: <serde_yaml::Error as de::Error>::custom(&reason),
+            reason,
+        });
+    }
     serde_yaml::from_str(text).map_err(Error::from)
+}
+
+/// The line where `text` first nests deeper than [`MAX_DEPTH`]: flow
+/// collections (`[`, `{` outside quotes) and block indentation levels
+/// (counted as distinct indents open on the current path) both count.
+fn too_deep(text: &str) -> Option<usize> {
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow = 0usize;
+    for (n, line) in text.lines().enumerate() {
+        let body = line.trim_start_matches([' ', '-']);
+        if body.is_empty() || body.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - body.len();
+        if flow == 0 {
+            while indents.last().is_some_and(|&i| i >= indent) {
+                indents.pop();
+            }
+            indents.push(indent);
+        }
+        let mut quote = None;
+        for c in body.chars() {
+            match (quote, c) {
+                (None, '\'' | '"') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (None, '#') => break,
+                (None, '[' | '{') => flow += 1,
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            if flow + indents.len() > MAX_DEPTH {
+                return Some(n + 1);
+            }
+        }
+        if flow + indents.len() > MAX_DEPTH {
+            return Some(n + 1);
+        }
+    }
+    None
 }
 
 /// Splits serde_yaml's `path: message at line L column C` into the dotted key
@@ -234,10 +307,24 @@ pub fn parse_duration_setting(name: &str, text: &str) -> Result<Duration, String
     })
 }
 
+/// The longest duration any setting accepts: a day. Every duration here is
+/// a time-out or a grace period; a larger one is a typo, and one large
+/// enough overflows the clock when a deadline is computed from it.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// Parses Go's duration notation: one or more `<decimal><unit>` pairs with
 /// units `ns`, `us` (`µs`), `ms`, `s`, `m`, `h`; a bare `0` is zero.
-/// Negative durations are rejected: they mean nothing for a time-out.
+/// Negative durations are rejected: they mean nothing for a time-out; so are
+/// those over [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, &'static str> {
+    let duration = parse_go_duration(text)?;
+    if duration > MAX_DURATION {
+        return Err("too large: at most 24h");
+    }
+    Ok(duration)
+}
+
+fn parse_go_duration(text: &str) -> Result<Duration, &'static str> {
     if text.is_empty() {
         return Err("empty");
     }

@@ -185,3 +185,49 @@ fn a_duration_setting_error_names_the_setting_the_value_and_the_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn durations_past_a_day_are_refused_so_no_deadline_overflows() {
+    assert_eq!(parse_duration("24h"), Ok(MAX_DURATION));
+    for text in ["24h1ns", "25h", "5000000000000000h", "9999999999s"] {
+        let err = parse_duration(text).expect_err(text);
+        assert!(err.contains("too large"), "{text}: {err}");
+    }
+    let err = error_of("server:\n  addr: x\n  timeout: 5000000000000000h\n  idle: 1s\n");
+    assert!(
+        err.to_string()
+            .starts_with("server.timeout: invalid duration"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_config_file_over_1_mib_is_refused_without_reading_it_all() {
+    let err = load::<File>(Path::new("/dev/zero")).expect_err("/dev/zero");
+    let text = err.to_string();
+    assert!(
+        text.contains("/dev/zero") && text.contains("larger than"),
+        "{text}"
+    );
+}
+
+#[test]
+fn yaml_nested_deeper_than_32_levels_is_refused_at_once() {
+    let flow = format!("server: {}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let started = std::time::Instant::now();
+    assert!(error_of(&flow)
+        .to_string()
+        .contains("nested deeper than 32"));
+    let mut block = String::new();
+    for depth in 0..2_000 {
+        block.push_str(&" ".repeat(depth));
+        block.push_str("k:\n");
+    }
+    assert!(error_of(&block)
+        .to_string()
+        .contains("nested deeper than 32"));
+    // The refusal does not depend on the parser's speed on such input.
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    // A normal file is not affected.
+    assert!(from_yaml::<File>(GOOD).is_ok());
+}

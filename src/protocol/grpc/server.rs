@@ -312,7 +312,7 @@ async fn call_unary(
 ) -> Response<Body> {
     // The deadline counts from the call's arrival (now), so a grpc-timeout
     // that has already run out (`0n`, `1n`) fails before the handler runs.
-    let due = deadline.map(|d| (Instant::now() + d, d));
+    let due = deadline.and_then(|d| Some((Instant::now().checked_add(d)?, d)));
     let call = async move {
         let message = requests.message().await?.ok_or_else(|| {
             Status::unimplemented("unary call carried no request message (expected exactly one)")
@@ -387,7 +387,7 @@ fn call_streaming(
 ) -> Response<Body> {
     let (tx, response) = streaming_response(8);
     let sink = Sink { tx: tx.clone() };
-    let due = deadline.map(|d| (Instant::now() + d, d));
+    let due = deadline.and_then(|d| Some((Instant::now().checked_add(d)?, d)));
     tokio::spawn(async move {
         // A stream is driven by its own task (the response body is read
         // while the handler still runs); a panic ends the call with
