@@ -537,34 +537,40 @@ async fn message_over_4_mib_is_resource_exhausted_before_it_is_sent() {
 }
 
 #[tokio::test]
-async fn message_of_exactly_4_mib_is_accepted() {
+async fn message_of_exactly_4_mib_is_accepted_by_the_framing_and_its_long_name_refused_unstored() {
     let g = start().await;
     let name = "n".repeat(4 * 1024 * 1024 - 5); // tag + 4-byte length + name = 4 MiB
     let frame = hello_frame(&name);
     assert_eq!(frame.len(), 5 + 4 * 1024 * 1024);
     let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &frame).await;
-    // The handler ran: the greeting is stored. (Its reply, "Hello " + name,
-    // is over 4 MiB and refused on the way out; see the next test.)
-    let status = reply.status();
-    assert!(
-        !status.message.contains("received message larger"),
-        "{status}"
+    // The message is read (it is within the limit); the business rule then
+    // refuses the name, before anything is stored.
+    assert_trailers_only(
+        &reply,
+        Code::InvalidArgument,
+        "name must be at most 64 bytes of UTF-8, got 4194299 bytes",
     );
-    assert_eq!(greetings_for(&g.db, &name), 1);
+    assert_eq!(greetings_for(&g.db, &name), 0);
 }
 
 #[tokio::test]
-async fn reply_over_4_mib_is_resource_exhausted_and_not_sent() {
+async fn say_hello_names_are_1_to_64_bytes_and_only_those_are_stored() {
     let g = start().await;
-    let name = "n".repeat(4 * 1024 * 1024 - 5);
-    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &hello_frame(&name)).await;
-    assert!(reply.data.is_empty(), "no message may be sent");
-    // HelloReply: tag + 4-byte length + "Hello " + name = 4194310 bytes.
-    assert_trailers_only(
-        &reply,
-        Code::ResourceExhausted,
-        "trying to send message larger than max (4194310 vs. 4194304)",
-    );
+    let longest = "é".repeat(32);
+    let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &hello_frame(&longest)).await;
+    assert_eq!(reply.status().code, Code::Ok, "{}", reply.status());
+    assert_eq!(greetings_for(&g.db, &longest), 1);
+    for (name, message) in [
+        ("", "name must not be empty"),
+        (
+            &*format!("{longest}x"),
+            "name must be at most 64 bytes of UTF-8, got 65 bytes",
+        ),
+    ] {
+        let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &hello_frame(name)).await;
+        assert_trailers_only(&reply, Code::InvalidArgument, message);
+        assert_eq!(greetings_for(&g.db, name), 0);
+    }
 }
 
 #[tokio::test]
@@ -585,6 +591,12 @@ async fn client_grpc_timeout_below_server_timeout_sets_the_deadline() {
         "deadline exceeded after 100ms",
     );
     drop(lock);
+    // Failure answered means not stored: once the store is free, a later
+    // call is stored and the one that failed is not.
+    let later = raw_call(g.grpc, "POST", SAY_HELLO, &[], &hello_frame("later")).await;
+    assert_eq!(later.status().code, Code::Ok, "{}", later.status());
+    assert_eq!(greetings_for(&g.db, "later"), 1);
+    assert_eq!(greetings_for(&g.db, "slow"), 0);
 }
 
 #[tokio::test]

@@ -41,6 +41,9 @@ pub enum Error {
     /// (PostgreSQL, Redis) is down or did not answer within its time-out.
     /// The message starts with "store unavailable".
     Unavailable { message: String },
+    /// The store's write queue is full (HTTP 503, gRPC RESOURCE_EXHAUSTED):
+    /// the write was refused at once and not stored; try again shortly.
+    Busy { message: String },
 }
 
 impl Error {
@@ -50,6 +53,7 @@ impl Error {
             Error::InvalidArgument { reason, .. } | Error::AlreadyExists { reason, .. } => reason,
             Error::Internal { .. } => "INTERNAL",
             Error::Unavailable { .. } => "STORE_UNAVAILABLE",
+            Error::Busy { .. } => "STORE_BUSY",
         }
     }
 
@@ -68,7 +72,8 @@ impl Error {
             Error::InvalidArgument { message, .. }
             | Error::AlreadyExists { message, .. }
             | Error::Internal { message }
-            | Error::Unavailable { message } => message,
+            | Error::Unavailable { message }
+            | Error::Busy { message } => message,
         }
     }
 }
@@ -108,9 +113,12 @@ impl GreeterUsecase {
         GreeterUsecase { repo }
     }
 
-    /// Logs the name, stores a greeting row, returns `Hello <name>`.
+    /// Logs the name, stores a greeting row, returns `Hello <name>`. The
+    /// name is 1..=[`NAME_MAX_BYTES`] bytes: every call stores it, so an
+    /// unbounded name would let callers grow the database without limit.
     pub async fn say_hello(&self, name: &str) -> Result<String, Error> {
         log(&format!("SayHello name={}", preview(name)));
+        check_name(name)?;
         self.repo.save_greeting(name.to_owned()).await?;
         Ok(format!("Hello {name}"))
     }
@@ -147,6 +155,30 @@ impl UserUsecase {
     pub async fn list(&self) -> Result<Vec<User>, Error> {
         self.repo.list().await
     }
+}
+
+/// Longest accepted SayHello name, in UTF-8 bytes (as a username: a name
+/// is a person's handle, and each call stores one row holding it).
+pub const NAME_MAX_BYTES: usize = 64;
+
+/// The SayHello name rule: 1..=[`NAME_MAX_BYTES`] bytes (any characters).
+pub fn check_name(name: &str) -> Result<(), Error> {
+    if name.is_empty() {
+        return Err(Error::InvalidArgument {
+            reason: "NAME_EMPTY",
+            message: "name must not be empty".into(),
+        });
+    }
+    if name.len() > NAME_MAX_BYTES {
+        return Err(Error::InvalidArgument {
+            reason: "NAME_TOO_LONG",
+            message: format!(
+                "name must be at most {NAME_MAX_BYTES} bytes of UTF-8, got {} bytes",
+                name.len()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Longest accepted username, in UTF-8 bytes. 64 covers any real handle or

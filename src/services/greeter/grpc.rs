@@ -58,6 +58,7 @@ pub fn status_of(e: biz::Error) -> Status {
         biz::Error::AlreadyExists { .. } => Code::AlreadyExists,
         biz::Error::Internal { .. } => Code::Internal,
         biz::Error::Unavailable { .. } => Code::Unavailable,
+        biz::Error::Busy { .. } => Code::ResourceExhausted,
     };
     Status::new(code, e.message())
 }

@@ -54,7 +54,7 @@ fn fail_biz(c: &mut Context, e: &biz::Error) {
         biz::Error::InvalidArgument { .. } => StatusCode::BAD_REQUEST,
         biz::Error::AlreadyExists { .. } => StatusCode::CONFLICT,
         biz::Error::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
-        biz::Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        biz::Error::Unavailable { .. } | biz::Error::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
     };
     fail(c, status, e.reason(), e.message());
 }

@@ -44,7 +44,7 @@ use tokio::sync::oneshot;
 
 use super::biz::{self, GreeterRepo, User, UserRepo};
 use crate::types::BoxFuture;
-use writer::{Counters, Done, Op, Request, Writer};
+use writer::{Claim, Counters, Done, Op, Queued, Request, Writer};
 
 pub use writer::Stats;
 
@@ -196,13 +196,33 @@ impl Data {
     }
 
     /// Queues `op` and waits, without blocking, for the commit of its batch.
+    /// A full queue is refused at once ([`biz::Error::Busy`]); a caller that
+    /// stops waiting (the future is dropped: deadline, closed connection)
+    /// cancels the write unless the store thread has already taken it.
     async fn write(&self, op: Op) -> Result<Done, biz::Error> {
         let what = op.what();
-        let (tx, rx) = oneshot::channel();
-        self.requests
-            .send(Request::Write(op, tx))
-            .map_err(|_| internal(what, DataError::Closed))?;
+        let bytes = op.bytes();
+        if !self.counters.reserve(bytes) {
+            return Err(biz::Error::Busy {
+                message: format!(
+                    "store busy while {what}: the write queue is full, try again shortly"
+                ),
+            });
+        }
+        let (reply, rx) = oneshot::channel();
+        let claim = Arc::new(Claim::default());
+        let queued = Queued {
+            op,
+            reply,
+            claim: claim.clone(),
+            bytes,
+        };
+        if self.requests.send(Request::Write(queued)).is_err() {
+            self.counters.release(bytes);
+            return Err(internal(what, DataError::Closed));
+        }
         self.counters.submitted();
+        let _cancel_if_dropped = CancelOnDrop(claim);
         rx.await.map_err(|_| internal(what, DataError::Closed))?
     }
 
@@ -226,6 +246,16 @@ impl Data {
             }
             Err(_) => Err(internal(what, DataError::Closed)),
         }
+    }
+}
+
+/// Cancels a queued write's claim when its caller's future is dropped
+/// before the answer came (a no-op once the store thread took it).
+struct CancelOnDrop(Arc<Claim>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }
 

@@ -346,7 +346,7 @@ async fn failed_batch_fails_exactly_its_callers_and_the_next_batch_commits() {
 }
 
 #[test]
-fn store_failures_map_read_only_to_unavailable_and_the_rest_to_internal() {
+fn store_failures_map_read_only_and_disk_full_to_unavailable_and_the_rest_to_internal() {
     let sqlite = |code: i32| {
         rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some("detail".into()))
     };
@@ -354,7 +354,9 @@ fn store_failures_map_read_only_to_unavailable_and_the_rest_to_internal() {
         (sqlite(rusqlite::ffi::SQLITE_READONLY), "STORE_UNAVAILABLE"),
         (sqlite(rusqlite::ffi::SQLITE_CANTOPEN), "STORE_UNAVAILABLE"),
         (sqlite(rusqlite::ffi::SQLITE_BUSY), "INTERNAL"),
-        (sqlite(rusqlite::ffi::SQLITE_IOERR), "INTERNAL"),
+        (sqlite(rusqlite::ffi::SQLITE_IOERR), "STORE_UNAVAILABLE"),
+        (sqlite(rusqlite::ffi::SQLITE_FULL), "STORE_UNAVAILABLE"),
+        (sqlite(rusqlite::ffi::SQLITE_CORRUPT), "INTERNAL"),
         (rusqlite::Error::InvalidQuery, "INTERNAL"),
     ];
     for (error, reason) in cases {
@@ -438,4 +440,68 @@ async fn file_database_is_opened_with_synchronous_full() {
         .await
         .unwrap();
     assert_eq!(level, 2, "2 is FULL");
+}
+
+/// A caller that stops waiting before its batch begins (its deadline
+/// passed) is never committed: failure answered means not stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_caller_gave_up_before_its_batch_is_never_committed() {
+    let data = Data::open_async(":memory:".into()).await.unwrap();
+    let store = Arc::new(GreeterStore::new(data.clone()));
+    let release = hold_store_thread(&data, |_| ()).await;
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(50),
+        store.save_greeting("late".into()),
+    )
+    .await;
+    assert!(
+        gave_up.is_err(),
+        "the write cannot finish while the thread is held"
+    );
+    // One that keeps waiting is stored in the same batch.
+    let patient = spawn_greetings(&store, ["patient".to_string()]);
+    queued(&data, data.stats(), 0).await;
+    release.send(()).unwrap();
+    for task in patient {
+        task.await.unwrap().unwrap();
+    }
+    assert_eq!(store.count_greetings("late").await.unwrap(), 0);
+    assert_eq!(store.count_greetings("patient").await.unwrap(), 1);
+    assert_eq!(data.stats().cancelled, 1);
+}
+
+/// The queue is bounded by bytes and by operations; past either bound a
+/// write is refused at once as busy (not stored), and the queue drains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_write_queue_refuses_at_once_by_bytes_and_by_count() {
+    let data = Data::open_async(":memory:".into()).await.unwrap();
+    let store = Arc::new(GreeterStore::new(data.clone()));
+    let release = hold_store_thread(&data, |_| ()).await;
+    let before = data.stats();
+    let mib = "m".repeat(1 << 20);
+    let big = spawn_greetings(&store, (0..8).map(|i| format!("{i}{}", &mib[1..])));
+    queued(&data, before, 8).await;
+    let refused = store.save_greeting(mib.clone()).await.unwrap_err();
+    assert!(matches!(refused, biz::Error::Busy { .. }), "{refused:?}");
+    assert_eq!(refused.reason(), "STORE_BUSY");
+    release.send(()).unwrap();
+    for task in big {
+        task.await.unwrap().unwrap();
+    }
+    assert_eq!(data.stats().queued_bytes, 0);
+
+    let release = hold_store_thread(&data, |_| ()).await;
+    let before = data.stats();
+    let small = spawn_greetings(&store, (0..writer::MAX_QUEUED_OPS).map(|_| "s".to_string()));
+    queued(&data, before, writer::MAX_QUEUED_OPS as u64).await;
+    let refused = store.save_greeting("one more".into()).await.unwrap_err();
+    assert!(matches!(refused, biz::Error::Busy { .. }), "{refused:?}");
+    release.send(()).unwrap();
+    for task in small {
+        task.await.unwrap().unwrap();
+    }
+    let stats = data.stats();
+    assert_eq!((stats.queued_ops, stats.refused_busy), (0, 2), "{stats:?}");
+    assert_eq!(store.count_greetings("one more").await.unwrap(), 0);
+    assert_eq!(store.count_greetings(&mib).await.unwrap(), 0);
 }

@@ -3,7 +3,7 @@
 //! ```text
 //! callers ──Request──▶ [ std mpsc queue ] ──▶ store thread
 //!                                               recv() one, try_recv() the rest
-//!                                               BEGIN IMMEDIATE
+//!                                               BEGIN IMMEDIATE, take claims
 //!                                                 one statement per queued write
 //!                                               COMMIT            (one fsync)
 //!                                               stat the path     (same file?)
@@ -29,6 +29,19 @@
 //!   `Unavailable`, the path is logged once, and from then on every write is
 //!   refused without touching SQLite. `:memory:` has no path and no check.
 //!
+//! * The queue is bounded by operations ([`MAX_QUEUED_OPS`]) and bytes
+//!   ([`MAX_QUEUED_BYTES`]): a write that would pass either bound is refused
+//!   at once ([`biz::Error::Busy`]: RESOURCE_EXHAUSTED / 503) instead of
+//!   growing the heap while callers time out.
+//! * Every queued write carries a [`Claim`]. A caller that stops waiting
+//!   (its deadline passed, its connection closed) drops its future, which
+//!   cancels the claim; the thread takes each claim just before `BEGIN` and
+//!   leaves cancelled writes out of the transaction. So a caller told
+//!   "failed" (DEADLINE_EXCEEDED) was not stored, except in the one window
+//!   where its write was already taken into a transaction that was
+//!   committing (one batch, a few milliseconds; the claim makes that window
+//!   the only one).
+//!
 //! Reads (list, count) run on the same thread between batches, so they see
 //! every write answered before them. One connection keeps `:memory:` working
 //! (each connection to `:memory:` is a different database) and leaves the
@@ -38,7 +51,7 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 
 use rusqlite::{params, Connection, ErrorCode};
@@ -50,6 +63,52 @@ use super::super::biz::{self, User};
 /// long one commit holds the write lock and how many callers one fsync
 /// failure can fail.
 pub const MAX_BATCH: usize = 1024;
+
+/// Most writes waiting in the queue; one more is refused as busy.
+pub const MAX_QUEUED_OPS: usize = 4096;
+
+/// Most bytes of user data (names, usernames, passwords) waiting in the
+/// queue; one more write that would pass it is refused as busy.
+pub const MAX_QUEUED_BYTES: usize = 8 * 1024 * 1024;
+
+/// Whether a queued write may still go into a transaction: taken by the
+/// store thread just before `BEGIN`, or cancelled by its caller giving up
+/// first; whichever comes first wins.
+#[derive(Debug, Default)]
+pub struct Claim(AtomicU8);
+
+const PENDING: u8 = 0;
+const TAKEN: u8 = 1;
+const CANCELLED: u8 = 2;
+
+impl Claim {
+    /// The store thread's side: `true` if the write may be committed.
+    fn take(&self) -> bool {
+        self.0
+            .compare_exchange(PENDING, TAKEN, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The caller's side: `true` if the write will now never be committed.
+    pub fn cancel(&self) -> bool {
+        self.0
+            .compare_exchange(PENDING, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
+
+/// A queued write: the op, its caller's reply channel, its claim and the
+/// bytes it holds in the queue.
+pub struct Queued {
+    /// What to write.
+    pub op: Op,
+    /// Where the outcome goes once the batch is committed.
+    pub reply: oneshot::Sender<Result<Done, biz::Error>>,
+    /// Taken before `BEGIN`, or cancelled by the caller.
+    pub claim: Arc<Claim>,
+    /// What [`Counters::reserve`] counted for it.
+    pub bytes: usize,
+}
 
 /// One write, applied inside a batch's transaction.
 #[derive(Debug)]
@@ -79,7 +138,7 @@ pub type Read = Box<dyn FnOnce(&Connection) + Send>;
 /// What callers send to the store thread.
 pub enum Request {
     /// A write and where to send its result once its batch is committed.
-    Write(Op, oneshot::Sender<Result<Done, biz::Error>>),
+    Write(Queued),
     /// A read (or, in tests, any closure) run between batches.
     Read(Read),
 }
@@ -91,9 +150,33 @@ pub struct Counters {
     commits: AtomicU64,
     committed_writes: AtomicU64,
     failed_batches: AtomicU64,
+    cancelled: AtomicU64,
+    refused_busy: AtomicU64,
+    queued_ops: AtomicUsize,
+    queued_bytes: AtomicUsize,
 }
 
 impl Counters {
+    /// Room in the queue for one write of `bytes`, or `false` (counted) when
+    /// either bound would be passed. Released by the store thread when it
+    /// takes the write off the queue.
+    pub fn reserve(&self, bytes: usize) -> bool {
+        let ops = self.queued_ops.fetch_add(1, Ordering::AcqRel);
+        let held = self.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
+        if ops >= MAX_QUEUED_OPS || held.saturating_add(bytes) > MAX_QUEUED_BYTES {
+            self.release(bytes);
+            self.refused_busy.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Give back what [`reserve`](Self::reserve) took.
+    pub fn release(&self, bytes: usize) {
+        self.queued_ops.fetch_sub(1, Ordering::AcqRel);
+        self.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
     /// Counts one write handed to the queue.
     pub fn submitted(&self) {
         self.submitted.fetch_add(1, Ordering::Relaxed);
@@ -106,6 +189,10 @@ impl Counters {
             commits: self.commits.load(Ordering::Relaxed),
             committed_writes: self.committed_writes.load(Ordering::Relaxed),
             failed_batches: self.failed_batches.load(Ordering::Relaxed),
+            cancelled: self.cancelled.load(Ordering::Relaxed),
+            refused_busy: self.refused_busy.load(Ordering::Relaxed),
+            queued_ops: self.queued_ops.load(Ordering::Relaxed),
+            queued_bytes: self.queued_bytes.load(Ordering::Relaxed),
         }
     }
 }
@@ -122,6 +209,14 @@ pub struct Stats {
     /// Batches rolled back, refused, or committed to a file that was no
     /// longer at its path; all their callers got the error.
     pub failed_batches: u64,
+    /// Writes left out of a transaction because their caller had given up.
+    pub cancelled: u64,
+    /// Writes refused at once because the queue was full.
+    pub refused_busy: u64,
+    /// Writes waiting in the queue now.
+    pub queued_ops: usize,
+    /// Bytes of user data waiting in the queue now.
+    pub queued_bytes: usize,
 }
 
 /// The device and inode of the database file as opened, and whether the
@@ -203,7 +298,10 @@ impl Writer {
             let mut next = Some(first);
             while let Some(request) = next.take() {
                 match request {
-                    Request::Write(op, reply) => batch.push((op, reply)),
+                    Request::Write(queued) => {
+                        self.counters.release(queued.bytes);
+                        batch.push(queued);
+                    }
                     Request::Read(read) => reads.push(read),
                 }
                 if batch.len() < MAX_BATCH {
@@ -220,17 +318,37 @@ impl Writer {
     }
 
     /// Writes `batch` in one transaction and answers every caller in it.
-    fn commit_batch(&mut self, batch: &mut Vec<(Op, oneshot::Sender<Result<Done, biz::Error>>)>) {
+    fn commit_batch(&mut self, batch: &mut Vec<Queued>) {
         if self.file.as_ref().is_some_and(|f| f.gone) {
             self.fail_batch(batch, |_| file_gone());
             return;
         }
-        let ops: Vec<&Op> = batch.iter().map(|(op, _)| op).collect();
+        // The write lock first (it may wait for another process), then the
+        // claims: a caller who gave up while we waited is left out, and from
+        // here on nobody can cancel, so the window in which a caller can be
+        // told "failed" for a write that commits is only the statements and
+        // the COMMIT below.
+        if let Err(e) = execute(&self.conn, "BEGIN IMMEDIATE") {
+            log_batch_failure(self.file.as_ref(), batch.len(), &e);
+            self.fail_batch(batch, |op| store_failure(op.what(), &e));
+            return;
+        }
+        let before = batch.len();
+        batch.retain(|queued| queued.claim.take());
+        let dropped = (before - batch.len()) as u64;
+        self.counters
+            .cancelled
+            .fetch_add(dropped, Ordering::Relaxed);
+        if batch.is_empty() {
+            let _ = execute(&self.conn, "ROLLBACK");
+            return;
+        }
+        let ops: Vec<&Op> = batch.iter().map(|queued| &queued.op).collect();
         let result = apply_in_transaction(&self.conn, &ops);
         let outcomes = match result {
             Ok(outcomes) => outcomes,
             Err(e) => {
-                log_batch_failure(batch.len(), &e);
+                log_batch_failure(self.file.as_ref(), batch.len(), &e);
                 self.fail_batch(batch, |op| store_failure(op.what(), &e));
                 return;
             }
@@ -249,31 +367,32 @@ impl Writer {
         self.counters
             .committed_writes
             .fetch_add(ok, Ordering::Relaxed);
-        for ((_, reply), outcome) in batch.drain(..).zip(outcomes) {
+        for (queued, outcome) in batch.drain(..).zip(outcomes) {
             // A caller that gave up (time-out) dropped its receiver: fine.
-            let _ = reply.send(outcome);
+            let _ = queued.reply.send(outcome);
         }
     }
 
-    fn fail_batch(
-        &self,
-        batch: &mut Vec<(Op, oneshot::Sender<Result<Done, biz::Error>>)>,
-        error: impl Fn(&Op) -> biz::Error,
-    ) {
+    fn fail_batch(&self, batch: &mut Vec<Queued>, error: impl Fn(&Op) -> biz::Error) {
         self.counters.failed_batches.fetch_add(1, Ordering::Relaxed);
-        for (op, reply) in batch.drain(..) {
-            let _ = reply.send(Err(error(&op)));
+        for queued in batch.drain(..) {
+            let _ = queued.reply.send(Err(error(&queued.op)));
         }
     }
 }
 
-/// `BEGIN IMMEDIATE`, every op, `COMMIT`. The outer error is a batch
-/// failure (rolled back); the inner results are per-row outcomes.
+/// One cached statement without parameters (`BEGIN IMMEDIATE`, `ROLLBACK`).
+fn execute(conn: &Connection, sql: &str) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute([])
+}
+
+/// Every op, then `COMMIT`, inside the transaction the caller began. The
+/// outer error is a batch failure (rolled back); the inner results are
+/// per-row outcomes.
 fn apply_in_transaction(
     conn: &Connection,
     ops: &[&Op],
 ) -> rusqlite::Result<Vec<Result<Done, biz::Error>>> {
-    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
     let run = || {
         let mut outcomes = Vec::with_capacity(ops.len());
         for op in ops {
@@ -327,6 +446,15 @@ fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Done> {
 }
 
 impl Op {
+    /// The bytes of user data the op holds while queued.
+    pub fn bytes(&self) -> usize {
+        match self {
+            Op::SaveGreeting { name } => name.len(),
+            Op::CreateUser { username, password } => username.len() + password.len(),
+            Op::DeleteUser { .. } => 8,
+        }
+    }
+
     /// What the op does, for messages ("store error while …").
     pub fn what(&self) -> &'static str {
         match self {
@@ -349,10 +477,13 @@ fn is_constraint(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == ErrorCode::ConstraintViolation)
 }
 
-fn log_batch_failure(size: usize, e: &rusqlite::Error) {
+fn log_batch_failure(file: Option<&FileCheck>, size: usize, e: &rusqlite::Error) {
+    let path = file.map_or_else(|| ":memory:".into(), |f| f.path.display().to_string());
     crate::web::log::message(
         "greeter",
-        format_args!("store error: a batch of {size} write(s) was rolled back: {e}"),
+        format_args!(
+            "store error: database {path}: a batch of {size} write(s) was rolled back: {e}"
+        ),
     );
 }
 
@@ -370,6 +501,9 @@ pub fn store_failure(what: &str, e: &rusqlite::Error) -> biz::Error {
         },
         Some(ErrorCode::CannotOpen) => biz::Error::Unavailable {
             message: format!("store unavailable while {what}: the database file cannot be opened"),
+        },
+        Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure) => biz::Error::Unavailable {
+            message: format!("store unavailable while {what}: no space left for the write"),
         },
         _ => biz::Error::Internal {
             message: format!("store error while {what}"),
