@@ -27,6 +27,7 @@ fn claims() -> Claims {
         exp: now + 3600,
         jti: "0123456789abcdef0123456789abcdef".into(),
         ukey: "00112233445566778899aabbccddeeff".into(),
+        fam: "ffeeddccbbaa99887766554433221100".into(),
     }
 }
 

@@ -53,22 +53,27 @@ async fn register_profile_refresh_logout_then_revoked() {
     let revoked = s.get_bearer("/api/user/profile", access).await;
     assert_eq!(revoked.status, StatusCode::UNAUTHORIZED);
     assert_eq!(revoked.json(), json!({"error": "token revoked"}));
-    // Only that token: the pair issued by the refresh still works.
-    assert_eq!(
-        s.get_bearer("/api/user/profile", &new_access).await.status,
-        StatusCode::OK
-    );
+    // Logout ends the whole sign-in: the pair the refresh issued (same
+    // family) is revoked too, and so is its refresh token.
+    let sibling = s.get_bearer("/api/user/profile", &new_access).await;
+    assert_eq!(sibling.json(), json!({"error": "token revoked"}));
+    let again = s
+        .post(
+            "/auth/refresh",
+            json!({ "refresh_token": renewed.str("refresh_token") }),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::UNAUTHORIZED);
     // Logout put its jti and exp in the blacklist.
     let claims = payload(access);
-    let (jti, exp): (String, i64) =
+    let exp: i64 =
         s.db.connect()
             .query_row(
-                "SELECT token_jti, expired_at FROM token_blacklist",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                "SELECT expired_at FROM token_blacklist WHERE token_jti = ?1",
+                [claims["jti"].as_str().unwrap()],
+                |r| r.get(0),
             )
             .unwrap();
-    assert_eq!(jti, claims["jti"].as_str().unwrap());
     assert_eq!(exp, claims["exp"].as_i64().unwrap());
 }
 
@@ -398,13 +403,22 @@ async fn expired_blacklist_rows_are_pruned_periodically() {
     let pair = s.register("liam", "password1").await;
     let access = pair["access_token"].as_str().unwrap();
     s.logout(access, "").await;
-    assert_eq!(s.db.count("SELECT count(*) FROM token_blacklist"), 1);
+    // The access token's row, and its family's (kept a refresh lifetime).
+    assert_eq!(s.db.count("SELECT count(*) FROM token_blacklist"), 2);
     s.clock.advance(3600);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while s.db.count("SELECT count(*) FROM token_blacklist") != 0 {
+    while s.db.count("SELECT count(*) FROM token_blacklist") != 1 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "blacklist row never pruned"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    s.clock.advance(30 * 86_400);
+    while s.db.count("SELECT count(*) FROM token_blacklist") != 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "family row never pruned"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }

@@ -47,9 +47,13 @@ pub trait Accounts: Send + Sync {
 
 /// Revoked token ids, each kept until its token would have expired.
 pub trait Revocations: Send + Sync {
-    /// List `jti` until `expired_at`; listing it twice is not an error.
-    fn revoke<'a>(&'a self, jti: &'a str, expired_at: u64)
-        -> BoxFuture<'a, Result<(), StoreError>>;
+    /// List `jti` until `expired_at`; `true` when this call listed it,
+    /// `false` when it was listed already (not an error).
+    fn revoke<'a>(
+        &'a self,
+        jti: &'a str,
+        expired_at: u64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Whether `jti` is listed.
     fn is_revoked<'a>(&'a self, jti: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Delete entries whose token expired by `now`; how many went.

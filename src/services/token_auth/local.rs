@@ -46,7 +46,7 @@ impl Revocations for Store {
         &'a self,
         jti: &'a str,
         expired_at: u64,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(Store::revoke(self, jti, expired_at))
     }
 

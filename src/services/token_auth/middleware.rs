@@ -134,7 +134,7 @@ pub fn authenticate(service: Arc<AuthService>) -> Handler {
                     return unauthorized(c, TOKEN_INVALID, true);
                 }
             };
-            match service.blacklist.is_revoked(&claims.jti).await {
+            match service.blacklist.is_revoked(&claims).await {
                 Ok(false) => {}
                 Ok(true) => return unauthorized(c, TOKEN_REVOKED, true),
                 Err(e) => return store_failure(c, "blacklist lookup", &e),

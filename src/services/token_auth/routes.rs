@@ -315,19 +315,42 @@ fn refresh(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
             Err(JwtError::Expired) => return fail(c, StatusCode::UNAUTHORIZED, TOKEN_EXPIRED),
             Err(_) => return fail(c, StatusCode::UNAUTHORIZED, TOKEN_INVALID),
         };
-        match service.blacklist.is_revoked(&claims.jti).await {
+        // The token itself is not looked up here: a listed (used or logged
+        // out) refresh token is caught below as a second use.
+        match service.blacklist.family_revoked(&claims).await {
             Ok(false) => {}
             Ok(true) => return fail(c, StatusCode::UNAUTHORIZED, TOKEN_REVOKED),
             Err(e) => return store_failure(c, "blacklist lookup", &e),
         }
         // Reload the user: the new access token carries the current role.
         // The token must name the account it was issued for (same key).
-        match service.store.user_by_id(claims.user_id).await {
-            Ok(Some(user)) if tokens::issued_for(&claims, &user) => {
-                send_pair(c, &service, &user, StatusCode::OK)
+        let user = match service.store.user_by_id(claims.user_id).await {
+            Ok(Some(user)) if tokens::issued_for(&claims, &user) => user,
+            Ok(_) => return fail(c, StatusCode::UNAUTHORIZED, TOKEN_INVALID),
+            Err(e) => return store_failure(c, "loading user", &e),
+        };
+        // Rotation: the refresh token works once. Listing it is atomic, so
+        // of two concurrent uses exactly one is first; a later use means the
+        // token leaked, and its whole family is revoked.
+        match service.blacklist.use_refresh_token(&claims).await {
+            Ok(true) => match service.tokens.issue_pair_in(&user, &claims.fam) {
+                Ok(pair) => tokens_json(c, StatusCode::OK, &pair),
+                Err(e) => internal(c, "issuing tokens", &e),
+            },
+            Ok(false) => {
+                log::message(
+                    "token-auth",
+                    format_args!(
+                        "refresh token of user {} used twice: its family is revoked",
+                        user.id
+                    ),
+                );
+                match service.blacklist.revoke_family(&claims).await {
+                    Ok(()) => fail(c, StatusCode::UNAUTHORIZED, TOKEN_REVOKED),
+                    Err(e) => store_failure(c, "revoking token family", &e),
+                }
             }
-            Ok(_) => fail(c, StatusCode::UNAUTHORIZED, TOKEN_INVALID),
-            Err(e) => store_failure(c, "loading user", &e),
+            Err(e) => store_failure(c, "using refresh token", &e),
         }
     })
 }
@@ -371,9 +394,14 @@ fn logout(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
                 Err(_) => return fail(c, StatusCode::BAD_REQUEST, "refresh_token invalid"),
             },
         };
+        // The tokens named, and their families: the refresh token of this
+        // sign-in ends with it even when the caller did not send it.
         for claims in std::iter::once(&access).chain(refresh.as_ref()) {
             if let Err(e) = service.blacklist.revoke(claims).await {
                 return store_failure(c, "revoking token", &e);
+            }
+            if let Err(e) = service.blacklist.revoke_family(claims).await {
+                return store_failure(c, "revoking token family", &e);
             }
         }
         c.json(StatusCode::OK, &json!({ "message": "logged out" }));

@@ -55,6 +55,11 @@ pub struct Claims {
     /// use, so a token cannot outlive its account or change account).
     #[serde(default)]
     pub ukey: String,
+    /// The refresh family: 128 random bits drawn at sign-in and kept by
+    /// every pair that refreshing issues from it. Revoking the family
+    /// (logout, a refresh token used twice) ends every token in it.
+    #[serde(default)]
+    pub fam: String,
 }
 
 /// The token object of spec §4.3.1.
@@ -128,11 +133,24 @@ impl Tokens {
         })
     }
 
-    /// A fresh access + refresh pair for `user`.
+    /// A fresh access + refresh pair for `user`, starting a new family.
     pub fn issue_pair(&self, user: &User) -> Result<TokenPair, TokenError> {
+        self.issue_pair_in(user, &new_jti()?)
+    }
+
+    /// The pair a refresh issues: a new access + refresh pair for `user` in
+    /// the family `fam` of the refresh token that was used.
+    pub fn issue_pair_in(&self, user: &User, fam: &str) -> Result<TokenPair, TokenError> {
         let now = self.clock.now();
-        let access = self.sign(user, Some(user.role), TokenKind::Access, now, ACCESS_TTL)?;
-        let refresh = self.sign(user, None, TokenKind::Refresh, now, REFRESH_TTL)?;
+        let access = self.sign(
+            user,
+            fam,
+            Some(user.role),
+            TokenKind::Access,
+            now,
+            ACCESS_TTL,
+        )?;
+        let refresh = self.sign(user, fam, None, TokenKind::Refresh, now, REFRESH_TTL)?;
         Ok(TokenPair {
             access_token: access,
             refresh_token: refresh,
@@ -145,7 +163,14 @@ impl Tokens {
     /// token in every other respect (role, type, revocable by logout).
     pub fn issue_simple(&self, user: &User) -> Result<String, TokenError> {
         let now = self.clock.now();
-        self.sign(user, Some(user.role), TokenKind::Access, now, SIMPLE_TTL)
+        self.sign(
+            user,
+            &new_jti()?,
+            Some(user.role),
+            TokenKind::Access,
+            now,
+            SIMPLE_TTL,
+        )
     }
 
     /// Verify `token` and check it is of `kind` and shaped like one. A token of
@@ -162,7 +187,9 @@ impl Tokens {
         let sizes_ok = !claims.jti.is_empty()
             && claims.jti.len() <= 100
             && !claims.ukey.is_empty()
-            && claims.ukey.len() <= 64;
+            && claims.ukey.len() <= 64
+            && !claims.fam.is_empty()
+            && claims.fam.len() <= 64;
         if !role_ok || !sizes_ok {
             return Err(Invalid::Claims("claims do not fit the token type".into()).into());
         }
@@ -172,6 +199,7 @@ impl Tokens {
     fn sign(
         &self,
         user: &User,
+        fam: &str,
         role: Option<Role>,
         kind: TokenKind,
         now: u64,
@@ -185,6 +213,7 @@ impl Tokens {
             exp: now.saturating_add(ttl),
             jti: new_jti()?,
             ukey: user.token_key.clone(),
+            fam: fam.to_owned(),
         };
         self.key.sign(&claims).map_err(TokenError::Jwt)
     }

@@ -257,7 +257,7 @@ impl Revocations for PgStore {
         &'a self,
         jti: &'a str,
         expired_at: u64,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let expired_at = i64::try_from(expired_at).unwrap_or(i64::MAX);
         Box::pin(self.run(move |client| async move {
             let stmt = client
@@ -267,11 +267,11 @@ impl Revocations for PgStore {
                 )
                 .await
                 .map_err(store_error)?;
-            client
+            let listed = client
                 .execute(&stmt, &[&jti, &expired_at])
                 .await
                 .map_err(store_error)?;
-            Ok(())
+            Ok(listed == 1)
         }))
     }
 

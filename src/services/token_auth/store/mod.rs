@@ -375,18 +375,19 @@ impl Store {
         .await
     }
 
-    /// Put `jti` on the blacklist until `expired_at` (the token's own `exp`).
-    /// Revoking an already revoked token is not an error.
-    pub async fn revoke(&self, jti: &str, expired_at: u64) -> Result<(), StoreError> {
+    /// Put `jti` on the blacklist until `expired_at` (the token's own `exp`):
+    /// `true` when this call listed it, `false` when it was listed already
+    /// (not an error).
+    pub async fn revoke(&self, jti: &str, expired_at: u64) -> Result<bool, StoreError> {
         let jti = jti.to_owned();
         let expired_at = i64::try_from(expired_at).unwrap_or(i64::MAX);
         self.run_write(move |conn| {
-            conn.execute(
+            let listed = conn.execute(
                 "INSERT INTO token_blacklist (token_jti, expired_at) VALUES (?1, ?2) \
                  ON CONFLICT (token_jti) DO NOTHING",
                 params![jti, expired_at],
             )?;
-            Ok(())
+            Ok(listed == 1)
         })
         .await
     }

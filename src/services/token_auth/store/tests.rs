@@ -311,8 +311,11 @@ fn deleting_a_user_deletes_its_provider_bindings() {
 #[tokio::test]
 async fn blacklist_revokes_idempotently_and_prunes_expired_rows() {
     let (_db, store, raw) = open();
-    store.revoke("jti-old", 100).await.unwrap();
-    store.revoke("jti-old", 100).await.unwrap();
+    assert!(store.revoke("jti-old", 100).await.unwrap(), "first listing");
+    assert!(
+        !store.revoke("jti-old", 100).await.unwrap(),
+        "listed already"
+    );
     store.revoke("jti-new", 200).await.unwrap();
     assert!(store.is_revoked("jti-old").await.unwrap());
     assert!(!store.is_revoked("jti-other").await.unwrap());
