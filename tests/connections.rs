@@ -25,7 +25,7 @@ use tokio::net::TcpStream;
 
 use handwire::web::chain::handler;
 use handwire::web::engine::Engine;
-use handwire::web::server::Options;
+use handwire::web::server::{ConnectionBudget, Options};
 use support::greeter::{config_text, TempDir};
 use support::http::{get, Proto};
 
@@ -211,7 +211,7 @@ async fn an_idle_h2_connection_is_closed_after_the_idle_timeout() {
 #[tokio::test]
 async fn at_the_connection_cap_accept_waits_until_idle_connections_time_out() {
     let opts = Options {
-        max_connections: 4,
+        connections: ConnectionBudget::new(4),
         header_read_timeout: ms(1000),
         ..Options::default()
     };
@@ -233,6 +233,71 @@ async fn at_the_connection_cap_accept_waits_until_idle_connections_time_out() {
         "served after {waited:?}: the cap did not hold"
     );
     assert!(waited < Duration::from_secs(3), "served after {waited:?}");
+}
+
+/// Connects to `addr`, sends `first_bytes`, and waits for the server's first
+/// byte back: how long that took (the server answers only once it accepted).
+async fn time_to_first_byte(addr: SocketAddr, first_bytes: &[u8]) -> Duration {
+    let t0 = Instant::now();
+    let mut conn = TcpStream::connect(addr).await.unwrap();
+    conn.write_all(first_bytes).await.unwrap();
+    let mut byte = [0u8; 1];
+    let n = tokio::time::timeout(Duration::from_secs(4), conn.read(&mut byte))
+        .await
+        .expect("served within 4 s")
+        .unwrap();
+    assert_eq!(n, 1);
+    t0.elapsed()
+}
+
+#[tokio::test]
+async fn the_greeters_http_and_grpc_ports_draw_on_one_connection_budget() {
+    let dir = TempDir::new("budget");
+    let db = dir.0.join("greeter.db");
+    let config = handwire::services::greeter::config::Config::from_yaml(&config_text(
+        db.to_str().unwrap(),
+        "1s",
+        "1s",
+    ))
+    .unwrap();
+    let options = Options {
+        connections: ConnectionBudget::new(4),
+        header_read_timeout: ms(1000),
+        ..Options::default()
+    };
+    let greeter = handwire::services::greeter::Greeter::bind(&config)
+        .await
+        .unwrap()
+        .with_server_options(options);
+    let (http, grpc) = (greeter.http_addr(), greeter.grpc_addr());
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(greeter.serve(async move {
+        let _ = stopped.await;
+    }));
+    let h2_hello = [H2_PREFACE, H2_SETTINGS].concat();
+    let http_get = b"GET /helloworld/x HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+    // Each port in turn is the one a newcomer knocks on, while two silent
+    // connections on each port hold the whole budget of 4.
+    for (port, addr, first_bytes) in [("HTTP", http, &http_get), ("gRPC", grpc, &h2_hello)] {
+        let mut silent = Vec::new();
+        for a in [http, http, grpc, grpc] {
+            silent.push(TcpStream::connect(a).await.unwrap());
+        }
+        tokio::time::sleep(ms(100)).await;
+        let waited = time_to_first_byte(addr, first_bytes).await;
+        // With a budget per listener, the newcomer would be served at once.
+        assert!(
+            waited >= ms(600),
+            "{port}: served after {waited:?}, while 4 silent connections held the budget of 4"
+        );
+        assert!(waited < Duration::from_secs(3), "{port}: {waited:?}");
+        drop(silent);
+        // Let the freed permits come back before the next round.
+        tokio::time::sleep(ms(200)).await;
+    }
+    // With nothing held, both ports answer at once.
+    assert!(time_to_first_byte(http, &http_get).await < ms(500));
+    assert!(time_to_first_byte(grpc, &h2_hello).await < ms(500));
 }
 
 // ---- stalled bodies ------------------------------------------------------

@@ -3,6 +3,7 @@
 //! From the socket inwards:
 //!
 //! - [`server`]: the accept loop (HTTP/1.1 + h2c, connection cap, graceful shutdown).
+//! - [`budget`]: the one connection budget all listeners of a process share.
 //! - [`clocks`]: one connection's header and idle time-outs.
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
@@ -17,6 +18,7 @@
 //! Nothing here knows about a service.
 
 pub mod bind;
+pub mod budget;
 pub mod chain;
 pub mod clocks;
 pub mod engine;

@@ -7,9 +7,13 @@
 //! gRPC dispatcher for the greeter. The loop itself only owns the transport
 //! concerns, in the shape of mini-redis' `server.rs` and Go's `net/http`:
 //!
-//! - a cap on open connections: a [`Semaphore`] permit is taken *before*
-//!   `accept`, so at the cap the loop waits for a connection to close instead
-//!   of accepting and dropping (the kernel's backlog holds the newcomers);
+//! - a cap on open connections, one [`ConnectionBudget`] per process shared
+//!   by all its listeners: each accepted connection waits for a permit
+//!   before it is served, so at the cap the loop holds that one connection
+//!   and accepts no more until a connection closes (the kernel's backlog
+//!   holds the newcomers). The permit is taken *after* `accept` because the
+//!   budget is shared: a listener waiting in `accept` with a permit in hand
+//!   would starve the other listeners of it;
 //! - accept errors (`EMFILE`, `ENFILE`: out of descriptors) back off
 //!   exponentially, 10 ms up to 1 s, logged once when a burst starts and
 //!   once when it ends, never once per try;
@@ -30,15 +34,13 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 
 use crate::types::{Body, BoxFuture};
+pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
 use crate::web::clocks::{Activity, Tracked, Watched};
 use crate::web::log;
-
-/// Upper bound of the default connection cap.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// How long a connection whose clock ran out may take to close politely
 /// (an HTTP/2 GOAWAY waits for the peer's PING acknowledgement, which a
@@ -86,9 +88,11 @@ pub struct Options {
     /// Close an HTTP/2 connection whose PING is not acknowledged within
     /// this time. Default 10 s.
     pub h2_keep_alive_timeout: Duration,
-    /// Most connections open at once; at the cap, accept waits for one to
-    /// close. Default: [`default_max_connections`].
-    pub max_connections: usize,
+    /// The connections this listener may hold open, shared with every
+    /// listener given the same budget; when it is spent, accept waits for a
+    /// connection to close. Default: [`ConnectionBudget::process`], one
+    /// budget for the whole process.
+    pub connections: ConnectionBudget,
     /// How long shutdown waits for in-flight connections before closing
     /// them. Default 10 s.
     pub shutdown_grace: Duration,
@@ -105,38 +109,12 @@ impl Default for Options {
             idle_timeout: Duration::from_secs(60),
             h2_keep_alive_interval: Some(Duration::from_secs(30)),
             h2_keep_alive_timeout: Duration::from_secs(10),
-            max_connections: default_max_connections(),
+            connections: ConnectionBudget::process(),
             shutdown_grace: Duration::from_secs(10),
             http1: true,
             http2: true,
         }
     }
-}
-
-/// [`DEFAULT_MAX_CONNECTIONS`], or three quarters of the process' soft
-/// open-file limit (`RLIMIT_NOFILE`) when that is lower, so that the loop
-/// reaches its cap before the process runs out of descriptors for its
-/// database, its log and its outgoing connections. The limit is read from
-/// `/proc/self/limits` (Linux; elsewhere the constant is used).
-pub fn default_max_connections() -> usize {
-    let soft = std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|text| soft_open_files(&text));
-    match soft {
-        Some(n) => (n / 4 * 3).clamp(1, DEFAULT_MAX_CONNECTIONS),
-        None => DEFAULT_MAX_CONNECTIONS,
-    }
-}
-
-/// The soft limit of the `Max open files` row of `/proc/self/limits`.
-fn soft_open_files(limits: &str) -> Option<usize> {
-    let row = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    let soft = row
-        .trim_start_matches("Max open files")
-        .split_whitespace()
-        .next()?;
-    // "unlimited" does not parse: the constant applies.
-    soft.parse().ok()
 }
 
 /// Why a listener could not be opened or run.
@@ -234,7 +212,6 @@ pub async fn serve(
         //   before the server accepted them, then GOAWAY.
         .max_pending_accept_reset_streams(20);
 
-    let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut backoff = AcceptBackoff::default();
@@ -242,15 +219,6 @@ pub async fn serve(
     loop {
         // Finished connections leave the set here, one cheap check per turn.
         while connections.try_join_next().is_some() {}
-        // At the cap this waits, without calling accept, until a
-        // connection closes: the kernel's backlog holds the newcomers.
-        let permit = tokio::select! {
-            permit = permits.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_closed) => break,
-            },
-            _ = shutdown.as_mut() => break,
-        };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = shutdown.as_mut() => break,
@@ -272,6 +240,16 @@ pub async fn serve(
         if let Some(line) = backoff.succeeded() {
             log::message("server", format_args!("{line}"));
         }
+        // At the cap this waits, with this one connection in hand and no
+        // further accept, until a connection of any listener sharing the
+        // budget closes.
+        let permit = tokio::select! {
+            permit = opts.connections.acquire() => match permit {
+                Some(permit) => permit,
+                None => break,
+            },
+            _ = shutdown.as_mut() => break,
+        };
         let _ = stream.set_nodelay(true);
         let activity = Activity::new(opts.header_read_timeout, opts.idle_timeout);
         let svc = service.clone();
@@ -358,7 +336,7 @@ impl AcceptBackoff {
             format!(
                 "accept failing: {err}; retrying with back-off from {ACCEPT_BACKOFF_MIN:?} \
                  up to {ACCEPT_BACKOFF_MAX:?} (open connections hold descriptors: \
-                 lower max_connections or raise the open-file limit)"
+                 lower the connection budget or raise the open-file limit)"
             )
         });
         (pause, line)
@@ -435,21 +413,6 @@ mod tests {
         let (again, line) = b.failed(&err);
         assert_eq!(again, ms(10), "a new burst starts from the bottom");
         assert!(line.is_some_and(|l| l.starts_with("accept failing: ")));
-    }
-
-    #[test]
-    fn the_connection_cap_follows_the_soft_open_file_limit() {
-        let limits = |soft: &str| {
-            format!(
-                "Limit                     Soft Limit           Hard Limit           Units\n\
-                 Max open files            {soft:<20} 4096                 files\n"
-            )
-        };
-        assert_eq!(soft_open_files(&limits("1024")), Some(1024));
-        assert_eq!(soft_open_files(&limits("unlimited")), None);
-        assert_eq!(soft_open_files("no such row"), None);
-        let cap = default_max_connections();
-        assert!((1..=DEFAULT_MAX_CONNECTIONS).contains(&cap), "{cap}");
     }
 
     #[tokio::test]

@@ -243,7 +243,8 @@ enum Problem {
 /// Checks one registration field: not empty, at most `field.max_bytes()`
 /// UTF-8 bytes, and no control character (Unicode category Cc: NUL, C0,
 /// DEL, C1 — they corrupt logs and terminals and no name needs them).
-/// Everything else, including non-ASCII letters and spaces, is allowed.
+/// A password may hold anything else, spaces and any script included. A
+/// username may hold only [`is_username_char`] characters: see there why.
 ///
 /// The messages name the field and the bound but never quote the value, so
 /// an error stays small whatever was sent.
@@ -270,10 +271,39 @@ pub fn check_field(field: Field, value: &str) -> Result<(), Error> {
                 u32::from(c)
             ),
         )
+    } else if let Some((at, c)) = value
+        .char_indices()
+        .find(|(_, c)| field == Field::Username && !is_username_char(*c))
+    {
+        (
+            field.reason(Problem::InvalidCharacters),
+            format!(
+                "{name} may contain only ASCII letters, digits, '_', '-' and '.' \
+                 (found {c:?}, U+{:04X}, at byte {at})",
+                u32::from(c)
+            ),
+        )
     } else {
         return Ok(());
     };
     Err(Error::InvalidArgument { reason, message })
+}
+
+/// Whether `c` may appear in a username: ASCII letters, digits, `_`, `-`
+/// and `.` (the set token-auth uses too).
+///
+/// Why ASCII only: two names that look alike must not be two accounts.
+/// Unicode offers many ways to spell one visible name — case (`ADMİN`
+/// lower-cases to `admi̇n`, not `admin`), compatibility forms (fullwidth
+/// `ａｄｍｉｎ`), composed and decomposed accents (NFC `é` and NFD `e` +
+/// U+0301), other scripts' look-alike letters (Cyrillic `а`). Folding them
+/// all needs NFKC, full case folding and a confusables table; refusing them
+/// needs this one test. Within ASCII only case remains, and the store makes
+/// the name unique without regard to ASCII case (a unique index on
+/// `lower(username)`), so `Admin` after `admin` is `USER_ALREADY_EXISTS`
+/// even when both race (see `docs/reliability-2.md`).
+pub fn is_username_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
 }
 
 /// A value quoted for a log line, cut at 64 characters so a huge request
@@ -299,10 +329,16 @@ mod tests {
     fn registration_fields_are_bounded_in_bytes_and_refuse_control_characters() {
         let long_name = "n".repeat(USERNAME_MAX_BYTES + 1);
         let long_password = "p".repeat(PASSWORD_MAX_BYTES + 1);
-        let cases: [(Field, &str, Option<&str>); 10] = [
+        let cases: [(Field, &str, Option<&str>); 12] = [
             (Field::Username, "ann", None),
             (Field::Username, &"n".repeat(USERNAME_MAX_BYTES), None),
-            (Field::Username, "zoë 山田", None),
+            (
+                Field::Username,
+                "zoë 山田",
+                Some("USERNAME_INVALID_CHARACTERS"),
+            ),
+            (Field::Username, "Ann_O.Neil-2", None),
+            (Field::Password, "zoë 山田", None),
             (Field::Username, "", Some("USERNAME_EMPTY")),
             (Field::Username, &long_name, Some("USERNAME_TOO_LONG")),
             (Field::Username, "a\0b", Some("USERNAME_INVALID_CHARACTERS")),
@@ -339,6 +375,12 @@ mod tests {
         assert_eq!(
             err.message(),
             "password must be at most 128 bytes of UTF-8, got 1048576 bytes"
+        );
+        let err = check_field(Field::Username, "ADMİN").unwrap_err();
+        assert_eq!(
+            err.message(),
+            "username may contain only ASCII letters, digits, '_', '-' and '.' \
+             (found 'İ', U+0130, at byte 3)"
         );
         let err = check_field(Field::Username, "ann\u{7f}").unwrap_err();
         assert_eq!(

@@ -223,7 +223,10 @@ impl Greeter {
     }
 
     /// Serves HTTP (1.1 and h2c) and gRPC (h2 only) until `shutdown`
-    /// completes, then lets in-flight requests finish.
+    /// completes, then lets in-flight requests finish. Both listeners draw
+    /// on one connection budget (`options.connections`, by default the
+    /// process budget): the greeter never holds more connections than that,
+    /// however they split between the two ports.
     pub async fn serve(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,

@@ -2,9 +2,10 @@
 //! store several greeter instances share.
 //!
 //! The tables are those of the SQLite store, in the schema [`SCHEMA`],
-//! created by migration 1 ([`MIGRATIONS`], applied once under an advisory
-//! lock when [`crate::cluster::postgres`] opens the pool, so instances may
-//! start together).
+//! created by migration 1, usernames made unique without regard to ASCII
+//! case by migration 2 ([`MIGRATIONS`], applied once under an advisory lock
+//! when [`crate::cluster::postgres`] opens the pool, so instances may start
+//! together).
 //! Every statement is parameterized and prepared once per connection
 //! (`prepare_cached`).
 //!
@@ -37,10 +38,11 @@ pub const SOURCE_KEY: &str = "data.database.source";
 pub const POOL_SIZE: usize = 16;
 
 /// The greeter's schema, step by step; never edit a released step.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "greetings and users, as in the SQLite store",
-    sql: "
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "greetings and users, as in the SQLite store",
+        sql: "
 CREATE TABLE greeter.greetings (
     id         BIGSERIAL   PRIMARY KEY,
     name       TEXT        NOT NULL,
@@ -53,7 +55,13 @@ CREATE TABLE greeter.users (
     age      INTEGER   NOT NULL
 );
 ",
-}];
+    },
+    Migration {
+        version: 2,
+        name: "usernames unique without regard to ASCII case, as in the SQLite store",
+        sql: "CREATE UNIQUE INDEX users_username_lower ON greeter.users (lower(username));",
+    },
+];
 
 /// [`GreeterRepo`] and [`UserRepo`] over a PostgreSQL pool.
 pub struct PgStore {

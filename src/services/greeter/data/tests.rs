@@ -33,6 +33,19 @@ async fn duplicate_username_is_already_exists() {
 }
 
 #[tokio::test]
+async fn the_store_itself_refuses_a_username_differing_only_in_ascii_case() {
+    // Below biz, so without its checks: the unique index on lower(username)
+    // decides, which also holds when two spellings race.
+    let store = users().await;
+    store.create("Admin".into(), "pw".into()).await.unwrap();
+    for variant in ["admin", "ADMIN", "aDmIn"] {
+        let err = store.create(variant.into(), "pw".into()).await.unwrap_err();
+        assert_eq!(err, biz::Error::username_taken(variant));
+    }
+    assert_eq!(store.list().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn list_returns_users_in_id_order() {
     let store = users().await;
     for name in ["zed", "amy", "max"] {

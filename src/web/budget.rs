@@ -1,0 +1,155 @@
+//! The connection budget: how many connections the process holds open at
+//! once, across every listener it runs.
+//!
+//! A cap per listener is not a cap per process: the greeter runs an HTTP
+//! and a gRPC listener, so two caps of N let it hold 2N connections, and the
+//! descriptors run out before either cap is reached. The budget is one
+//! [`Semaphore`] that every listener holding a clone draws from: each
+//! accepted connection takes a permit before `accept` and gives it back when
+//! it closes, whatever port it came in on.
+//!
+//! [`ConnectionBudget::process`] is the budget every listener shares unless
+//! given another: [`DEFAULT_MAX_CONNECTIONS`], or three quarters of the soft
+//! open-file limit when that is lower, so the process still has descriptors
+//! for its database, its log and its outgoing connections when the budget
+//! is spent. [`ConnectionBudget::new`] makes a separate one (tests, or a
+//! process that wants a smaller cap); it is held to the same ¾ bound.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Upper bound of the process' connection budget.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// A number of connections open at once, shared by every listener holding
+/// a clone of it.
+#[derive(Clone)]
+pub struct ConnectionBudget {
+    permits: Arc<Semaphore>,
+    max: usize,
+}
+
+impl ConnectionBudget {
+    /// A budget of `max` connections (at least 1, at most
+    /// [`default_max_connections`]), separate from the process budget.
+    pub fn new(max: usize) -> ConnectionBudget {
+        let max = max.clamp(1, fd_bound());
+        ConnectionBudget {
+            permits: Arc::new(Semaphore::new(max)),
+            max,
+        }
+    }
+
+    /// The process budget: the same one on every call, of
+    /// [`default_max_connections`] connections.
+    pub fn process() -> ConnectionBudget {
+        static PROCESS: OnceLock<ConnectionBudget> = OnceLock::new();
+        PROCESS
+            .get_or_init(|| ConnectionBudget::new(default_max_connections()))
+            .clone()
+    }
+
+    /// Most connections open at once.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Connections that could be opened now.
+    pub fn available(&self) -> usize {
+        self.permits.available_permits()
+    }
+
+    /// Whether `self` and `other` are one budget.
+    pub fn is_shared_with(&self, other: &ConnectionBudget) -> bool {
+        Arc::ptr_eq(&self.permits, &other.permits)
+    }
+
+    /// Wait for room for one more connection; the permit is given back when
+    /// dropped. `None` only if the budget was closed (never, today).
+    pub async fn acquire(&self) -> Option<OwnedSemaphorePermit> {
+        self.permits.clone().acquire_owned().await.ok()
+    }
+}
+
+impl fmt::Debug for ConnectionBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionBudget")
+            .field("max", &self.max)
+            .field("available", &self.available())
+            .finish()
+    }
+}
+
+/// [`DEFAULT_MAX_CONNECTIONS`], or three quarters of the process' soft
+/// open-file limit (`RLIMIT_NOFILE`) when that is lower. The limit is read
+/// from `/proc/self/limits` (Linux; elsewhere the constant is used).
+pub fn default_max_connections() -> usize {
+    fd_bound().min(DEFAULT_MAX_CONNECTIONS)
+}
+
+/// Three quarters of the soft open-file limit (at least 1), or no bound
+/// when it cannot be read or is unlimited.
+fn fd_bound() -> usize {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| soft_open_files(&text))
+        .map_or(usize::MAX, |soft| (soft / 4 * 3).max(1))
+}
+
+/// The soft limit of the `Max open files` row of `/proc/self/limits`.
+fn soft_open_files(limits: &str) -> Option<usize> {
+    let row = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    let soft = row
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?;
+    // "unlimited" does not parse: no bound from the limit.
+    soft.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_follows_the_soft_open_file_limit() {
+        let limits = |soft: &str| {
+            format!(
+                "Limit                     Soft Limit           Hard Limit           Units\n\
+                 Max open files            {soft:<20} 4096                 files\n"
+            )
+        };
+        assert_eq!(soft_open_files(&limits("1024")), Some(1024));
+        assert_eq!(soft_open_files(&limits("unlimited")), None);
+        assert_eq!(soft_open_files("no such row"), None);
+        let cap = default_max_connections();
+        assert!((1..=DEFAULT_MAX_CONNECTIONS).contains(&cap), "{cap}");
+        assert!(cap <= fd_bound(), "{cap} is over 3/4 of the soft limit");
+    }
+
+    #[test]
+    fn every_caller_of_process_gets_the_same_budget_and_new_gets_its_own() {
+        let (a, b) = (ConnectionBudget::process(), ConnectionBudget::process());
+        assert!(a.is_shared_with(&b));
+        assert_eq!(a.max(), default_max_connections());
+        let own = ConnectionBudget::new(4);
+        assert!(!own.is_shared_with(&a));
+        assert!(own.is_shared_with(&own.clone()));
+        assert_eq!((own.max(), ConnectionBudget::new(0).max()), (4, 1));
+        // Never past 3/4 of the descriptors, whatever is asked.
+        assert!(ConnectionBudget::new(usize::MAX).max() <= fd_bound());
+    }
+
+    #[tokio::test]
+    async fn permits_taken_through_one_clone_are_missing_from_every_clone() {
+        let budget = ConnectionBudget::new(2);
+        let other = budget.clone();
+        let first = budget.acquire().await.unwrap();
+        let _second = other.acquire().await.unwrap();
+        assert_eq!((budget.available(), other.available()), (0, 0));
+        drop(first);
+        assert_eq!(other.available(), 1);
+    }
+}
