@@ -36,6 +36,7 @@ use tokio::task::JoinSet;
 use crate::types::{Body, BoxFuture};
 use crate::web::clocks::{Activity, Tracked, Watched};
 use crate::web::log;
+use crate::web::metrics::Gauge;
 
 /// Upper bound of the default connection cap.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
@@ -96,6 +97,9 @@ pub struct Options {
     pub http1: bool,
     /// Accept cleartext HTTP/2 connections (prior knowledge).
     pub http2: bool,
+    /// Counts the open connections (the `server_connections` gauge of
+    /// [`crate::web::metrics`]); `None`: not counted.
+    pub connections: Option<Arc<Gauge>>,
 }
 
 impl Default for Options {
@@ -109,6 +113,7 @@ impl Default for Options {
             shutdown_grace: Duration::from_secs(10),
             http1: true,
             http2: true,
+            connections: None,
         }
     }
 }
@@ -284,9 +289,11 @@ pub async fn serve(
         let io = TokioIo::new(Watched::new(stream, activity.clone()));
         let conn = builder.serve_connection(io, hyper_svc).into_owned();
         let mut stopping = stopping.clone();
+        let open = opts.connections.as_ref().map(Gauge::enter);
         // One task per connection; it holds its permit until it ends.
         connections.spawn(async move {
             let _permit: OwnedSemaphorePermit = permit;
+            let _open = open;
             let mut conn = std::pin::pin!(conn);
             let expired = tokio::select! {
                 // Errors here are the peer's (reset, bad preface, protocol error).

@@ -195,6 +195,11 @@ impl Data {
         self.counters.snapshot()
     }
 
+    /// The histogram of group-commit batch sizes (writes per transaction).
+    pub fn batch_sizes(&self) -> Arc<crate::web::metrics::Histogram> {
+        self.counters.batch_sizes.0.clone()
+    }
+
     /// Queues `op` and waits, without blocking, for the commit of its batch.
     async fn write(&self, op: Op) -> Result<Done, biz::Error> {
         let what = op.what();
