@@ -20,7 +20,8 @@
 #
 # Workloads: router-demo /hello and /book/42 (request logger on, stdout to
 # /dev/null) vs axum (and /hello also vs examples/bare_hyper: handwire's accept
-# loop with no router, chain or logger); greeter SayHello (:memory:) vs tonic; greeter SayHello
+# loop with no router, chain or logger); router-demo /hello with Prometheus
+# metrics (the default) vs `--no-metrics` (budget: within 5 %); greeter SayHello (:memory:) vs tonic; greeter SayHello
 # with a file DB vs tonic and vs tonic + rusqlite; greeter /helloworld/{name}
 # with a file DB vs axum (which writes nothing); 1,000 keep-alive connections
 # on /hello with peak RSS (fresh processes); token-auth's profile p99 idle vs
@@ -143,10 +144,12 @@ p_gmem_http=$((port_base + 2)) p_gmem=$((port_base + 3))
 p_gfile_http=$((port_base + 4)) p_gfile=$((port_base + 5))
 p_tonic=$((port_base + 6)) p_tonic_db=$((port_base + 7))
 p_auth=$((port_base + 8)) p_c1k=$((port_base + 9)) p_bare=$((port_base + 10))
+p_demo_nometrics=$((port_base + 11))
 
 greeter_config "$tmp/mem.yaml" "$p_gmem_http" "$p_gmem" ":memory:"
 greeter_config "$tmp/file.yaml" "$p_gfile_http" "$p_gfile" "$tmp/greeter.db"
 start router-demo "$bin/router-demo" --addr "127.0.0.1:$p_demo" --quiet
+start router-demo-nometrics "$bin/router-demo" --addr "127.0.0.1:$p_demo_nometrics" --quiet --no-metrics
 start peer_axum "$bin/examples/peer_axum" "127.0.0.1:$p_axum"
 start greeter-mem "$bin/greeter" --config "$tmp/mem.yaml"
 start greeter-file "$bin/greeter" --config "$tmp/file.yaml"
@@ -155,6 +158,7 @@ start peer_tonic "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic"
 start peer_tonic_db "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic_db" \
 	--db "$tmp/peer.db" --synchronous "$sync_level"
 wait_http "http://127.0.0.1:$p_demo/hello" router-demo
+wait_http "http://127.0.0.1:$p_demo_nometrics/hello" router-demo-nometrics
 wait_http "http://127.0.0.1:$p_axum/hello" peer_axum
 wait_http "http://127.0.0.1:$p_bare/hello" bare_hyper
 wait_http "http://127.0.0.1:$p_gmem_http/helloworld/up" greeter-mem
@@ -311,6 +315,9 @@ password=load-test-password-1
 if [ "${LOAD_ONLY:-}" != cluster ]; then
 compare "router-demo GET /hello" wrk "$u:$p_demo/hello" axum "$u:$p_axum/hello" \
 	"bare hyper" "$u:$p_bare/hello"
+# The metrics middleware's cost: the same server with and without it.
+compare "router-demo GET /hello, metrics on vs off" wrk "$u:$p_demo/hello" \
+	"metrics off" "$u:$p_demo_nometrics/hello"
 compare "router-demo GET /book/42" wrk "$u:$p_demo/book/42" axum "$u:$p_axum/book/42"
 compare "greeter SayHello, :memory:" h2load "$u:$p_gmem/helloworld.v1.Greeter/SayHello" \
 	tonic "$u:$p_tonic/helloworld.v1.Greeter/SayHello"

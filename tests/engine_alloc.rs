@@ -15,6 +15,7 @@ use support::alloc::{allocations, CountingAllocator};
 
 use bytes::Bytes;
 use handwire::services::router_demo::{self, DemoOptions};
+use handwire::web::metrics::Metrics;
 use http::{Request, StatusCode};
 use http_body_util::Empty;
 
@@ -36,10 +37,19 @@ const MAX_ALLOCATIONS_BOOK: usize = 17;
 /// Allocations of one request to `path`, after warming up (the log buffer
 /// and the runtime reach their steady size first).
 fn allocations_per_request(path: &str) -> usize {
+    allocations_with(path, false)
+}
+
+/// The same, with Prometheus metrics counting the requests when `metrics`.
+fn allocations_with(path: &str, metrics: bool) -> usize {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let app = router_demo::engine(DemoOptions::default()).unwrap().build();
+    let mut engine = router_demo::engine(DemoOptions::default()).unwrap();
+    if metrics {
+        engine.metrics(&Metrics::new()).unwrap();
+    }
+    let app = engine.build();
     let remote: SocketAddr = "127.0.0.1:1".parse().unwrap();
     let request = || Request::get(path).body(Empty::<Bytes>::new()).unwrap();
     for _ in 0..1_000 {
@@ -79,4 +89,14 @@ fn get_book_with_a_path_param_stays_under_the_allocation_bound() {
         n <= MAX_ALLOCATIONS_BOOK,
         "GET /book/42: {n} allocations per request"
     );
+}
+
+#[test]
+fn metrics_add_no_allocation_per_request() {
+    for path in ["/hello", "/book/42"] {
+        let off = allocations_with(path, false);
+        let on = allocations_with(path, true);
+        println!("GET {path}: {off} allocations without metrics, {on} with");
+        assert_eq!(on, off, "GET {path}: metrics must only do atomic adds");
+    }
 }

@@ -447,7 +447,14 @@ fn trace_lines(out: &mut BufReader<std::process::ChildStdout>, last: &str) -> Ve
 #[test]
 fn route_table_is_printed_at_start_up_one_line_per_route_and_quiet_turns_it_off() {
     let (mut child, _out, before, _) = start_binary(&[]);
-    assert_eq!(before.len(), 16, "{before:#?}");
+    assert_eq!(before.len(), 17, "{before:#?}");
+    assert!(
+        before.contains(
+            &"[routes] GET    /metrics --> 4 handlers (logger, recovery, global_middleware, metrics)"
+                .to_string()
+        ),
+        "{before:#?}"
+    );
     assert!(before.contains(
         &"[routes] GET    /index --> 5 handlers (logger, recovery, global_middleware, token_check, index_handler)".to_string()
     ), "{before:#?}");

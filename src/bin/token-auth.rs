@@ -16,6 +16,8 @@
 //! Environment: `TOKEN_AUTH_SECRET` (≥ 32 bytes, signs tokens; required to
 //! serve) and `TOKEN_AUTH_ENC_KEY` (64 hex digits, seals provider tokens;
 //! required when the config file names OAuth providers).
+//!
+//! `GET /metrics` serves Prometheus metrics (`docs/observability.md`).
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -32,6 +34,7 @@ use handwire::services::token_auth::service::{AuthService, Backends, Settings, S
 use handwire::services::token_auth::store::{NewUser, StoreError};
 use handwire::services::token_auth::user::{check_username, Role};
 use handwire::web::log;
+use handwire::web::metrics::{Kind, Metrics};
 use handwire::web::server::{self, Options};
 
 const DEFAULT_ADDR: &str = "0.0.0.0:8000";
@@ -142,9 +145,16 @@ async fn serve(args: &Args) -> Result<(), String> {
     let service = Arc::new(service);
     let maintenance = service.spawn_maintenance();
     let mut engine = routes::engine(service).map_err(|e| format!("bad route table: {e}"))?;
+    let metrics = Metrics::new();
+    engine
+        .metrics(&metrics)
+        .map_err(|e| format!("bad route table: {e}"))?;
     engine.study_mode(args.has("trace"), args.has("quiet"));
     let app = engine.build();
-    let mut options = Options::default();
+    let mut options = Options {
+        connections: Some(metrics.connections(Kind::Http)),
+        ..Options::default()
+    };
     if let Some(text) = args.get("shutdown-grace") {
         options.shutdown_grace = parse_duration_setting("--shutdown-grace", text)?;
     }

@@ -25,6 +25,7 @@ use hyper::body::Incoming;
 use crate::types::{self, Body, BoxError, BoxFuture};
 use crate::web::chain::{named, Context, Handler};
 use crate::web::log;
+use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
 use crate::web::middleware;
 use crate::web::path_params::{self, PathParams};
 use crate::web::router::{InsertError, Lookup, Router};
@@ -74,6 +75,7 @@ pub struct Engine {
     body_timeout: Duration,
     on_body_timeout: BodyTimeoutAnswer,
     trace: bool,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Default for Engine {
@@ -103,6 +105,7 @@ impl Engine {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             on_body_timeout: request_timeout,
             trace: false,
+            metrics: None,
         }
     }
 
@@ -139,6 +142,7 @@ impl Engine {
         let route = Route {
             chain: chain.clone(),
             names: path_params::names_of(path),
+            id: self.routes.len(),
         };
         self.router.insert(method.clone(), path, route)?;
         self.routes.push((method, path.to_string(), chain));
@@ -200,6 +204,21 @@ impl Engine {
         }
     }
 
+    /// Count every request in `metrics` and serve them on `GET /metrics`.
+    ///
+    /// This is the outermost middleware, wrapped around the whole chain by
+    /// the app itself rather than being a handler in it: it sees every
+    /// answer, the 413/408 given before any chain runs and a 500 from
+    /// recovery included, and it works whether it is called before or after
+    /// the routes are registered. Each route's series is made once, at
+    /// [`build`](Self::build), labelled with the route template; requests no
+    /// route matches share [`UNMATCHED`].
+    pub fn metrics(&mut self, metrics: &Arc<Metrics>) -> Result<(), InsertError> {
+        self.get("/metrics", metrics.handler())?;
+        self.metrics = Some(metrics.clone());
+        Ok(())
+    }
+
     /// Replace the 404 handlers (default: `404 page not found`, text/plain).
     pub fn no_route(&mut self, handlers: Vec<Handler>) {
         self.no_route = handlers;
@@ -235,7 +254,16 @@ impl Engine {
         let with_global = |tail: Vec<Handler>| -> Arc<[Handler]> {
             self.global.iter().cloned().chain(tail).collect()
         };
+        let metered = self.metrics.as_ref().map(|m| Metered {
+            routes: self
+                .routes
+                .iter()
+                .map(|(_, path, _)| m.operation(Kind::Http, path))
+                .collect(),
+            unmatched: m.operation(Kind::Http, UNMATCHED),
+        });
         Arc::new(App {
+            metered,
             not_found: with_global(self.no_route.clone()),
             method_not_allowed: with_global(self.no_method.clone()),
             redirect: with_global(vec![named("redirect", trailing_slash_redirect)]),
@@ -307,11 +335,21 @@ fn join_paths(prefix: &str, rel: &str) -> String {
 struct Route {
     chain: Arc<[Handler]>,
     names: Arc<[Box<str>]>,
+    /// Position in the route table (the index of its metrics series).
+    id: usize,
+}
+
+/// The metrics series of an app: one per route (by route id) and the one
+/// shared by unmatched requests.
+struct Metered {
+    routes: Box<[Arc<Operation>]>,
+    unmatched: Arc<Operation>,
 }
 
 /// A frozen engine, ready to serve.
 pub struct App {
     router: Router<Route>,
+    metered: Option<Metered>,
     not_found: Arc<[Handler]>,
     method_not_allowed: Arc<[Handler]>,
     redirect: Arc<[Handler]>,
@@ -357,14 +395,18 @@ impl App {
             .and_then(|v| v.parse::<u64>().ok())
             .is_some_and(|n| n > limit as u64);
 
+        let mut route_id = None;
         let (chain, params, allow, tsr) = match self.router.lookup(&parts.method, parts.uri.path())
         {
-            Lookup::Found { value, params } => (
-                value.chain.clone(),
-                PathParams::from_lookup(&value.names, parts.uri.path(), &params),
-                None,
-                None,
-            ),
+            Lookup::Found { value, params } => {
+                route_id = Some(value.id);
+                (
+                    value.chain.clone(),
+                    PathParams::from_lookup(&value.names, parts.uri.path(), &params),
+                    None,
+                    None,
+                )
+            }
             Lookup::RedirectTrailingSlash { location } => (
                 self.redirect.clone(),
                 PathParams::none(),
@@ -386,12 +428,24 @@ impl App {
             }
             Lookup::NotFound => (self.not_found.clone(), PathParams::none(), None, None),
         };
+        let operation = self.metered.as_ref().map(|m| {
+            route_id
+                .and_then(|id| m.routes.get(id))
+                .unwrap_or(&m.unmatched)
+                .clone()
+        });
         let trace = self.trace;
         let (body_timeout, on_body_timeout) = (self.body_timeout, self.on_body_timeout);
         Box::pin(async move {
             let start = Instant::now();
             // Answers given before any chain runs still reach the request log.
+            let count = |resp: &Response<Body>| {
+                if let Some(op) = &operation {
+                    op.observe_http(resp.status(), start.elapsed());
+                }
+            };
             let early = |resp: Response<Body>| {
+                count(&resp);
                 middleware::log_request(
                     log::stdout(),
                     resp.status(),
@@ -450,7 +504,9 @@ impl App {
                     }
                 });
             }
-            into_response(c)
+            let resp = into_response(c);
+            count(&resp);
+            resp
         })
     }
 }

@@ -62,6 +62,8 @@ struct Shared {
 struct State {
     buf: Vec<u8>,
     dropped: u64,
+    /// Every line ever dropped (for `/metrics`; `dropped` resets when reported).
+    dropped_total: u64,
     /// Flush requests asked for / write rounds completed, as counters, so a
     /// flusher knows when everything it saw has reached the writer.
     asked: u64,
@@ -92,6 +94,7 @@ impl Sink {
         let mut st = self.shared.lock();
         if st.buf.len() >= self.shared.opts.capacity {
             st.dropped += 1;
+            st.dropped_total += 1;
             return;
         }
         write(&mut st.buf);
@@ -132,6 +135,11 @@ impl Sink {
     /// Lines dropped so far that have not yet been reported.
     pub fn dropped(&self) -> u64 {
         self.shared.lock().dropped
+    }
+
+    /// Lines dropped since the sink was made, reported or not.
+    pub fn dropped_total(&self) -> u64 {
+        self.shared.lock().dropped_total
     }
 }
 

@@ -11,6 +11,7 @@
 //! - [`engine`]: Gin-style route registration, groups, dispatch, 404/405.
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
 //! - [`log`]: the one log sink: buffered, drained off the runtime, never blocking.
+//! - [`metrics`]: Prometheus counters and histograms, `GET /metrics`.
 //! - [`bind`]: JSON / form / multipart / query binding with required fields.
 //! - [`urlenc`]: percent and form decoding.
 //! - [`timefmt`]: UTC calendar formatting for logs and API timestamps.
@@ -23,6 +24,7 @@ pub mod chain;
 pub mod clocks;
 pub mod engine;
 pub mod log;
+pub mod metrics;
 pub mod middleware;
 pub mod path_params;
 pub mod router;

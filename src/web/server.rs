@@ -41,6 +41,7 @@ use crate::types::{Body, BoxFuture};
 pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
 use crate::web::clocks::{Activity, Tracked, Watched};
 use crate::web::log;
+use crate::web::metrics::Gauge;
 
 /// How long a connection whose clock ran out may take to close politely
 /// (an HTTP/2 GOAWAY waits for the peer's PING acknowledgement, which a
@@ -100,6 +101,9 @@ pub struct Options {
     pub http1: bool,
     /// Accept cleartext HTTP/2 connections (prior knowledge).
     pub http2: bool,
+    /// Counts the open connections (the `server_connections` gauge of
+    /// [`crate::web::metrics`]); `None`: not counted.
+    pub connections: Option<Arc<Gauge>>,
 }
 
 impl Default for Options {
@@ -113,6 +117,7 @@ impl Default for Options {
             shutdown_grace: Duration::from_secs(10),
             http1: true,
             http2: true,
+            connections: None,
         }
     }
 }
@@ -262,9 +267,11 @@ pub async fn serve(
         let io = TokioIo::new(Watched::new(stream, activity.clone()));
         let conn = builder.serve_connection(io, hyper_svc).into_owned();
         let mut stopping = stopping.clone();
+        let open = opts.connections.as_ref().map(Gauge::enter);
         // One task per connection; it holds its permit until it ends.
         connections.spawn(async move {
             let _permit: OwnedSemaphorePermit = permit;
+            let _open = open;
             let mut conn = std::pin::pin!(conn);
             let expired = tokio::select! {
                 // Errors here are the peer's (reset, bad preface, protocol error).

@@ -9,6 +9,7 @@
 //! * [`alloc`] — a counting global allocator for the allocation tests.
 //! * [`greeter`] — start the greeter with a temporary SQLite file.
 //! * [`token_auth`] — start the token-auth service with a manual clock.
+//! * [`py`] — the Python tools of `tests/py-tools.sh` (prometheus_client).
 //! * [`servers`] — private PostgreSQL and Redis servers for the scale-out tests.
 //! * [`tls`] and [`fake_provider`] — a test CA and a loopback OAuth provider.
 //!
@@ -24,6 +25,7 @@ pub mod disk;
 pub mod fake_provider;
 pub mod greeter;
 pub mod http;
+pub mod py;
 pub mod servers;
 pub mod tls;
 pub mod token_auth;

@@ -7,10 +7,15 @@
 //! it always carries the real `grpc-status`:
 //!
 //! `[grpc] 2026/11/21 - 23:59:01 | OK | 1.234ms | 127.0.0.1 | /helloworld.v1.Greeter/SayHello`
+//!
+//! The same moment counts the call in the method's metrics series, when the
+//! server has a registry ([`crate::web::metrics`]): `code` is the number of
+//! the final `grpc-status`, `reason` its name (empty for OK).
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Instant, SystemTime};
 
@@ -21,6 +26,7 @@ use hyper::body::{Body as HttpBody, Frame, SizeHint};
 
 use super::status::Code;
 use crate::types::{Body, BoxError};
+use crate::web::metrics::Operation;
 use crate::web::middleware::LOG_TARGET_MAX;
 use crate::web::{log, timefmt};
 
@@ -30,10 +36,16 @@ struct Call {
     start: Instant,
     remote: SocketAddr,
     path: String,
+    operation: Option<Arc<Operation>>,
 }
 
 impl Call {
-    fn write(&self, outcome: &str) {
+    /// Log the line and count the call as ending with `code`.
+    fn write(&self, outcome: &str, code: Code) {
+        if let Some(op) = &self.operation {
+            let reason = if code == Code::Ok { "" } else { code.name() };
+            op.observe(code as u16, reason, self.start.elapsed());
+        }
         log::stdout().line(|buf| {
             buf.extend_from_slice(b"[grpc] ");
             timefmt::push_log_timestamp(buf, SystemTime::now());
@@ -59,25 +71,39 @@ fn outcome(headers: &HeaderMap) -> Option<String> {
     })
 }
 
+/// The `grpc-status` in `headers` as a code (`Unknown` when absent or bad).
+fn code(headers: &HeaderMap) -> Code {
+    headers
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i32>().ok())
+        .map_or(Code::Unknown, Code::from_i32)
+}
+
 /// Log `response` (the answer to `path` from `remote`, begun at `start`) once
-/// its status is known.
+/// its status is known, and count it in `operation` if given.
 pub fn wrap(
     response: Response<Body>,
     path: &str,
     remote: SocketAddr,
     start: Instant,
+    operation: Option<Arc<Operation>>,
 ) -> Response<Body> {
     let call = Call {
         start,
         remote,
         path: path.to_owned(),
+        operation,
     };
     if let Some(outcome) = outcome(response.headers()) {
-        call.write(&outcome); // Trailers-Only
+        call.write(&outcome, code(response.headers())); // Trailers-Only
         return response;
     }
     if !response.status().is_success() {
-        call.write(&format!("HTTP {}", response.status().as_u16()));
+        call.write(
+            &format!("HTTP {}", response.status().as_u16()),
+            Code::Unknown,
+        );
         return response;
     }
     response.map(|body| {
@@ -108,7 +134,8 @@ impl HttpBody for LoggedBody {
         if let Poll::Ready(Some(Ok(frame))) = &polled {
             if let Some(trailers) = frame.trailers_ref() {
                 if let Some(call) = self.call.take() {
-                    call.write(&outcome(trailers).unwrap_or_else(|| "no grpc-status".into()));
+                    let outcome = outcome(trailers).unwrap_or_else(|| "no grpc-status".into());
+                    call.write(&outcome, code(trailers));
                 }
             }
         }
@@ -127,7 +154,7 @@ impl HttpBody for LoggedBody {
 impl Drop for LoggedBody {
     fn drop(&mut self) {
         if let Some(call) = self.call.take() {
-            call.write("ended without status (client gone)");
+            call.write("ended without status (client gone)", Code::Cancelled);
         }
     }
 }

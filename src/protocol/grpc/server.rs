@@ -52,6 +52,7 @@ use super::frame::{Decoder, Frame, FrameError, DEFAULT_MAX_MESSAGE_SIZE, HEADER_
 use super::status::{Code, Status};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
 use crate::types::{Body, BoxError, BoxFuture};
+use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
 use crate::web::middleware::{panic_message, CatchUnwind};
 use crate::web::server::Service;
 
@@ -117,6 +118,7 @@ enum Handler {
 pub struct Builder {
     options: Options,
     services: HashMap<String, HashMap<String, Handler>>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Builder {
@@ -143,12 +145,39 @@ impl Builder {
         self
     }
 
+    /// Count every call in `metrics` (kind `grpc`, one series per method,
+    /// made at [`build`](Self::build); unknown methods share [`UNMATCHED`]).
+    pub fn metrics(&mut self, metrics: &Arc<Metrics>) -> &mut Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
     /// Freezes the method table.
     pub fn build(self) -> Server {
+        let operations = self.metrics.map(|m| {
+            let mut by_path: HashMap<String, Arc<Operation>> = HashMap::new();
+            let mut paths: Vec<String> = self
+                .services
+                .iter()
+                .flat_map(|(service, methods)| {
+                    methods.keys().map(move |m| format!("/{service}/{m}"))
+                })
+                .collect();
+            paths.sort();
+            for path in paths {
+                let op = m.operation(Kind::Grpc, &path);
+                by_path.insert(path, op);
+            }
+            Operations {
+                by_path,
+                unmatched: m.operation(Kind::Grpc, UNMATCHED),
+            }
+        });
         Server {
             inner: Arc::new(Inner {
                 options: self.options,
                 services: self.services,
+                operations,
             }),
         }
     }
@@ -164,6 +193,13 @@ pub struct Server {
 struct Inner {
     options: Options,
     services: HashMap<String, HashMap<String, Handler>>,
+    operations: Option<Operations>,
+}
+
+/// Metrics series by call path, and the one for unknown paths.
+struct Operations {
+    by_path: HashMap<String, Arc<Operation>>,
+    unmatched: Arc<Operation>,
 }
 
 impl Server {
@@ -172,6 +208,7 @@ impl Server {
         Builder {
             options,
             services: HashMap::new(),
+            metrics: None,
         }
     }
 
@@ -212,8 +249,13 @@ impl Service for Server {
     ) -> BoxFuture<'static, Response<Body>> {
         let start = Instant::now();
         let path = req.uri().path().to_owned();
+        let operation = self
+            .inner
+            .operations
+            .as_ref()
+            .map(|ops| ops.by_path.get(&path).unwrap_or(&ops.unmatched).clone());
         let response = self.handle(req.map(|body| body.map_err(BoxError::from).boxed_unsync()));
-        Box::pin(async move { access_log::wrap(response.await, &path, remote, start) })
+        Box::pin(async move { access_log::wrap(response.await, &path, remote, start, operation) })
     }
 }
 

@@ -20,6 +20,7 @@ use crate::protocol::grpc::descriptor::ProtoError;
 use crate::protocol::grpc::frame::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::protocol::grpc::reflection::Reflection;
 use crate::protocol::grpc::{unary, Code, Options, Server, Status};
+use crate::web::metrics::Metrics;
 
 /// How many users `UserList` can always return in one 4 MiB message, however
 /// long (within the bounds) their usernames and passwords are.
@@ -63,11 +64,13 @@ pub fn status_of(e: biz::Error) -> Status {
     Status::new(code, e.message())
 }
 
-/// Builds the gRPC server: Greeter methods and reflection, `timeout` per call.
+/// Builds the gRPC server: Greeter methods and reflection, `timeout` per
+/// call, every call counted in `metrics`.
 pub fn server(
     greeter: Arc<GreeterUsecase>,
     users: Arc<UserUsecase>,
     timeout: Option<Duration>,
+    metrics: &Arc<Metrics>,
 ) -> Result<Server, ProtoError> {
     let options = Options {
         timeout,
@@ -75,6 +78,7 @@ pub fn server(
     };
     let max_message_size = options.max_message_size;
     let mut b = Server::builder(options);
+    b.metrics(metrics);
     b.unary(
         api::SERVICE,
         "SayHello",

@@ -26,6 +26,7 @@ use tokio::net::TcpListener;
 
 use crate::protocol::grpc::descriptor::ProtoError;
 use crate::web::engine::App;
+use crate::web::metrics::{self, Metrics};
 use crate::web::router::InsertError;
 use crate::web::server::{self, ServerError};
 use biz::{GreeterRepo, GreeterUsecase, UserRepo, UserUsecase};
@@ -90,6 +91,7 @@ pub struct Greeter {
     grpc_server: crate::protocol::grpc::Server,
     options: server::Options,
     store: String,
+    metrics: Arc<Metrics>,
 }
 
 /// The repositories `Greeter::bind` opened, and what they are.
@@ -97,6 +99,8 @@ struct Stores {
     greetings: Arc<dyn GreeterRepo>,
     users: Arc<dyn UserRepo>,
     description: String,
+    /// Group-commit batch sizes (SQLite only; PostgreSQL commits per call).
+    batch_sizes: Option<Arc<metrics::Histogram>>,
 }
 
 impl Stores {
@@ -106,6 +110,7 @@ impl Stores {
             .await
             .map_err(GreeterError::Data)?;
         Ok(Stores {
+            batch_sizes: Some(data.batch_sizes()),
             greetings: Arc::new(GreeterStore::new(data.clone())),
             users: Arc::new(UserStore::new(data)),
             description: format!("store: SQLite database {source:?}"),
@@ -143,6 +148,7 @@ impl Stores {
                 postgres::describe(source),
                 postgres::SCHEMA
             ),
+            batch_sizes: None,
         })
     }
 
@@ -165,11 +171,24 @@ impl Greeter {
             Driver::Sqlite => Stores::sqlite(&config.data.database.source).await?,
             Driver::Postgres => Stores::shared(config).await?,
         };
+        let metrics = Metrics::new();
+        if let Some(sizes) = stores.batch_sizes {
+            metrics.add_histogram(
+                "greeter_store_batch_size",
+                "Writes per group-commit transaction of the SQLite store.",
+                sizes,
+            );
+        }
         let greeter = Arc::new(GreeterUsecase::new(stores.greetings));
         let users = Arc::new(UserUsecase::new(stores.users));
-        let http_app = http::app(greeter.clone(), users.clone(), config.server.http.timeout)
-            .map_err(GreeterError::Route)?;
-        let grpc_server = grpc::server(greeter, users, config.server.grpc.timeout)
+        let http_app = http::app(
+            greeter.clone(),
+            users.clone(),
+            config.server.http.timeout,
+            &metrics,
+        )
+        .map_err(GreeterError::Route)?;
+        let grpc_server = grpc::server(greeter, users, config.server.grpc.timeout, &metrics)
             .map_err(GreeterError::Proto)?;
         let bind = |key: &'static str, addr: String| async move {
             let listener = server::bind(&addr)
@@ -194,6 +213,7 @@ impl Greeter {
             grpc_server,
             options: server::Options::default(),
             store: stores.description,
+            metrics,
         })
     }
 
@@ -243,7 +263,10 @@ impl Greeter {
         let http = server::serve(
             self.http_listener,
             self.http_app,
-            self.options.clone(),
+            server::Options {
+                connections: Some(self.metrics.connections(metrics::Kind::Http)),
+                ..self.options.clone()
+            },
             stopped(stop_rx.clone()),
         );
         let grpc = server::serve(
@@ -251,6 +274,7 @@ impl Greeter {
             Arc::new(self.grpc_server),
             server::Options {
                 http1: false,
+                connections: Some(self.metrics.connections(metrics::Kind::Grpc)),
                 ..self.options
             },
             stopped(stop_rx),

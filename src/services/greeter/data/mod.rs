@@ -198,6 +198,11 @@ impl Data {
         self.counters.snapshot()
     }
 
+    /// The histogram of group-commit batch sizes (writes per transaction).
+    pub fn batch_sizes(&self) -> Arc<crate::web::metrics::Histogram> {
+        self.counters.batch_sizes.0.clone()
+    }
+
     /// Queues `op` and waits, without blocking, for the commit of its batch.
     /// A full queue is refused at once ([`biz::Error::Busy`]); a caller that
     /// stops waiting (the future is dropped: deadline, closed connection)

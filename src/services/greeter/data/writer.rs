@@ -58,6 +58,7 @@ use rusqlite::{params, Connection, ErrorCode};
 use tokio::sync::oneshot;
 
 use super::super::biz::{self, User};
+use crate::web::metrics::Histogram;
 
 /// Most writes in one transaction; the rest wait for the next one. Bounds how
 /// long one commit holds the write lock and how many callers one fsync
@@ -154,6 +155,21 @@ pub struct Counters {
     refused_busy: AtomicU64,
     queued_ops: AtomicUsize,
     queued_bytes: AtomicUsize,
+    /// Writes per batch handed to SQLite (the `/metrics` histogram).
+    pub batch_sizes: BatchSizes,
+}
+
+/// The histogram of batch sizes: powers of two up to [`MAX_BATCH`].
+#[derive(Debug, Clone)]
+pub struct BatchSizes(pub Arc<Histogram>);
+
+impl Default for BatchSizes {
+    fn default() -> Self {
+        let bounds: Vec<f64> = (0..=MAX_BATCH.ilog2())
+            .map(|i| f64::from(1u32 << i))
+            .collect();
+        BatchSizes(Arc::new(Histogram::new(&bounds, 1.0)))
+    }
 }
 
 impl Counters {
@@ -319,6 +335,7 @@ impl Writer {
 
     /// Writes `batch` in one transaction and answers every caller in it.
     fn commit_batch(&mut self, batch: &mut Vec<Queued>) {
+        self.counters.batch_sizes.0.observe(batch.len() as u64);
         if self.file.as_ref().is_some_and(|f| f.gone) {
             self.fail_batch(batch, |_| file_gone());
             return;
