@@ -113,7 +113,8 @@ pub fn server(
             }
         }),
     );
-    Arc::new(Reflection::new(vec![api::file_descriptor()?])?).register(&mut b);
+    let files = api::parsed_files()?.into_iter().map(|f| f.descriptor);
+    Arc::new(Reflection::new(files.collect())?).register(&mut b);
     Ok(b.build())
 }
 
