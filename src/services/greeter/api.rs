@@ -28,6 +28,17 @@ pub fn parsed_files() -> Result<Vec<ParsedFile>, ProtoError> {
     parse_files(&[(PROTO_FILE, PROTO_SOURCE), annotations, http])
 }
 
+/// Title, version and description of the greeter's OpenAPI document.
+pub fn openapi_info() -> crate::protocol::gateway::openapi::Info {
+    crate::protocol::gateway::openapi::Info {
+        title: "helloworld.v1.Greeter".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        description: "The greeter's HTTP API, derived at start-up from the google.api.http \
+                      options of proto/helloworld/v1/greeter.proto."
+            .into(),
+    }
+}
+
 /// `HelloRequest`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct HelloRequest {
