@@ -103,6 +103,16 @@ impl fmt::Display for GatewayError {
 
 impl std::error::Error for GatewayError {}
 
+/// The outcome of [`Gateway::find`].
+pub enum Found<'g> {
+    /// This route, with its variables' values (or why they do not decode).
+    Route(&'g Route, Result<Vec<String>, template::MatchError>),
+    /// Routes of other methods match: the `Allow` header value.
+    MethodNotAllowed(String),
+    /// Nothing matches.
+    NotFound,
+}
+
 /// The compiled routes of one service.
 pub struct Gateway {
     pool: Pool,
@@ -223,34 +233,44 @@ impl Gateway {
         &self.pool
     }
 
-    /// Answers one request (the engine's fallback chain calls this).
-    pub async fn serve(&self, c: &mut Context) {
-        let path = template::split_path(c.path(), |v| self.verbs.contains(v));
+    /// Which route serves `method` on the raw `path`, in the order
+    /// described in the module documentation.
+    pub fn find(&self, method: &http::Method, path: &str) -> Found<'_> {
+        let path = template::split_path(path, |v| self.verbs.contains(v));
         let mut allowed = BTreeSet::new();
-        let mut found = None;
         for route in &self.routes {
             if let Some(values) = route.template.matches(&path) {
-                if route.http_method == c.method() {
-                    found = Some((route, values));
-                    break;
+                if route.http_method == method {
+                    return Found::Route(route, values);
                 }
                 allowed.insert(route.http_method.as_str());
             }
         }
-        let Some((route, values)) = found else {
-            if allowed.is_empty() {
+        if allowed.is_empty() {
+            Found::NotFound
+        } else {
+            Found::MethodNotAllowed(allowed.into_iter().collect::<Vec<_>>().join(", "))
+        }
+    }
+
+    /// Answers one request (the engine's fallback chain calls this).
+    pub async fn serve(&self, c: &mut Context) {
+        let (route, values) = match self.find(c.method(), c.path()) {
+            Found::Route(route, values) => (route, values),
+            Found::NotFound => {
                 let message = format!("no route for {} {}", c.method(), c.path());
                 return fail(c, StatusCode::NOT_FOUND, "NOT_FOUND", &message);
             }
-            let allow = allowed.into_iter().collect::<Vec<_>>().join(", ");
-            c.set_header(ALLOW, &allow);
-            let message = format!("method {} not allowed on {}", c.method(), c.path());
-            return fail(
-                c,
-                StatusCode::METHOD_NOT_ALLOWED,
-                "METHOD_NOT_ALLOWED",
-                &message,
-            );
+            Found::MethodNotAllowed(allow) => {
+                c.set_header(ALLOW, &allow);
+                let message = format!("method {} not allowed on {}", c.method(), c.path());
+                return fail(
+                    c,
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "METHOD_NOT_ALLOWED",
+                    &message,
+                );
+            }
         };
         let answer = async {
             let values = values
@@ -300,3 +320,6 @@ impl fmt::Debug for Gateway {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests;
