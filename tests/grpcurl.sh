@@ -80,6 +80,10 @@ has "describe UserRegister" "rpc UserRegister ( .helloworld.v1.UserRegisterReque
 has "describe UserList" "rpc UserList ( .helloworld.v1.Empty ) returns ( .helloworld.v1.UserListResponse );" "$got"
 got="$(reflect "$addr" describe helloworld.v1.UserListResponse 2>&1)" || true
 has "describe message" "repeated .helloworld.v1.User users = 1;" "$got"
+# The google/api files greeter.proto imports are served too.
+got="$(reflect "$addr" describe google.api.HttpRule 2>&1)" || true
+has "describe google.api.HttpRule" "google.api.HttpRule is a message:" "$got"
+has "HttpRule.additional_bindings" "repeated .google.api.HttpRule additional_bindings = 11;" "$got"
 
 # Every RPC through reflection and through -proto.
 call "SayHello (reflection)" '{"message":"Hello grpcurl"}' reflect '{"name":"grpcurl"}' SayHello

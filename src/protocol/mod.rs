@@ -3,5 +3,6 @@
 //! - [`grpc`]: gRPC over h2: frames, status, dispatch, reflection.
 //! - [`jwt`]: HS256 JSON Web Tokens, signed and verified by hand.
 
+pub mod gateway;
 pub mod grpc;
 pub mod jwt;

@@ -15,9 +15,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use prost::Message;
-use prost_types::FileDescriptorProto;
+use prost_types::{DescriptorProto, FileDescriptorProto};
 
-use super::descriptor::{parse_proto, ProtoError};
+use super::descriptor::{parse_proto, ProtoError, WELL_KNOWN_IMPORTS};
 use super::server::{Builder, Sink, Streaming};
 use super::status::Code;
 
@@ -151,6 +151,9 @@ impl Reflection {
             "grpc/reflection/v1alpha/reflection.proto",
             REFLECTION_V1ALPHA_PROTO,
         )?);
+        for fd in &mut all {
+            without_well_known_imports(fd);
+        }
         let mut symbols = HashMap::new();
         let mut services = Vec::new();
         for fd in &all {
@@ -166,12 +169,14 @@ impl Reflection {
                 symbols.insert(service.clone(), fd.name().to_owned());
                 services.push(service);
             }
+            for e in &fd.enum_type {
+                symbols.insert(format!("{prefix}{}", e.name()), fd.name().to_owned());
+            }
+            for f in &fd.extension {
+                symbols.insert(format!("{prefix}{}", f.name()), fd.name().to_owned());
+            }
             for m in &fd.message_type {
-                let message = format!("{prefix}{}", m.name());
-                for f in &m.field {
-                    symbols.insert(format!("{message}.{}", f.name()), fd.name().to_owned());
-                }
-                symbols.insert(message, fd.name().to_owned());
+                message_symbols(&prefix, m, fd.name(), &mut symbols);
             }
         }
         services.sort();
@@ -281,6 +286,43 @@ impl Reflection {
                 .collect(),
         })
     }
+}
+
+/// Drops the imports of [`WELL_KNOWN_IMPORTS`] and the extensions of their
+/// types: `google/api/annotations.proto` extends
+/// `google.protobuf.MethodOptions` from `google/protobuf/descriptor.proto`,
+/// which this server does not carry (it is proto2, beyond the parser), and
+/// a client that reads a served file fetches every import it names
+/// (grpcurl stops with "File not found: google/protobuf/descriptor.proto").
+/// The extension only matters to code generators, which read the files.
+fn without_well_known_imports(fd: &mut FileDescriptorProto) {
+    let before = fd.dependency.len();
+    fd.dependency
+        .retain(|d| !WELL_KNOWN_IMPORTS.contains(&d.as_str()));
+    if fd.dependency.len() != before {
+        fd.extension
+            .retain(|e| !e.extendee().starts_with(".google.protobuf."));
+    }
+}
+
+/// `m`, its fields, nested messages and enums, under `prefix`.
+fn message_symbols(
+    prefix: &str,
+    m: &DescriptorProto,
+    file: &str,
+    symbols: &mut HashMap<String, String>,
+) {
+    let message = format!("{prefix}{}", m.name());
+    for f in &m.field {
+        symbols.insert(format!("{message}.{}", f.name()), file.to_owned());
+    }
+    for e in &m.enum_type {
+        symbols.insert(format!("{message}.{}", e.name()), file.to_owned());
+    }
+    for n in &m.nested_type {
+        message_symbols(&format!("{message}."), n, file, symbols);
+    }
+    symbols.insert(message, file.to_owned());
 }
 
 fn error(code: Code, message: impl Into<String>) -> MessageResponse {

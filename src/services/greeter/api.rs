@@ -4,7 +4,9 @@
 
 use prost_types::FileDescriptorProto;
 
-use crate::protocol::grpc::descriptor::{parse_proto, ProtoError};
+use crate::protocol::grpc::descriptor::{
+    parse_files, parse_proto, ParsedFile, ProtoError, GOOGLE_API_FILES,
+};
 
 /// Path of the `.proto` file inside the `proto/` root, as reflection names it.
 pub const PROTO_FILE: &str = "helloworld/v1/greeter.proto";
@@ -16,6 +18,25 @@ pub const SERVICE: &str = "helloworld.v1.Greeter";
 /// The descriptor of `greeter.proto`, parsed from [`PROTO_SOURCE`].
 pub fn file_descriptor() -> Result<FileDescriptorProto, ProtoError> {
     parse_proto(PROTO_FILE, PROTO_SOURCE)
+}
+
+/// `greeter.proto` and the google/api files it imports, parsed together
+/// (what reflection serves and what the HTTP routes are derived from);
+/// `greeter.proto` comes first.
+pub fn parsed_files() -> Result<Vec<ParsedFile>, ProtoError> {
+    let [annotations, http] = GOOGLE_API_FILES;
+    parse_files(&[(PROTO_FILE, PROTO_SOURCE), annotations, http])
+}
+
+/// Title, version and description of the greeter's OpenAPI document.
+pub fn openapi_info() -> crate::protocol::gateway::openapi::Info {
+    crate::protocol::gateway::openapi::Info {
+        title: "helloworld.v1.Greeter".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        description: "The greeter's HTTP API, derived at start-up from the google.api.http \
+                      options of proto/helloworld/v1/greeter.proto."
+            .into(),
+    }
 }
 
 /// `HelloRequest`.

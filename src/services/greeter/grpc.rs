@@ -1,74 +1,22 @@
-//! The greeter's gRPC transport: the three `helloworld.v1.Greeter` methods as
-//! unary handlers over the use cases, plus server reflection.
-//!
-//! `UserList` answers in one message, and a message may not exceed the 4 MiB
-//! the server itself accepts (clients refuse larger ones by default). With the
-//! registration bounds of [`biz`] a user costs at most
-//! [`biz::MAX_WIRE_USER_BYTES`] (200) bytes, so at least
-//! [`USER_LIST_GUARANTEED_USERS`] (20 971) users always fit; past the limit the
-//! call is `RESOURCE_EXHAUSTED`, saying how many users and bytes it would take.
+//! The greeter's gRPC transport: the `helloworld.v1.Greeter` methods of
+//! [`super::rpc`] as unary handlers, plus server reflection serving
+//! greeter.proto and the google/api files it imports.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::api::{
-    self, Empty, HelloReply, HelloRequest, User, UserListResponse, UserRegisterRequest,
-    UserRegisterResponse,
-};
-use super::biz::{self, GreeterUsecase, UserUsecase};
-use crate::protocol::grpc::descriptor::ProtoError;
-use crate::protocol::grpc::frame::DEFAULT_MAX_MESSAGE_SIZE;
+use super::api;
+use crate::protocol::gateway::UnaryMethod;
+use crate::protocol::grpc::descriptor::{ParsedFile, ProtoError};
 use crate::protocol::grpc::reflection::Reflection;
-use crate::protocol::grpc::{unary, Code, Options, Server, Status};
+use crate::protocol::grpc::{Options, Server, Status};
 use crate::web::metrics::Metrics;
 
-/// How many users `UserList` can always return in one 4 MiB message, however
-/// long (within the bounds) their usernames and passwords are.
-pub const USER_LIST_GUARANTEED_USERS: usize = DEFAULT_MAX_MESSAGE_SIZE / biz::MAX_WIRE_USER_BYTES;
-
-/// The `UserList` reply for `users`, or `RESOURCE_EXHAUSTED` when it would
-/// encode to more than `max` bytes.
-pub fn user_list_reply(users: Vec<biz::User>, max: usize) -> Result<UserListResponse, Status> {
-    let reply = UserListResponse {
-        users: users
-            .into_iter()
-            .map(|u| User {
-                username: u.username,
-                password: u.password,
-            })
-            .collect(),
-    };
-    let size = prost::Message::encoded_len(&reply);
-    if size > max {
-        return Err(Status::new(
-            Code::ResourceExhausted,
-            format!(
-                "UserList would be {size} bytes for {} users, over the {max}-byte message limit \
-                 (at least {USER_LIST_GUARANTEED_USERS} users always fit)",
-                reply.users.len()
-            ),
-        ));
-    }
-    Ok(reply)
-}
-
-/// Maps a use-case error to a gRPC status.
-pub fn status_of(e: biz::Error) -> Status {
-    let code = match e {
-        biz::Error::InvalidArgument { .. } => Code::InvalidArgument,
-        biz::Error::AlreadyExists { .. } => Code::AlreadyExists,
-        biz::Error::Internal { .. } => Code::Internal,
-        biz::Error::Unavailable { .. } => Code::Unavailable,
-        biz::Error::Busy { .. } => Code::ResourceExhausted,
-    };
-    Status::new(code, e.message())
-}
-
-/// Builds the gRPC server: Greeter methods and reflection, `timeout` per
-/// call, every call counted in `metrics`.
+/// Builds the gRPC server: `methods` under [`api::SERVICE`] and reflection
+/// over `files`, `timeout` per call, every call counted in `metrics`.
 pub fn server(
-    greeter: Arc<GreeterUsecase>,
-    users: Arc<UserUsecase>,
+    methods: &[(&str, UnaryMethod)],
+    files: &[ParsedFile],
     timeout: Option<Duration>,
     metrics: &Arc<Metrics>,
 ) -> Result<Server, ProtoError> {
@@ -76,83 +24,20 @@ pub fn server(
         timeout,
         ..Options::default()
     };
-    let max_message_size = options.max_message_size;
     let mut b = Server::builder(options);
     b.metrics(metrics);
-    b.unary(
-        api::SERVICE,
-        "SayHello",
-        unary(move |req: HelloRequest| {
-            let greeter = greeter.clone();
-            async move {
-                let message = greeter.say_hello(&req.name).await.map_err(status_of)?;
-                Ok(HelloReply { message })
-            }
-        }),
-    );
-    let u = users.clone();
-    b.unary(
-        api::SERVICE,
-        "UserRegister",
-        unary(move |req: UserRegisterRequest| {
-            let users = u.clone();
-            async move {
-                users
-                    .register(&req.username, &req.password)
-                    .await
-                    .map_err(status_of)?;
-                Ok(UserRegisterResponse {
-                    result: "success".into(),
-                })
-            }
-        }),
-    );
-    b.unary(
-        api::SERVICE,
-        "UserList",
-        unary(move |_: Empty| {
-            let users = users.clone();
-            async move {
-                let list = users.list().await.map_err(status_of)?;
-                user_list_reply(list, max_message_size)
-            }
-        }),
-    );
-    Arc::new(Reflection::new(vec![api::file_descriptor()?])?).register(&mut b);
+    for (name, method) in methods {
+        let method = method.clone();
+        b.unary(
+            api::SERVICE,
+            name,
+            Arc::new(move |bytes| {
+                let call = method(bytes);
+                Box::pin(async move { call.await.map_err(|f| Status::new(f.code, f.message)) })
+            }),
+        );
+    }
+    let descriptors = files.iter().map(|f| f.descriptor.clone()).collect();
+    Arc::new(Reflection::new(descriptors)?).register(&mut b);
     Ok(b.build())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn widest_users(n: usize) -> Vec<biz::User> {
-        let user = biz::User {
-            id: 1,
-            username: "u".repeat(biz::USERNAME_MAX_BYTES),
-            password: "p".repeat(biz::PASSWORD_MAX_BYTES),
-            age: 1,
-        };
-        vec![user; n]
-    }
-
-    #[test]
-    fn user_list_fits_20971_users_of_maximum_size_in_4_mib_and_refuses_one_more() {
-        assert_eq!(USER_LIST_GUARANTEED_USERS, 20_971);
-        let one = user_list_reply(widest_users(1), usize::MAX).unwrap();
-        assert_eq!(
-            prost::Message::encoded_len(&one),
-            biz::MAX_WIRE_USER_BYTES,
-            "the per-user bound in biz is exact"
-        );
-        let fits = user_list_reply(widest_users(20_971), DEFAULT_MAX_MESSAGE_SIZE).unwrap();
-        assert_eq!(prost::Message::encoded_len(&fits), 4_194_200);
-        let err = user_list_reply(widest_users(20_972), DEFAULT_MAX_MESSAGE_SIZE).unwrap_err();
-        assert_eq!(err.code, Code::ResourceExhausted);
-        assert_eq!(
-            err.message,
-            "UserList would be 4194400 bytes for 20972 users, over the 4194304-byte message \
-             limit (at least 20971 users always fit)"
-        );
-    }
 }

@@ -1,63 +1,25 @@
-//! The greeter's HTTP transport on the core engine, with Kratos-shaped JSON
-//! errors: `{"code":<http status>,"reason":"…","message":"…","metadata":{}}`.
-//!
-//! | route                 | use case          |
-//! |-----------------------|-------------------|
-//! | `GET /helloworld/:name` | SayHello        |
-//! | `POST /v1/users`      | UserRegister (JSON `{username,password}`) |
-//! | `GET /v1/users`       | UserList          |
+//! The greeter's HTTP transport on the core engine: the routes are not
+//! written here but derived at start-up from the `google.api.http` options
+//! of greeter.proto by the [`Gateway`] (see docs/proto-http.md), which
+//! answers every request the engine has no route for; errors are Kratos
+//! JSON, `{"code":<http status>,"reason":"…","message":"…","metadata":{}}`.
+//! `GET /openapi.json` serves the OpenAPI document of the same routes.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use http::StatusCode;
-use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use super::biz::{self, GreeterUsecase, UserUsecase};
-use crate::web::bind;
+use crate::protocol::gateway::{error_body, Gateway};
 use crate::web::chain::{handler, Context};
 use crate::web::engine::{self, App, Engine};
 use crate::web::metrics::Metrics;
 use crate::web::middleware;
 use crate::web::router::InsertError;
 
-/// The Kratos error body, fields in Kratos' order.
-#[derive(Serialize)]
-pub struct ErrorBody<'a> {
-    /// The HTTP status.
-    pub code: u16,
-    /// UPPER_SNAKE reason clients can match on.
-    pub reason: &'a str,
-    /// Human-readable message.
-    pub message: &'a str,
-    /// Always empty here.
-    pub metadata: serde_json::Map<String, serde_json::Value>,
-}
-
-/// The Kratos error body for `status`.
-pub fn error_body<'a>(status: StatusCode, reason: &'a str, message: &'a str) -> ErrorBody<'a> {
-    ErrorBody {
-        code: status.as_u16(),
-        reason,
-        message,
-        metadata: serde_json::Map::new(),
-    }
-}
-
 fn fail(c: &mut Context, status: StatusCode, reason: &str, message: &str) {
     c.json(status, &error_body(status, reason, message));
     c.abort();
-}
-
-fn fail_biz(c: &mut Context, e: &biz::Error) {
-    let status = match e {
-        biz::Error::InvalidArgument { .. } => StatusCode::BAD_REQUEST,
-        biz::Error::AlreadyExists { .. } => StatusCode::CONFLICT,
-        biz::Error::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
-        biz::Error::Unavailable { .. } | biz::Error::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
-    };
-    fail(c, status, e.reason(), e.message());
 }
 
 /// The 504 answer when `server.http.timeout` passes while the body is still
@@ -91,30 +53,12 @@ fn timeout_response(c: &mut Context) {
     );
 }
 
-#[derive(Deserialize)]
-struct RegisterBody {
-    #[serde(default)]
-    username: String,
-    #[serde(default)]
-    password: String,
-}
-
-#[derive(Serialize)]
-struct WireUser<'a> {
-    username: &'a str,
-    password: &'a str,
-}
-
-#[derive(Serialize)]
-struct UserList<'a> {
-    users: Vec<WireUser<'a>>,
-}
-
-/// Builds the HTTP app; `timeout` (if any) answers 504 past it, counted
-/// from the request head, so reading the body counts against it too.
+/// Builds the HTTP app over `gateway`; `openapi` is the document served at
+/// `GET /openapi.json`. `timeout` (if any) answers 504 past it, counted from
+/// the request head, so reading the body counts against it too.
 pub fn app(
-    greeter: Arc<GreeterUsecase>,
-    users: Arc<UserUsecase>,
+    gateway: Arc<Gateway>,
+    openapi: Arc<serde_json::Value>,
     timeout: Option<Duration>,
     metrics: &Arc<Metrics>,
 ) -> Result<Arc<App>, InsertError> {
@@ -127,81 +71,25 @@ pub fn app(
     } else {
         e.on_body_timeout(body_408_response);
     }
-    e.no_route(vec![handler(|c| {
-        Box::pin(async move {
-            let message = format!("no route for {} {}", c.method(), c.path());
-            fail(c, StatusCode::NOT_FOUND, "NOT_FOUND", &message);
-        })
-    })]);
+    e.get(
+        "/openapi.json",
+        handler(move |c| {
+            let openapi = openapi.clone();
+            Box::pin(async move { c.json(StatusCode::OK, &*openapi) })
+        }),
+    )?;
     e.no_method(vec![handler(|c| {
         Box::pin(async move {
             let message = format!("method {} not allowed on {}", c.method(), c.path());
-            fail(
-                c,
-                StatusCode::METHOD_NOT_ALLOWED,
-                "METHOD_NOT_ALLOWED",
-                &message,
-            );
+            let status = StatusCode::METHOD_NOT_ALLOWED;
+            fail(c, status, "METHOD_NOT_ALLOWED", &message);
         })
     })]);
-
-    e.get(
-        "/helloworld/:name",
-        handler(move |c| {
-            let greeter = greeter.clone();
-            Box::pin(async move {
-                let name = c.param("name").unwrap_or_default().to_owned();
-                match greeter.say_hello(&name).await {
-                    Ok(message) => c.json(StatusCode::OK, &json!({ "message": message })),
-                    Err(err) => fail_biz(c, &err),
-                }
-            })
-        }),
-    )?;
-
-    let u = users.clone();
-    e.post(
-        "/v1/users",
-        handler(move |c| {
-            let users = u.clone();
-            Box::pin(async move {
-                let body: RegisterBody = match bind::json_object(c.body()) {
-                    Ok(b) => b,
-                    Err(err) => {
-                        let message = format!(
-                            "request body must be a JSON object {{username, password}}: {err}"
-                        );
-                        return fail(c, StatusCode::BAD_REQUEST, "CODEC", &message);
-                    }
-                };
-                match users.register(&body.username, &body.password).await {
-                    Ok(_) => c.json(StatusCode::OK, &json!({ "result": "success" })),
-                    Err(err) => fail_biz(c, &err),
-                }
-            })
-        }),
-    )?;
-
-    e.get(
-        "/v1/users",
-        handler(move |c| {
-            let users = users.clone();
-            Box::pin(async move {
-                match users.list().await {
-                    Ok(list) => {
-                        let wire: Vec<WireUser<'_>> = list
-                            .iter()
-                            .map(|u| WireUser {
-                                username: &u.username,
-                                password: &u.password,
-                            })
-                            .collect();
-                        c.json(StatusCode::OK, &UserList { users: wire });
-                    }
-                    Err(err) => fail_biz(c, &err),
-                }
-            })
-        }),
-    )?;
+    // Every other request: the routes derived from greeter.proto, with
+    // their own 404 and 405.
+    e.no_route(vec![handler(move |c| {
+        let gateway = gateway.clone();
+        Box::pin(async move { gateway.serve(c).await })
+    })]);
     Ok(e.build())
 }

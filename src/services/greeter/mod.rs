@@ -1,8 +1,9 @@
 //! Area A, the greeter, in go-kratos' shape: transports ([`http`], [`grpc`])
-//! call use cases ([`biz`]), which call repositories implemented over SQLite
+//! call the methods of [`rpc`], which call use cases ([`biz`]), which call repositories implemented over SQLite
 //! or, with the cargo feature `cluster`, over PostgreSQL with the user list
 //! cached in Redis ([`data`]). [`api`] holds the hand-written wire messages
-//! of `proto/helloworld/v1/greeter.proto`.
+//! of `proto/helloworld/v1/greeter.proto`, whose `google.api.http` options
+//! become the HTTP routes at start-up.
 //!
 //! [`Greeter::bind`] opens the store `data.database.driver` names and binds
 //! both listeners (port 0 picks a free port, which is how the tests run it);
@@ -16,6 +17,7 @@ pub mod config;
 pub mod data;
 pub mod grpc;
 pub mod http;
+pub mod rpc;
 
 use std::fmt;
 use std::future::Future;
@@ -24,7 +26,9 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::protocol::gateway::{openapi, Gateway, GatewayError};
 use crate::protocol::grpc::descriptor::ProtoError;
+use crate::protocol::grpc::frame::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::web::engine::App;
 use crate::web::metrics::{self, Metrics};
 use crate::web::router::InsertError;
@@ -49,6 +53,9 @@ pub enum GreeterError {
     },
     /// The embedded `.proto` did not parse (a build defect).
     Proto(ProtoError),
+    /// An HTTP rule of greeter.proto cannot become a route, or the method
+    /// table does not fit the service (names file, line and method).
+    Gateway(GatewayError),
     /// An HTTP route could not be registered (a build defect).
     Route(InsertError),
     /// A server failed while running.
@@ -62,6 +69,7 @@ impl fmt::Display for GreeterError {
             GreeterError::Shared(e) => write!(f, "{e}"),
             GreeterError::Bind { key, error } => write!(f, "{key}: {error}"),
             GreeterError::Proto(e) => write!(f, "embedded proto file: {e}"),
+            GreeterError::Gateway(e) => write!(f, "HTTP routes from the proto: {e}"),
             GreeterError::Route(e) => write!(f, "HTTP routes: {e}"),
             GreeterError::Serve(e) => write!(f, "server stopped: {e}"),
         }
@@ -75,6 +83,7 @@ impl std::error::Error for GreeterError {
             GreeterError::Shared(e) => Some(e.as_ref()),
             GreeterError::Bind { error, .. } => Some(error),
             GreeterError::Proto(e) => Some(e),
+            GreeterError::Gateway(e) => Some(e),
             GreeterError::Route(e) => Some(e),
             GreeterError::Serve(e) => Some(e),
         }
@@ -181,14 +190,19 @@ impl Greeter {
         }
         let greeter = Arc::new(GreeterUsecase::new(stores.greetings));
         let users = Arc::new(UserUsecase::new(stores.users));
+        let files = api::parsed_files().map_err(GreeterError::Proto)?;
+        let methods = rpc::methods(greeter, users, DEFAULT_MAX_MESSAGE_SIZE);
+        let gateway =
+            Gateway::new(&files, api::SERVICE, &methods).map_err(GreeterError::Gateway)?;
+        let document = openapi::document(&gateway, &api::openapi_info());
         let http_app = http::app(
-            greeter.clone(),
-            users.clone(),
+            Arc::new(gateway),
+            Arc::new(document),
             config.server.http.timeout,
             &metrics,
         )
         .map_err(GreeterError::Route)?;
-        let grpc_server = grpc::server(greeter, users, config.server.grpc.timeout, &metrics)
+        let grpc_server = grpc::server(&methods, &files, config.server.grpc.timeout, &metrics)
             .map_err(GreeterError::Proto)?;
         let bind = |key: &'static str, addr: String| async move {
             let listener = server::bind(&addr)

@@ -1,6 +1,7 @@
 //! Unit tests of the `.proto` parser.
 
 use super::*;
+use prost_types::field_descriptor_proto::Label;
 
 const SAMPLE: &str = r#"
 // leading comment
@@ -83,14 +84,54 @@ fn unsupported_constructs_are_errors_naming_the_line() {
             "only syntax \"proto3\" is supported",
         ),
         (
-            "syntax = \"proto3\";\nimport \"x.proto\";",
+            "syntax = \"proto3\";\nimport public \"x.proto\";",
             2,
-            "unsupported top-level statement starting with `import`",
+            "only plain `import \"file\";` is supported",
         ),
         (
-            "syntax = \"proto3\";\nenum E { A = 0; }",
+            "syntax = \"proto3\";\nenum E {\n A = 1; }",
+            3,
+            "enum E: the first value must be 0 in proto3, A is 1",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M {\n reserved 2; }",
+            3,
+            "`reserved` is not supported",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M { map<float, string> m = 1; }",
             2,
-            "unsupported top-level statement starting with `enum`",
+            "map key type `float` is not allowed",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M {}\nservice S { rpc A (M) returns (M) {\n option deprecated = true; } }",
+            4,
+            "method A: only `option (google.api.http) = { ... };` is supported",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M {}\nservice S { rpc A (M) returns (M) {\n option (google.api.http) = {\n  get: \"/a\"\n  post: \"/b\" }; } }",
+            6,
+            "method A: (google.api.http): `post` after `get`: one pattern per rule",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M {}\nservice S { rpc A (M) returns (M) {\n option (google.api.http) = {\n  get: \"/a\"\n  additional_bindings { post: \"/b\"\n additional_bindings { put: \"/c\" } } }; } }",
+            7,
+            "additional_bindings may not nest (one level only)",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M {}\nservice S { rpc A (M) returns (M) {\n option (google.api.http) = {\n  bdy: \"*\" get: \"/a\" }; } }",
+            5,
+            "unknown field `bdy`",
+        ),
+        (
+            "syntax = \"proto3\";\nmessage M {}\nservice S { rpc A (M) returns (M) {\n option (google.api.http) = { body: \"*\" }; } }",
+            4,
+            "no pattern (get, put, post, delete, patch or custom)",
+        ),
+        (
+            "syntax = \"proto3\";\nextend Foo { string x = 1; }",
+            2,
+            "`extend Foo` is not supported",
         ),
         (
             "syntax = \"proto3\";\nmessage M {\n optional string a = 1; }",
@@ -145,7 +186,8 @@ fn unknown_message_reference_is_an_error() {
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "t.proto:0: unknown type `Missing` (only messages of this file can be referenced)"
+        "t.proto:0: unknown type `Missing` in method S.A (only messages and enums of this file \
+         and its imports can be referenced)"
     );
 }
 
@@ -165,4 +207,146 @@ fn the_crate_proto_files_parse() {
         assert_eq!(fd.service[0].name(), "ServerReflection");
         assert_eq!(fd.message_type.len(), 8);
     }
+}
+
+const SHOP: &str = r#"
+syntax = "proto3";
+package shop.v1;
+import "google/api/annotations.proto";
+
+enum Color { COLOR_UNSPECIFIED = 0; RED = 1; }
+
+message Item {
+  message Price { int64 cents = 1; Currency currency = 2; }
+  enum Currency { EUR = 0; USD = 1; }
+  string name = 1;
+  Price price = 2;
+  repeated Color colors = 3;
+  map<string, Price> by_region = 4;
+}
+
+service Shop {
+  rpc GetItem (Item) returns (Item) {
+    option (google.api.http) = {
+      get: "/v1/items/{name}"
+      additional_bindings { custom: { kind: "HEAD" path: "/v1/items/{name}" } }
+      additional_bindings { post: "/v1/items:" "lookup" body: "*" response_body: "price" }
+    };
+  }
+  rpc Plain (Item) returns (Item);
+}
+"#;
+
+fn google_files() -> [(&'static str, &'static str); 2] {
+    [
+        (
+            "google/api/annotations.proto",
+            include_str!("../../../../proto/google/api/annotations.proto"),
+        ),
+        (
+            "google/api/http.proto",
+            include_str!("../../../../proto/google/api/http.proto"),
+        ),
+    ]
+}
+
+#[test]
+fn enums_nested_messages_maps_and_imports_resolve_from_the_innermost_scope() {
+    let [a, h] = google_files();
+    let files = parse_files(&[("shop.proto", SHOP), a, h]).unwrap();
+    let fd = &files[0].descriptor;
+    assert_eq!(fd.dependency, ["google/api/annotations.proto"]);
+    assert_eq!(fd.enum_type[0].value[1].name(), "RED");
+    let item = &fd.message_type[0];
+    let field = |n: &str| item.field.iter().find(|f| f.name() == n).unwrap();
+    assert_eq!(
+        (field("price").r#type(), field("price").type_name()),
+        (Type::Message, ".shop.v1.Item.Price")
+    );
+    assert_eq!(
+        (field("colors").r#type(), field("colors").type_name()),
+        (Type::Enum, ".shop.v1.Color")
+    );
+    let price = &item.nested_type[0];
+    assert_eq!(price.field[1].r#type(), Type::Enum);
+    assert_eq!(price.field[1].type_name(), ".shop.v1.Item.Currency");
+    // map<string, Price> is a repeated entry message, as protoc makes it.
+    let by_region = field("by_region");
+    assert_eq!(by_region.label(), Label::Repeated);
+    assert_eq!(by_region.type_name(), ".shop.v1.Item.ByRegionEntry");
+    assert_eq!(by_region.json_name(), "byRegion");
+    let entry = item
+        .nested_type
+        .iter()
+        .find(|m| m.name() == "ByRegionEntry")
+        .unwrap();
+    assert_eq!(entry.options.as_ref().unwrap().map_entry, Some(true));
+    assert_eq!(
+        (entry.field[0].r#type(), entry.field[1].type_name()),
+        (Type::String, ".shop.v1.Item.Price")
+    );
+    // annotations.proto declares the extension and imports http.proto.
+    let ann = &files[1].descriptor;
+    assert_eq!(
+        ann.dependency,
+        ["google/api/http.proto", "google/protobuf/descriptor.proto"]
+    );
+    assert_eq!(ann.extension[0].type_name(), ".google.api.HttpRule");
+    assert_eq!(
+        ann.extension[0].extendee(),
+        ".google.protobuf.MethodOptions"
+    );
+    assert_eq!(ann.extension[0].number(), 72295728);
+    let http = &files[2].descriptor;
+    let names: Vec<&str> = http.message_type.iter().map(|m| m.name()).collect();
+    assert_eq!(names, ["Http", "HttpRule", "CustomHttpPattern"]);
+}
+
+#[test]
+fn http_option_becomes_a_rule_with_its_bindings_and_lines() {
+    let [a, h] = google_files();
+    let files = parse_files(&[("shop.proto", SHOP), a, h]).unwrap();
+    let rules = &files[0].http_rules;
+    assert_eq!(rules.len(), 1, "Plain has no rule");
+    let r = &rules[0];
+    assert_eq!(
+        (r.service.as_str(), r.method.as_str()),
+        ("shop.v1.Shop", "GetItem")
+    );
+    assert_eq!(
+        (r.rule.method.as_str(), r.rule.path.as_str(), r.rule.line),
+        ("GET", "/v1/items/{name}", 20)
+    );
+    let b = &r.rule.additional_bindings;
+    assert_eq!(
+        (b[0].method.as_str(), b[0].path.as_str(), b[0].line),
+        ("HEAD", "/v1/items/{name}", 21)
+    );
+    assert_eq!(
+        (
+            b[1].method.as_str(),
+            b[1].path.as_str(),
+            b[1].body.as_str(),
+            b[1].response_body.as_str()
+        ),
+        ("POST", "/v1/items:lookup", "*", "price")
+    );
+}
+
+#[test]
+fn imports_must_be_given_and_types_of_other_files_need_an_import() {
+    let err = parse_files(&[("a.proto", SHOP), ("x.proto", "syntax = \"proto3\";")]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "a.proto:0: import \"google/api/annotations.proto\" is not among the files given"
+    );
+    let err = parse_files(&[
+        ("a.proto", "syntax = \"proto3\"; message A { B b = 1; }"),
+        ("b.proto", "syntax = \"proto3\"; message B {}"),
+    ])
+    .unwrap_err();
+    assert!(
+        err.message.contains("unknown type `B` in field A.b"),
+        "{err}"
+    );
 }

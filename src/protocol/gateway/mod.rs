@@ -1,0 +1,325 @@
+//! An HTTP/JSON gateway to unary gRPC methods, derived at start-up from
+//! their `google.api.http` options, as grpc-gateway and Kratos do, by hand.
+//!
+//! [`Gateway::new`] takes the parsed `.proto` files and one handler per
+//! method of a service; every rule is compiled and checked once (a bad
+//! template, an unknown or repeated path field, an unknown body field is a
+//! [`GatewayError`] naming `file:line` and the method). A method without a
+//! rule is not exposed over HTTP. [`Gateway::serve`] answers one request:
+//! route match, request → input message ([`routes`]), the handler, reply →
+//! JSON ([`codec`]); failures are Kratos JSON ([`error`]).
+//!
+//! Route choice: the request's last segment loses a `:verb` only if some
+//! route declares that verb ([`template::split_path`]); then the first
+//! route of the request's method whose template matches wins, in proto
+//! order. No match for the method but one for another: 405 with `Allow`;
+//! none at all: 404.
+//!
+//! - [`template`]: the path-template grammar of `google/api/http.proto`.
+//! - [`routes`]: rules → routes, body/query/path → input JSON.
+//! - [`codec`]: JSON ↔ protobuf bytes by descriptor.
+//! - [`error`]: [`Failure`], Kratos error bodies, `HTTPStatusFromCode`.
+//! - [`openapi`]: the OpenAPI 3.0.3 document of the routes.
+
+pub mod codec;
+pub mod error;
+pub mod openapi;
+pub mod routes;
+pub mod template;
+
+use std::collections::{BTreeSet, HashSet};
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::ALLOW;
+use http::StatusCode;
+
+use crate::protocol::grpc::descriptor::ParsedFile;
+use crate::protocol::grpc::{Code, Frame};
+use crate::types::BoxFuture;
+use crate::web::chain::Context;
+pub use codec::Pool;
+pub use error::{error_body, http_status, ErrorBody, Failure};
+pub use routes::{BodyRule, Route};
+
+/// One unary method as both transports call it: the request message's
+/// bytes in, the reply *framed as gRPC sends it* (5-byte prefix, see
+/// [`Frame::encode_message`]) out, so gRPC encodes once and the gateway
+/// skips the prefix.
+pub type UnaryMethod =
+    Arc<dyn Fn(Bytes) -> BoxFuture<'static, Result<Bytes, Failure>> + Send + Sync>;
+
+/// Wraps a typed async function as a [`UnaryMethod`] (prost decodes the
+/// request; a request that does not decode is `INVALID_ARGUMENT`).
+pub fn typed<Req, Resp, F, Fut>(f: F) -> UnaryMethod
+where
+    Req: prost::Message + Default + 'static,
+    Resp: prost::Message + 'static,
+    F: Fn(Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Resp, Failure>> + Send + 'static,
+{
+    let f = Arc::new(f);
+    Arc::new(move |bytes: Bytes| {
+        let f = f.clone();
+        Box::pin(async move {
+            let req = Req::decode(bytes).map_err(|e| {
+                Failure::new(
+                    Code::Internal,
+                    "CODEC",
+                    format!("cannot decode request message: {e}"),
+                )
+            })?;
+            let resp = f(req).await?;
+            Ok(Frame::encode_message(&resp))
+        })
+    })
+}
+
+/// A rule that cannot become a route, or a method table that does not fit
+/// the service: `file:line: method Service.Method: what`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayError {
+    /// The `.proto` file.
+    pub file: String,
+    /// The line of the rule (0 when none applies).
+    pub line: usize,
+    /// `helloworld.v1.Greeter.SayHello`.
+    pub method: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for GatewayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: method {}: {}",
+            self.file, self.line, self.method, self.message
+        )
+    }
+}
+
+impl std::error::Error for GatewayError {}
+
+/// The outcome of [`Gateway::find`].
+pub enum Found<'g> {
+    /// This route, with its variables' values (or why they do not decode).
+    Route(&'g Route, Result<Vec<String>, template::MatchError>),
+    /// Routes of other methods match: the `Allow` header value.
+    MethodNotAllowed(String),
+    /// Nothing matches.
+    NotFound,
+}
+
+/// The compiled routes of one service.
+pub struct Gateway {
+    pool: Pool,
+    routes: Vec<Route>,
+    verbs: HashSet<String>,
+}
+
+impl Gateway {
+    /// Compiles the HTTP rules of `service` (fully qualified) found in
+    /// `files`. `methods` must hold exactly the service's methods.
+    pub fn new(
+        files: &[ParsedFile],
+        service: &str,
+        methods: &[(&str, UnaryMethod)],
+    ) -> Result<Gateway, GatewayError> {
+        let pool = Pool::new(files.iter().map(|f| &f.descriptor));
+        let found = files.iter().find_map(|f| {
+            let fd = &f.descriptor;
+            let prefix = match fd.package() {
+                "" => String::new(),
+                p => format!("{p}."),
+            };
+            fd.service
+                .iter()
+                .find(|s| format!("{prefix}{}", s.name()) == service)
+                .map(|s| (f, s))
+        });
+        let Some((file, svc)) = found else {
+            return Err(GatewayError {
+                file: String::new(),
+                line: 0,
+                method: service.to_owned(),
+                message: "no such service in the files given".into(),
+            });
+        };
+        let file_name = file.descriptor.name();
+        let table_error = |method: &str, message: &str| GatewayError {
+            file: file_name.to_owned(),
+            line: 0,
+            method: format!("{service}.{method}"),
+            message: message.to_owned(),
+        };
+        for (name, _) in methods {
+            if !svc.method.iter().any(|m| m.name() == *name) {
+                return Err(table_error(name, "has a handler but is not in the service"));
+            }
+        }
+        let mut routes: Vec<Route> = Vec::new();
+        for m in &svc.method {
+            let Some((_, handler)) = methods.iter().find(|(n, _)| *n == m.name()) else {
+                return Err(table_error(
+                    m.name(),
+                    "is declared in the .proto but has no handler",
+                ));
+            };
+            let rule = file
+                .http_rules
+                .iter()
+                .find(|r| r.service == service && r.method == m.name());
+            let Some(rule) = rule else { continue };
+            if m.client_streaming() || m.server_streaming() {
+                return Err(table_error(
+                    m.name(),
+                    "streaming methods cannot have HTTP rules",
+                ));
+            }
+            for route in routes::compile(
+                &pool,
+                file_name,
+                rule,
+                m.input_type(),
+                m.output_type(),
+                handler,
+            )? {
+                if let Some(twin) = routes.iter().find(|r| {
+                    r.http_method == route.http_method
+                        && r.template.source() == route.template.source()
+                }) {
+                    return Err(GatewayError {
+                        file: file_name.to_owned(),
+                        line: route
+                            .origin
+                            .rsplit(':')
+                            .next()
+                            .and_then(|l| l.parse().ok())
+                            .unwrap_or(0),
+                        method: format!("{service}.{}", m.name()),
+                        message: format!(
+                            "{} {} is already bound to {} ({})",
+                            route.http_method,
+                            route.template.source(),
+                            twin.method,
+                            twin.origin
+                        ),
+                    });
+                }
+                routes.push(route);
+            }
+        }
+        let verbs = routes
+            .iter()
+            .filter_map(|r| r.template.verb().map(str::to_owned))
+            .collect();
+        Ok(Gateway {
+            pool,
+            routes,
+            verbs,
+        })
+    }
+
+    /// The routes, in proto order.
+    pub fn routes(&self) -> &[Route] {
+        &self.routes
+    }
+
+    /// The messages and enums of the files.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Which route serves `method` on the raw `path`, in the order
+    /// described in the module documentation.
+    pub fn find(&self, method: &http::Method, path: &str) -> Found<'_> {
+        let path = template::split_path(path, |v| self.verbs.contains(v));
+        let mut allowed = BTreeSet::new();
+        for route in &self.routes {
+            if let Some(values) = route.template.matches(&path) {
+                if route.http_method == method {
+                    return Found::Route(route, values);
+                }
+                allowed.insert(route.http_method.as_str());
+            }
+        }
+        if allowed.is_empty() {
+            Found::NotFound
+        } else {
+            Found::MethodNotAllowed(allowed.into_iter().collect::<Vec<_>>().join(", "))
+        }
+    }
+
+    /// Answers one request (the engine's fallback chain calls this).
+    pub async fn serve(&self, c: &mut Context) {
+        let (route, values) = match self.find(c.method(), c.path()) {
+            Found::Route(route, values) => (route, values),
+            Found::NotFound => {
+                let message = format!("no route for {} {}", c.method(), c.path());
+                return fail(c, StatusCode::NOT_FOUND, "NOT_FOUND", &message);
+            }
+            Found::MethodNotAllowed(allow) => {
+                c.set_header(ALLOW, &allow);
+                let message = format!("method {} not allowed on {}", c.method(), c.path());
+                return fail(
+                    c,
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "METHOD_NOT_ALLOWED",
+                    &message,
+                );
+            }
+        };
+        let answer = async {
+            let values = values
+                .map_err(|e| Failure::new(Code::InvalidArgument, "INVALID_ARGUMENT", e.message))?;
+            let input = route.input_json(&self.pool, c.body(), c.uri().query(), values)?;
+            let bytes = self
+                .pool
+                .encode(&route.input, &input)
+                .map_err(|e| Failure::new(Code::InvalidArgument, "CODEC", e.0))?;
+            let framed = (route.handler)(Bytes::from(bytes)).await?;
+            let message = framed
+                .get(crate::protocol::grpc::frame::HEADER_LEN..)
+                .unwrap_or_default();
+            let mut reply = self
+                .pool
+                .decode(&route.output, message)
+                .map_err(|e| Failure::new(Code::Internal, "INTERNAL", e.0))?;
+            if let Some(field) = &route.response_body {
+                let out = self.pool.message(&route.output);
+                let key = out
+                    .and_then(|m| m.field.iter().find(|f| f.name() == field))
+                    .map_or(field.as_str(), |f| f.json_name());
+                reply = reply.get(key).cloned().unwrap_or(serde_json::Value::Null);
+            }
+            Ok::<_, Failure>(reply)
+        };
+        match answer.await {
+            Ok(reply) => c.json(StatusCode::OK, &reply),
+            Err(f) => fail(c, f.http_status(), &f.reason, &f.message),
+        }
+    }
+}
+
+fn fail(c: &mut Context, status: StatusCode, reason: &str, message: &str) {
+    c.json(status, &error_body(status, reason, message));
+    c.abort();
+}
+
+impl fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(
+                self.routes
+                    .iter()
+                    .map(|r| (r.http_method.as_str(), r.template.source())),
+            )
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

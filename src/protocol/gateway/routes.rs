@@ -1,0 +1,340 @@
+//! Routes compiled from `google.api.http` rules, checked against the
+//! messages at start-up, and the request → input message mapping:
+//!
+//! | `body`     | request body              | query string           |
+//! |------------|---------------------------|------------------------|
+//! | omitted    | not read                  | every other field      |
+//! | `"*"`      | the whole input message   | ignored                |
+//! | `"field"`  | that field                | every other field      |
+//!
+//! Query keys are field paths (`a.b=x` sets a nested field), a repeated
+//! field takes `?p=A&p=B`, keys naming no field are ignored (as Kratos),
+//! and the path's variables are set last: the path wins over query and body.
+
+use std::sync::Arc;
+
+use http::Method;
+use prost_types::field_descriptor_proto::{Label, Type};
+use prost_types::{DescriptorProto, FieldDescriptorProto};
+use serde_json::{Map, Value};
+
+use super::codec::Pool;
+use super::template::Template;
+use super::{Failure, GatewayError, UnaryMethod};
+use crate::protocol::grpc::descriptor::{HttpRule, MethodHttpRule};
+use crate::protocol::grpc::Code;
+use crate::web::bind;
+use crate::web::urlenc;
+
+/// Where the request body goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyRule {
+    /// No body; all non-path fields come from the query.
+    None,
+    /// The body is the whole input message; the query is ignored.
+    All,
+    /// The body is this top-level field (proto name).
+    Field(String),
+}
+
+/// One HTTP binding of one method.
+pub struct Route {
+    /// The HTTP method (`custom` kinds as written).
+    pub http_method: Method,
+    /// The compiled path template.
+    pub template: Template,
+    /// `helloworld.v1.Greeter`.
+    pub service: String,
+    /// `SayHello`.
+    pub method: String,
+    /// Input message, `.helloworld.v1.HelloRequest`.
+    pub input: String,
+    /// Output message.
+    pub output: String,
+    /// Where the body goes.
+    pub body: BodyRule,
+    /// The reply field sent as the body (proto name), or the whole reply.
+    pub response_body: Option<String>,
+    /// `file:line` of the rule, for messages.
+    pub origin: String,
+    pub(super) handler: UnaryMethod,
+}
+
+/// Compiles the rule of one method (and its additional bindings).
+pub(super) fn compile(
+    pool: &Pool,
+    file: &str,
+    rule: &MethodHttpRule,
+    input: &str,
+    output: &str,
+    handler: &UnaryMethod,
+) -> Result<Vec<Route>, GatewayError> {
+    let mut routes = Vec::new();
+    for r in std::iter::once(&rule.rule).chain(&rule.rule.additional_bindings) {
+        let err = |message: String| GatewayError {
+            file: file.to_owned(),
+            line: r.line,
+            method: format!("{}.{}", rule.service, rule.method),
+            message,
+        };
+        routes.push(compile_one(pool, r, input, output, err)?);
+        let last = routes.last_mut().expect("just pushed");
+        last.service.clone_from(&rule.service);
+        last.method.clone_from(&rule.method);
+        last.origin = format!("{file}:{}", r.line);
+        last.handler = handler.clone();
+    }
+    Ok(routes)
+}
+
+fn compile_one(
+    pool: &Pool,
+    r: &HttpRule,
+    input: &str,
+    output: &str,
+    err: impl Fn(String) -> GatewayError,
+) -> Result<Route, GatewayError> {
+    let template = Template::parse(&r.path).map_err(|e| err(e.to_string()))?;
+    let http_method = Method::from_bytes(r.method.as_bytes())
+        .map_err(|_| err(format!("{:?} is not an HTTP method", r.method)))?;
+    let in_msg = pool
+        .message(input)
+        .ok_or_else(|| err(format!("unknown input {input}")))?;
+    for v in template.variables() {
+        let f =
+            field_path(pool, in_msg, &v.field_path).map_err(|m| err(format!("{}: {m}", r.path)))?;
+        if f.label() == Label::Repeated {
+            return Err(err(format!(
+                "{}: path field {} is repeated; path variables must be singular",
+                r.path,
+                v.dotted()
+            )));
+        }
+        if f.r#type() == Type::Message {
+            return Err(err(format!(
+                "{}: path field {} is a message; path variables must be scalars",
+                r.path,
+                v.dotted()
+            )));
+        }
+    }
+    let body = match r.body.as_str() {
+        "" => BodyRule::None,
+        "*" => BodyRule::All,
+        name => {
+            top_field(in_msg, name)
+                .ok_or_else(|| err(format!("body: unknown field `{name}` in {input}")))?;
+            BodyRule::Field(name.to_owned())
+        }
+    };
+    if body != BodyRule::None && http_method == Method::GET {
+        return Err(err("a GET binding cannot have a body".into()));
+    }
+    let response_body = match r.response_body.as_str() {
+        "" => None,
+        name => {
+            let out_msg = pool
+                .message(output)
+                .ok_or_else(|| err(format!("unknown output {output}")))?;
+            top_field(out_msg, name)
+                .ok_or_else(|| err(format!("response_body: unknown field `{name}` in {output}")))?;
+            Some(name.to_owned())
+        }
+    };
+    Ok(Route {
+        http_method,
+        template,
+        service: String::new(),
+        method: String::new(),
+        input: input.to_owned(),
+        output: output.to_owned(),
+        body,
+        response_body,
+        origin: String::new(),
+        handler: Arc::new(|_| Box::pin(async { Err(Failure::new(Code::Internal, "", "")) })),
+    })
+}
+
+fn top_field<'a>(m: &'a DescriptorProto, name: &str) -> Option<&'a FieldDescriptorProto> {
+    m.field.iter().find(|f| f.name() == name)
+}
+
+/// The field a dotted path names, through singular message fields.
+pub(super) fn field_path<'a>(
+    pool: &'a Pool,
+    mut m: &'a DescriptorProto,
+    path: &[String],
+) -> Result<&'a FieldDescriptorProto, String> {
+    let mut f = None;
+    for (i, name) in path.iter().enumerate() {
+        if let Some(prev) = f {
+            let prev: &FieldDescriptorProto = prev;
+            if prev.r#type() != Type::Message || prev.label() == Label::Repeated {
+                return Err(format!(
+                    "{} is not a singular message field",
+                    path[..i].join(".")
+                ));
+            }
+            m = pool
+                .message(prev.type_name())
+                .ok_or_else(|| format!("unknown message {}", prev.type_name()))?;
+        }
+        f = Some(top_field(m, name).ok_or_else(|| {
+            format!(
+                "unknown field `{}` in message {}",
+                path[..=i].join("."),
+                m.name()
+            )
+        })?);
+    }
+    f.ok_or_else(|| "empty field path".to_owned())
+}
+
+/// A 400 in Kratos shape.
+fn bad(reason: &str, message: String) -> Failure {
+    Failure::new(Code::InvalidArgument, reason, message)
+}
+
+impl Route {
+    /// Builds the input message's JSON from body, query and path values.
+    pub(super) fn input_json(
+        &self,
+        pool: &Pool,
+        body: &[u8],
+        query: Option<&str>,
+        path_values: Vec<String>,
+    ) -> Result<Value, Failure> {
+        let input = pool
+            .message(&self.input)
+            .ok_or_else(|| Failure::new(Code::Internal, "INTERNAL", "input message not known"))?;
+        let codec = |e: bind::BindError| bad("CODEC", format!("request body: {e}"));
+        let mut root = match &self.body {
+            BodyRule::None => Map::new(),
+            BodyRule::All => bind::json_object::<Map<String, Value>>(body).map_err(codec)?,
+            BodyRule::Field(name) => {
+                let f = top_field(input, name).expect("checked at start-up");
+                let value = if f.r#type() == Type::Message && f.label() != Label::Repeated {
+                    Value::Object(bind::json_object::<Map<String, Value>>(body).map_err(codec)?)
+                } else {
+                    serde_json::from_slice(body).map_err(|e| {
+                        bad("CODEC", format!("request body: invalid JSON body: {e}"))
+                    })?
+                };
+                Map::from_iter([(name.clone(), value)])
+            }
+        };
+        if self.body != BodyRule::All {
+            let mut seen: Vec<String> = Vec::new();
+            for (key, value) in urlenc::pairs(query.unwrap_or("")) {
+                let path: Vec<String> = key.split('.').map(str::to_owned).collect();
+                let bound_by_path = self
+                    .template
+                    .variables()
+                    .iter()
+                    .any(|v| v.field_path == path);
+                let in_body = matches!(&self.body, BodyRule::Field(b) if *b == path[0]);
+                if bound_by_path || in_body {
+                    continue;
+                }
+                let repeated = set(pool, input, &mut root, &path, value.into_owned(), true)
+                    .map_err(|m| bad("INVALID_ARGUMENT", format!("query parameter {key}: {m}")))?;
+                if repeated == Some(false) {
+                    if seen.contains(&key.to_string()) {
+                        return Err(bad(
+                            "INVALID_ARGUMENT",
+                            format!(
+                                "query parameter {key}: given twice, but the field is not repeated"
+                            ),
+                        ));
+                    }
+                    seen.push(key.into_owned());
+                }
+            }
+        }
+        for (v, value) in self.template.variables().iter().zip(path_values) {
+            set(pool, input, &mut root, &v.field_path, value, false).map_err(|m| {
+                bad(
+                    "INVALID_ARGUMENT",
+                    format!("path variable {}: {m}", v.dotted()),
+                )
+            })?;
+        }
+        Ok(Value::Object(root))
+    }
+}
+
+/// Sets the field at `path` to the text `raw` (appending, for a repeated
+/// field from the query). `Ok(None)`: the path names no field and is
+/// ignored (query only); otherwise `Ok(Some(repeated))`.
+fn set<'a>(
+    pool: &'a Pool,
+    mut m: &'a DescriptorProto,
+    root: &mut Map<String, Value>,
+    path: &[String],
+    raw: String,
+    from_query: bool,
+) -> Result<Option<bool>, String> {
+    let mut object = root;
+    for (i, name) in path.iter().enumerate() {
+        let Some(f) = m
+            .field
+            .iter()
+            .find(|f| f.name() == name || f.json_name() == name)
+        else {
+            return Ok(None); // unknown: ignored, as Kratos does
+        };
+        // One key per field: the proto name (a body may have used the JSON name).
+        if f.json_name() != f.name() {
+            if let Some(v) = object.remove(f.json_name()) {
+                object.insert(f.name().to_owned(), v);
+            }
+        }
+        let last = i + 1 == path.len();
+        if !last {
+            if f.r#type() != Type::Message || f.label() == Label::Repeated || pool.is_map(f) {
+                return Err(format!(
+                    "{} is not a singular message field",
+                    path[..=i].join(".")
+                ));
+            }
+            m = pool
+                .message(f.type_name())
+                .ok_or_else(|| format!("unknown message {}", f.type_name()))?;
+            let slot = object
+                .entry(f.name().to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !slot.is_object() {
+                *slot = Value::Object(Map::new());
+            }
+            object = slot.as_object_mut().expect("just made an object");
+            continue;
+        }
+        if f.r#type() == Type::Message {
+            return Err(format!(
+                "{} is a message or map, not a single value",
+                path.join(".")
+            ));
+        }
+        let value = match f.r#type() {
+            Type::Bool => match raw.as_str() {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                other => return Err(format!("expected true or false, found {other:?}")),
+            },
+            _ => Value::String(raw),
+        };
+        let repeated = f.label() == Label::Repeated;
+        if repeated && from_query {
+            match object.get_mut(f.name()) {
+                Some(Value::Array(items)) => items.push(value),
+                _ => {
+                    object.insert(f.name().to_owned(), Value::Array(vec![value]));
+                }
+            }
+        } else {
+            object.insert(f.name().to_owned(), value);
+        }
+        return Ok(Some(repeated));
+    }
+    Ok(None)
+}

@@ -1,0 +1,149 @@
+//! The `helloworld.v1.Greeter` methods, written once for both transports:
+//! [`methods`] is the table gRPC registers and the HTTP gateway derives its
+//! routes for (from the `google.api.http` options of greeter.proto). Adding
+//! an RPC is its `.proto` declaration, its use case in [`biz`], and one
+//! entry here; a method declared without an entry (or the reverse) stops
+//! start-up, naming it.
+//!
+//! `UserList` answers in one message, and a message may not exceed the 4 MiB
+//! the server itself accepts (clients refuse larger ones by default). With the
+//! registration bounds of [`biz`] a user costs at most
+//! [`biz::MAX_WIRE_USER_BYTES`] (200) bytes, so at least
+//! [`USER_LIST_GUARANTEED_USERS`] (20 971) users always fit; past the limit the
+//! call is `RESOURCE_EXHAUSTED`, saying how many users and bytes it would take.
+
+use std::sync::Arc;
+
+use super::api::{
+    Empty, HelloReply, HelloRequest, User, UserListResponse, UserRegisterRequest,
+    UserRegisterResponse,
+};
+use super::biz::{self, GreeterUsecase, UserUsecase};
+use crate::protocol::gateway::{typed, Failure, UnaryMethod};
+use crate::protocol::grpc::frame::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::protocol::grpc::Code;
+
+/// How many users `UserList` can always return in one 4 MiB message, however
+/// long (within the bounds) their usernames and passwords are.
+pub const USER_LIST_GUARANTEED_USERS: usize = DEFAULT_MAX_MESSAGE_SIZE / biz::MAX_WIRE_USER_BYTES;
+
+/// A use-case error as both transports report it: the gRPC code (the HTTP
+/// status follows from it) and the Kratos reason.
+pub fn failure_of(e: biz::Error) -> Failure {
+    let code = match e {
+        biz::Error::InvalidArgument { .. } => Code::InvalidArgument,
+        biz::Error::AlreadyExists { .. } => Code::AlreadyExists,
+        biz::Error::Internal { .. } => Code::Internal,
+        biz::Error::Unavailable { .. } => Code::Unavailable,
+        biz::Error::Busy { .. } => Code::ResourceExhausted,
+    };
+    Failure::new(code, e.reason(), e.message())
+}
+
+/// The `UserList` reply for `users`, or `RESOURCE_EXHAUSTED` when it would
+/// encode to more than `max` bytes.
+pub fn user_list_reply(users: Vec<biz::User>, max: usize) -> Result<UserListResponse, Failure> {
+    let reply = UserListResponse {
+        users: users
+            .into_iter()
+            .map(|u| User {
+                username: u.username,
+                password: u.password,
+            })
+            .collect(),
+    };
+    let size = prost::Message::encoded_len(&reply);
+    if size > max {
+        return Err(Failure::new(
+            Code::ResourceExhausted,
+            "USER_LIST_TOO_LARGE",
+            format!(
+                "UserList would be {size} bytes for {} users, over the {max}-byte message limit \
+                 (at least {USER_LIST_GUARANTEED_USERS} users always fit)",
+                reply.users.len()
+            ),
+        ));
+    }
+    Ok(reply)
+}
+
+/// The Greeter's methods by name; `max_message_size` bounds the `UserList` reply.
+pub fn methods(
+    greeter: Arc<GreeterUsecase>,
+    users: Arc<UserUsecase>,
+    max_message_size: usize,
+) -> Vec<(&'static str, UnaryMethod)> {
+    let u = users.clone();
+    vec![
+        (
+            "SayHello",
+            typed(move |req: HelloRequest| {
+                let greeter = greeter.clone();
+                async move {
+                    let message = greeter.say_hello(&req.name).await.map_err(failure_of)?;
+                    Ok(HelloReply { message })
+                }
+            }),
+        ),
+        (
+            "UserRegister",
+            typed(move |req: UserRegisterRequest| {
+                let users = u.clone();
+                async move {
+                    users
+                        .register(&req.username, &req.password)
+                        .await
+                        .map_err(failure_of)?;
+                    Ok(UserRegisterResponse {
+                        result: "success".into(),
+                    })
+                }
+            }),
+        ),
+        (
+            "UserList",
+            typed(move |_: Empty| {
+                let users = users.clone();
+                async move {
+                    let list = users.list().await.map_err(failure_of)?;
+                    user_list_reply(list, max_message_size)
+                }
+            }),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn widest_users(n: usize) -> Vec<biz::User> {
+        let user = biz::User {
+            id: 1,
+            username: "u".repeat(biz::USERNAME_MAX_BYTES),
+            password: "p".repeat(biz::PASSWORD_MAX_BYTES),
+            age: 1,
+        };
+        vec![user; n]
+    }
+
+    #[test]
+    fn user_list_fits_20971_users_of_maximum_size_in_4_mib_and_refuses_one_more() {
+        assert_eq!(USER_LIST_GUARANTEED_USERS, 20_971);
+        let one = user_list_reply(widest_users(1), usize::MAX).unwrap();
+        assert_eq!(
+            prost::Message::encoded_len(&one),
+            biz::MAX_WIRE_USER_BYTES,
+            "the per-user bound in biz is exact"
+        );
+        let fits = user_list_reply(widest_users(20_971), DEFAULT_MAX_MESSAGE_SIZE).unwrap();
+        assert_eq!(prost::Message::encoded_len(&fits), 4_194_200);
+        let err = user_list_reply(widest_users(20_972), DEFAULT_MAX_MESSAGE_SIZE).unwrap_err();
+        assert_eq!(err.code, Code::ResourceExhausted);
+        assert_eq!(
+            err.message,
+            "UserList would be 4194400 bytes for 20972 users, over the 4194304-byte message \
+             limit (at least 20971 users always fit)"
+        );
+    }
+}
