@@ -85,7 +85,7 @@ async fn metrics_parse_with_prometheus_client_and_count_every_request_by_route_t
     };
     let metrics = Metrics::new();
     let opts = Options {
-        connections: Some(metrics.connections(Kind::Http)),
+        connection_gauge: Some(metrics.connections(Kind::Http)),
         ..Options::default()
     };
     let srv = support::app::start_with(demo_app(&metrics), opts).await;

@@ -45,7 +45,7 @@ async fn run() -> Result<(), String> {
         engine
             .metrics(&metrics)
             .map_err(|e| format!("bad route table: {e}"))?;
-        options.connections = Some(metrics.connections(Kind::Http));
+        options.connection_gauge = Some(metrics.connections(Kind::Http));
     }
     engine.study_mode(args.has("trace"), args.has("quiet"));
     let app = engine.build();

@@ -152,7 +152,7 @@ async fn serve(args: &Args) -> Result<(), String> {
     engine.study_mode(args.has("trace"), args.has("quiet"));
     let app = engine.build();
     let mut options = Options {
-        connections: Some(metrics.connections(Kind::Http)),
+        connection_gauge: Some(metrics.connections(Kind::Http)),
         ..Options::default()
     };
     if let Some(text) = args.get("shutdown-grace") {

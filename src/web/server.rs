@@ -103,7 +103,7 @@ pub struct Options {
     pub http2: bool,
     /// Counts the open connections (the `server_connections` gauge of
     /// [`crate::web::metrics`]); `None`: not counted.
-    pub connections: Option<Arc<Gauge>>,
+    pub connection_gauge: Option<Arc<Gauge>>,
 }
 
 impl Default for Options {
@@ -117,7 +117,7 @@ impl Default for Options {
             shutdown_grace: Duration::from_secs(10),
             http1: true,
             http2: true,
-            connections: None,
+            connection_gauge: None,
         }
     }
 }
@@ -267,7 +267,7 @@ pub async fn serve(
         let io = TokioIo::new(Watched::new(stream, activity.clone()));
         let conn = builder.serve_connection(io, hyper_svc).into_owned();
         let mut stopping = stopping.clone();
-        let open = opts.connections.as_ref().map(Gauge::enter);
+        let open = opts.connection_gauge.as_ref().map(Gauge::enter);
         // One task per connection; it holds its permit until it ends.
         connections.spawn(async move {
             let _permit: OwnedSemaphorePermit = permit;

@@ -278,7 +278,7 @@ impl Greeter {
             self.http_listener,
             self.http_app,
             server::Options {
-                connections: Some(self.metrics.connections(metrics::Kind::Http)),
+                connection_gauge: Some(self.metrics.connections(metrics::Kind::Http)),
                 ..self.options.clone()
             },
             stopped(stop_rx.clone()),
@@ -288,7 +288,7 @@ impl Greeter {
             Arc::new(self.grpc_server),
             server::Options {
                 http1: false,
-                connections: Some(self.metrics.connections(metrics::Kind::Grpc)),
+                connection_gauge: Some(self.metrics.connections(metrics::Kind::Grpc)),
                 ..self.options
             },
             stopped(stop_rx),
