@@ -16,9 +16,23 @@
 //! ```
 //!
 //! While a request is in flight (from its head until its response body has
-//! been sent or dropped) no clock runs: how long a handler or a body may take
-//! is the business of the engine's body time-out and of the services' own
-//! time-outs. On HTTP/2 only the idle clock runs after the first request:
+//! been sent or dropped) the header and idle clocks do not run: how long a
+//! handler or a body may take is the business of the engine's body time-out
+//! and of the services' own time-outs. Two clocks watch the response instead:
+//!
+//! * **write** (`write_timeout`, 10 s): a response that has something to
+//!   send and is not taken by the peer for that long (an HTTP/1 client that
+//!   pipelines and never reads, an h2 stream whose window is never opened)
+//!   closes the connection. "Has something to send" starts when the handler
+//!   hands over the body and after each frame it produces; it stops while
+//!   the body itself waits for data (a quiet stream is not the peer's fault).
+//! * **stream idle** (`idle_timeout`): a response body that produces nothing
+//!   for that long (an idle reflection stream, a health Watch with no change)
+//!   ends with an error, which resets that h2 stream alone.
+//!
+//! Held connections can also be taken back: at the connection cap the
+//! server closes the one whose progress is oldest ([`Activity::reclaim_rank`],
+//! [`Activity::evict`]) so that a new client is served. On HTTP/2 only the idle clock runs after the first request:
 //! an h2 client sends PINGs and WINDOW_UPDATEs while idle, so "first byte"
 //! means nothing there.
 //!
@@ -27,6 +41,7 @@
 //! [`InFlight`] guard that travels with the response body as [`Tracked`]),
 //! and the connection task waits on [`Activity::expired`].
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -46,6 +61,9 @@ use crate::types::{Body, BoxError};
 pub struct Activity {
     header_read_timeout: Duration,
     idle_timeout: Duration,
+    write_timeout: Duration,
+    /// Fast path for [`Watched`]: whether `state.write_blocked` is set.
+    blocked: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
     /// Wakes [`Activity::expired`] when the deadline may have moved.
     changed: Notify,
@@ -62,20 +80,51 @@ struct State {
     idle_since: Instant,
     /// The first byte read since then (HTTP/1 only).
     first_byte: Option<Instant>,
+    /// Responses being sent: id, and since when each has been waiting for
+    /// the peer to take its next bytes (`None`: waiting for its own data).
+    responses: Vec<(u64, Option<Instant>)>,
+    /// Id of the next response.
+    next_response: u64,
+    /// Set by [`Activity::evict`]: close now.
+    evicted: bool,
+    /// Since when the socket has refused our bytes (its send buffer full:
+    /// the peer does not read), whatever is in flight.
+    write_blocked: Option<Instant>,
+}
+
+/// Why [`Activity::expired`] completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// No request head in time, or idle too long: nothing is in flight.
+    Quiet,
+    /// A response made no progress for the write time-out.
+    Stalled,
+    /// Taken back at the connection cap.
+    Evicted,
 }
 
 impl Activity {
     /// A new connection, accepted now.
-    pub fn new(header_read_timeout: Duration, idle_timeout: Duration) -> Arc<Activity> {
+    pub fn new(
+        header_read_timeout: Duration,
+        idle_timeout: Duration,
+        write_timeout: Duration,
+    ) -> Arc<Activity> {
         Arc::new(Activity {
             header_read_timeout,
             idle_timeout,
+            write_timeout,
+            blocked: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(State {
                 in_flight: 0,
                 requests: 0,
                 h2: false,
                 idle_since: Instant::now(),
                 first_byte: None,
+                responses: Vec::new(),
+                next_response: 0,
+                evicted: false,
+                write_blocked: None,
             }),
             changed: Notify::new(),
         })
@@ -121,31 +170,107 @@ impl Activity {
         }
     }
 
-    /// When the connection must be closed if nothing changes; `None` while
-    /// a request is in flight.
-    fn deadline(&self) -> Option<Instant> {
-        let st = self.lock();
-        if st.in_flight > 0 {
-            None
-        } else if st.requests == 0 {
-            Some(st.idle_since + self.header_read_timeout)
-        } else if let Some(first) = st.first_byte {
-            Some(first + self.header_read_timeout)
-        } else {
-            Some(st.idle_since + self.idle_timeout)
+    /// A response body was handed over; it now waits for the peer.
+    fn response_started(&self) -> u64 {
+        let mut st = self.lock();
+        let id = st.next_response;
+        st.next_response += 1;
+        st.responses.push((id, Some(Instant::now())));
+        drop(st);
+        self.changed.notify_one();
+        id
+    }
+
+    /// Response `id` now waits for the peer (`true`) or for its own data.
+    fn response_waits(&self, id: u64, on_peer: bool) {
+        let mut st = self.lock();
+        if let Some(entry) = st.responses.iter_mut().find(|(r, _)| *r == id) {
+            entry.1 = on_peer.then(Instant::now);
+        }
+        drop(st);
+        if on_peer {
+            self.changed.notify_one();
         }
     }
 
+    /// The socket took bytes (`true`) or refused them for now (`false`).
+    fn wrote(&self, progress: bool) {
+        use std::sync::atomic::Ordering;
+        if progress != self.blocked.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut st = self.lock();
+        st.write_blocked = if progress { None } else { Some(Instant::now()) };
+        self.blocked.store(!progress, Ordering::Relaxed);
+        drop(st);
+        self.changed.notify_one();
+    }
+
+    /// Response `id` is over (sent, failed or dropped).
+    fn response_done(&self, id: u64) {
+        let mut st = self.lock();
+        st.responses.retain(|(r, _)| *r != id);
+    }
+
+    /// Close this connection now (the cap is reached and it is the one whose
+    /// progress is oldest).
+    pub fn evict(&self) {
+        self.lock().evicted = true;
+        self.changed.notify_one();
+    }
+
+    /// How long this connection has made no progress, as the instant it
+    /// stopped: when it became idle (or its pending head began), or the
+    /// oldest response waiting for the peer. `None` when it is busy on our
+    /// side (a handler running, a stream waiting for data): not reclaimable.
+    pub fn reclaim_rank(&self) -> Option<Instant> {
+        let st = self.lock();
+        if st.evicted {
+            return None;
+        }
+        if let Some(since) = st.write_blocked {
+            return Some(since);
+        }
+        if st.in_flight == 0 {
+            return Some(st.first_byte.unwrap_or(st.idle_since));
+        }
+        st.responses.iter().filter_map(|(_, since)| *since).min()
+    }
+
+    /// When the connection must be closed if nothing changes, and why.
+    fn deadline(&self) -> Option<(Instant, Expiry)> {
+        let st = self.lock();
+        if st.evicted {
+            return Some((Instant::now(), Expiry::Evicted));
+        }
+        if let Some(since) = st.write_blocked {
+            return Some((since + self.write_timeout, Expiry::Stalled));
+        }
+        if st.in_flight > 0 {
+            let stalled = st.responses.iter().filter_map(|(_, since)| *since).min()?;
+            return Some((stalled + self.write_timeout, Expiry::Stalled));
+        }
+        let at = if st.requests == 0 {
+            st.idle_since + self.header_read_timeout
+        } else if let Some(first) = st.first_byte {
+            first + self.header_read_timeout
+        } else {
+            st.idle_since + self.idle_timeout
+        };
+        Some((at, Expiry::Quiet))
+    }
+
     /// Completes once a clock has run out: no request head in time after
-    /// accept or after a first byte, or idle for too long.
-    pub async fn expired(&self) {
+    /// accept or after a first byte, idle for too long, a response stalled
+    /// for the write time-out; or the connection was evicted.
+    pub async fn expired(&self) -> Expiry {
         loop {
             // `notify_one` keeps a permit when nobody waits, so a change
             // between reading the deadline and waiting is not lost.
             let changed = self.changed.notified();
             match self.deadline() {
-                Some(at) if at <= Instant::now() => return,
-                Some(at) => {
+                Some((at, why)) if at <= Instant::now() => return why,
+                Some((at, _)) => {
                     tokio::select! {
                         _ = tokio::time::sleep_until(at) => {}
                         _ = changed => {}
@@ -167,19 +292,33 @@ impl Drop for InFlight {
 }
 
 /// A response body that keeps its request in flight until hyper has sent
-/// it (or given up on it) and dropped it: "the end of the response".
+/// it (or given up on it) and dropped it: "the end of the response"; and
+/// that runs the response's write and stream-idle clocks.
 pub struct Tracked {
     inner: Body,
-    _request: InFlight,
+    request: InFlight,
+    id: u64,
+    /// Armed while the body waits for its own data; fires after the idle
+    /// time-out.
+    quiet: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Tracked {
     /// `body`, keeping `request` in flight while it lives.
     pub fn new(body: Body, request: InFlight) -> Tracked {
+        let id = request.0.response_started();
         Tracked {
             inner: body,
-            _request: request,
+            request,
+            id,
+            quiet: None,
         }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.request.0.response_done(self.id);
     }
 }
 
@@ -191,7 +330,36 @@ impl HttpBody for Tracked {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                this.quiet = None;
+                this.request.0.response_waits(this.id, true);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(end) => {
+                this.request.0.response_done(this.id);
+                Poll::Ready(end)
+            }
+            Poll::Pending => {
+                if this.quiet.is_none() {
+                    this.request.0.response_waits(this.id, false);
+                    let idle = this.request.0.idle_timeout;
+                    this.quiet = Some(Box::pin(tokio::time::sleep(idle)));
+                }
+                match this.quiet.as_mut().map(|q| q.as_mut().poll(cx)) {
+                    Some(Poll::Ready(())) => {
+                        this.request.0.response_done(this.id);
+                        let idle = this.request.0.idle_timeout;
+                        Poll::Ready(Some(Err(format!(
+                            "stream closed: no data for the idle time-out ({idle:?})"
+                        )
+                        .into())))
+                    }
+                    _ => Poll::Pending,
+                }
+            }
+        }
     }
 
     fn is_end_stream(&self) -> bool {
@@ -237,7 +405,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.activity.wrote(polled.is_ready());
+        polled
     }
 
     fn poll_write_vectored(
@@ -245,7 +415,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.activity.wrote(polled.is_ready());
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -268,6 +440,7 @@ mod tests {
     // Real time, small clocks: the bounds leave room for a loaded machine.
     const HEADER: Duration = Duration::from_millis(100);
     const IDLE: Duration = Duration::from_millis(400);
+    const WRITE: Duration = Duration::from_millis(300);
 
     async fn time_to_expiry(a: &Activity) -> Duration {
         let t0 = Instant::now();
@@ -281,14 +454,14 @@ mod tests {
 
     #[tokio::test]
     async fn the_first_request_clock_starts_at_accept() {
-        let a = Activity::new(HEADER, IDLE);
+        let a = Activity::new(HEADER, IDLE, WRITE);
         let took = time_to_expiry(&a).await;
         assert!(about(took, HEADER), "{took:?}");
     }
 
     #[tokio::test]
     async fn no_clock_runs_while_a_request_is_in_flight() {
-        let a = Activity::new(HEADER, IDLE);
+        let a = Activity::new(HEADER, IDLE, WRITE);
         let request = a.request_started(http::Version::HTTP_11);
         let waited = tokio::time::timeout(IDLE * 2, a.expired()).await;
         assert!(waited.is_err(), "a clock ran during the request");
@@ -306,11 +479,64 @@ mod tests {
             (http::Version::HTTP_11, HEADER),
             (http::Version::HTTP_2, IDLE),
         ] {
-            let a = Activity::new(HEADER, IDLE);
+            let a = Activity::new(HEADER, IDLE, WRITE);
             drop(a.request_started(version));
             a.bytes_read();
             let took = time_to_expiry(&a).await;
             assert!(about(took, want), "{version:?}: {took:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_response_waiting_for_the_peer_stalls_after_the_write_timeout() {
+        let a = Activity::new(HEADER, IDLE, WRITE);
+        let request = a.request_started(http::Version::HTTP_2);
+        let body = Tracked::new(crate::types::full("x"), request);
+        let t0 = Instant::now();
+        assert_eq!(a.expired().await, Expiry::Stalled);
+        assert!(about(t0.elapsed(), WRITE), "{:?}", t0.elapsed());
+        drop(body);
+    }
+
+    #[tokio::test]
+    async fn a_response_waiting_for_its_own_data_does_not_stall_but_ends_after_the_idle_timeout() {
+        use http_body_util::BodyExt;
+        let a = Activity::new(HEADER, IDLE, WRITE);
+        let request = a.request_started(http::Version::HTTP_2);
+        let quiet = Never.boxed_unsync();
+        let mut body = Tracked::new(quiet, request);
+        let t0 = Instant::now();
+        let end = body.frame().await;
+        assert!(matches!(end, Some(Err(_))), "{:?}", end.map(|r| r.is_ok()));
+        assert!(about(t0.elapsed(), IDLE), "{:?}", t0.elapsed());
+        // While it waited for data, the write clock did not run.
+        drop(body);
+        assert!(a.reclaim_rank().is_some());
+    }
+
+    /// A body that waits for data that never comes.
+    struct Never;
+
+    impl HttpBody for Never {
+        type Data = Bytes;
+        type Error = BoxError;
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+            Poll::Pending
+        }
+    }
+
+    #[tokio::test]
+    async fn an_evicted_connection_expires_at_once() {
+        let a = Activity::new(HEADER, IDLE, WRITE);
+        assert!(
+            a.reclaim_rank().is_some(),
+            "a silent connection can be taken back"
+        );
+        a.evict();
+        assert_eq!(a.expired().await, Expiry::Evicted);
+        assert_eq!(a.reclaim_rank(), None, "not chosen twice");
     }
 }

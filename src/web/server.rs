@@ -27,7 +27,7 @@ use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
@@ -39,7 +39,7 @@ use tokio::task::JoinSet;
 
 use crate::types::{Body, BoxFuture};
 pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
-use crate::web::clocks::{Activity, Tracked, Watched};
+use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
 use crate::web::log;
 use crate::web::metrics::Gauge;
 
@@ -101,6 +101,10 @@ pub struct Options {
     pub http1: bool,
     /// Accept cleartext HTTP/2 connections (prior knowledge).
     pub http2: bool,
+    /// How long a response may wait for the peer to take its next bytes
+    /// before the connection is closed (a client that never reads, an h2
+    /// window never opened). Default 10 s.
+    pub write_timeout: Duration,
     /// Counts the open connections (the `server_connections` gauge of
     /// [`crate::web::metrics`]); `None`: not counted.
     pub connection_gauge: Option<Arc<Gauge>>,
@@ -117,6 +121,7 @@ impl Default for Options {
             shutdown_grace: Duration::from_secs(10),
             http1: true,
             http2: true,
+            write_timeout: Duration::from_secs(10),
             connection_gauge: None,
         }
     }
@@ -191,7 +196,12 @@ pub async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .keep_alive(true)
-        .header_read_timeout(None);
+        .header_read_timeout(None)
+        // Bytes read ahead of the request being served (pipelined requests
+        // of a client that does not read its answers) stop at 128 KiB per
+        // connection, not hyper's ~400 KiB; a head still has room for the
+        // 64 KiB path the engine accepts.
+        .max_buf_size(PIPELINE_BUFFER);
     // Both PINGs and the idle clock, on purpose: the idle clock closes live
     // connections nobody uses; PINGs find dead peers while a request is in
     // flight, when the idle clock does not run.
@@ -219,6 +229,8 @@ pub async fn serve(
 
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
+    // Every open connection's clocks, to take the stalest back at the cap.
+    let mut open: Vec<Weak<Activity>> = Vec::new();
     let mut backoff = AcceptBackoff::default();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -245,9 +257,15 @@ pub async fn serve(
         if let Some(line) = backoff.succeeded() {
             log::message("server", format_args!("{line}"));
         }
-        // At the cap this waits, with this one connection in hand and no
-        // further accept, until a connection of any listener sharing the
+        // At the cap, the connection of this listener whose progress is
+        // oldest (idle the longest, or a response stalled the longest) is
+        // closed so that this one is served; if none can be taken back (all
+        // busy on our side), this waits, with the new connection in hand and
+        // no further accept, until a connection of any listener sharing the
         // budget closes.
+        if opts.connections.available() == 0 {
+            reclaim_one(&mut open);
+        }
         let permit = tokio::select! {
             permit = opts.connections.acquire() => match permit {
                 Some(permit) => permit,
@@ -256,7 +274,12 @@ pub async fn serve(
             _ = shutdown.as_mut() => break,
         };
         let _ = stream.set_nodelay(true);
-        let activity = Activity::new(opts.header_read_timeout, opts.idle_timeout);
+        let activity = Activity::new(
+            opts.header_read_timeout,
+            opts.idle_timeout,
+            opts.write_timeout,
+        );
+        open.push(Arc::downgrade(&activity));
         let svc = service.clone();
         let tracker = activity.clone();
         let hyper_svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
@@ -267,21 +290,39 @@ pub async fn serve(
         let io = TokioIo::new(Watched::new(stream, activity.clone()));
         let conn = builder.serve_connection(io, hyper_svc).into_owned();
         let mut stopping = stopping.clone();
-        let open = opts.connection_gauge.as_ref().map(Gauge::enter);
+        let activity_write_timeout = opts.write_timeout;
+        let open_gauge = opts.connection_gauge.as_ref().map(Gauge::enter);
         // One task per connection; it holds its permit until it ends.
         connections.spawn(async move {
             let _permit: OwnedSemaphorePermit = permit;
-            let _open = open;
+            let _open = open_gauge;
             let mut conn = std::pin::pin!(conn);
             let expired = tokio::select! {
                 // Errors here are the peer's (reset, bad preface, protocol error).
                 _ = conn.as_mut() => return,
-                _ = activity.expired() => true,
+                why = activity.expired() => Some(why),
                 // An error means the server is gone: stop as well.
-                _ = stopping.wait_for(|stop| *stop) => false,
+                _ = stopping.wait_for(|stop| *stop) => None,
             };
+            match expired {
+                // The peer does not take what it asked for, or its place is
+                // needed: close without a goodbye it would not read.
+                Some(Expiry::Stalled) => {
+                    log::message(
+                        "server",
+                        format_args!(
+                            "closing the connection of {remote}: a response made no progress \
+                             for the write time-out ({:?})",
+                            activity_write_timeout
+                        ),
+                    );
+                    return;
+                }
+                Some(Expiry::Evicted) => return,
+                Some(Expiry::Quiet) | None => {}
+            }
             conn.as_mut().graceful_shutdown();
-            if expired {
+            if expired.is_some() {
                 // Nothing is in flight: a short bound for the goodbye.
                 let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
             } else {
@@ -308,6 +349,34 @@ pub async fn serve(
         connections.shutdown().await;
     }
     Ok(())
+}
+
+/// Most bytes hyper buffers per HTTP/1 connection (request heads and
+/// pipelined requests read ahead).
+const PIPELINE_BUFFER: usize = 128 * 1024;
+
+/// Close the connection in `open` whose progress is oldest, if any can be
+/// taken back; forget the ones that have ended. Logged once per call.
+fn reclaim_one(open: &mut Vec<Weak<Activity>>) {
+    open.retain(|weak| weak.strong_count() > 0);
+    let victim = open
+        .iter()
+        .filter_map(|weak| {
+            let activity = weak.upgrade()?;
+            let rank = activity.reclaim_rank()?;
+            Some((rank, activity))
+        })
+        .min_by_key(|(rank, _)| *rank);
+    if let Some((since, activity)) = victim {
+        log::message(
+            "server",
+            format_args!(
+                "connection cap reached: closing the connection with no progress for {:?}",
+                since.elapsed()
+            ),
+        );
+        activity.evict();
+    }
 }
 
 /// Errors of one would-be connection (the peer gave up before accept
