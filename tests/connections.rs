@@ -279,12 +279,17 @@ async fn the_greeters_http_and_grpc_ports_draw_on_one_connection_budget() {
     }));
     let h2_hello = [H2_PREFACE, H2_SETTINGS].concat();
     let http_get = b"GET /helloworld/x HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
-    // Each port in turn is the one a newcomer knocks on, while two silent
-    // connections on each port hold the whole budget of 4.
-    for (port, addr, first_bytes) in [("HTTP", http, &http_get), ("gRPC", grpc, &h2_hello)] {
+    // Each port in turn is the one a newcomer knocks on, while four silent
+    // connections on the *other* port hold the whole budget of 4. (At the
+    // cap a listener takes back its own stalest connection; this one has
+    // none, so it must wait for the other port's to time out.)
+    for (port, addr, first_bytes, other) in [
+        ("HTTP", http, &http_get, grpc),
+        ("gRPC", grpc, &h2_hello, http),
+    ] {
         let mut silent = Vec::new();
-        for a in [http, http, grpc, grpc] {
-            silent.push(TcpStream::connect(a).await.unwrap());
+        for _ in 0..4 {
+            silent.push(TcpStream::connect(other).await.unwrap());
         }
         tokio::time::sleep(ms(100)).await;
         let waited = time_to_first_byte(addr, first_bytes).await;

@@ -876,3 +876,40 @@ async fn binary_logs_one_line_per_call_with_its_final_status() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A reflection request near the 4 MiB limit would be echoed in an answer
+/// twice that size: the stream ends with RESOURCE_EXHAUSTED instead, and no
+/// message over the limit is sent.
+#[tokio::test]
+async fn a_reflection_answer_over_4_mib_is_resource_exhausted_not_sent() {
+    let g = start().await;
+    // ServerReflectionRequest { file_by_filename (field 3): 4 MiB - 16 bytes }.
+    let name = "f".repeat(4 * 1024 * 1024 - 16);
+    let mut message = vec![0x1a];
+    let mut len = name.len();
+    while len >= 0x80 {
+        message.push((len as u8) | 0x80);
+        len >>= 7;
+    }
+    message.push(len as u8);
+    message.extend_from_slice(name.as_bytes());
+    let mut frame = vec![0u8];
+    frame.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&message);
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        &[],
+        &frame,
+    )
+    .await;
+    assert!(
+        reply.data.len() <= 5 + 4 * 1024 * 1024,
+        "{} bytes sent",
+        reply.data.len()
+    );
+    let status = reply.status();
+    assert_eq!(status.code, Code::ResourceExhausted, "{status}");
+    assert!(status.message.contains("larger than max"), "{status}");
+}

@@ -18,6 +18,7 @@ use prost::Message;
 use prost_types::{DescriptorProto, FileDescriptorProto};
 
 use super::descriptor::{parse_proto, ProtoError, WELL_KNOWN_IMPORTS};
+use super::frame::DEFAULT_MAX_MESSAGE_SIZE;
 use super::server::{Builder, Sink, Streaming};
 use super::status::Code;
 
@@ -204,7 +205,21 @@ impl Reflection {
 
     async fn serve_stream(&self, mut requests: Streaming, sink: Sink) -> Result<(), super::Status> {
         while let Some(request) = requests.decode::<ServerReflectionRequest>().await? {
-            sink.send(&self.answer(request)).await?;
+            let answer = self.answer(request);
+            // The answer echoes the request: a request near the 4 MiB limit
+            // would make an answer twice that size. Like unary replies,
+            // nothing over the limit is sent.
+            let size = answer.encoded_len();
+            if size > DEFAULT_MAX_MESSAGE_SIZE {
+                return Err(super::Status::new(
+                    Code::ResourceExhausted,
+                    format!(
+                        "trying to send message larger than max ({size} vs. \
+                         {DEFAULT_MAX_MESSAGE_SIZE})"
+                    ),
+                ));
+            }
+            sink.send(&answer).await?;
         }
         Ok(())
     }
@@ -233,17 +248,21 @@ impl Reflection {
             }
             Some(MessageRequest::FileByFilename(name)) => match self.files.get(name) {
                 Some(_) => self.file_response(name),
-                None => error(Code::NotFound, format!("file not found: {name}")),
+                None => error(Code::NotFound, format!("file not found: {}", capped(name))),
             },
             Some(MessageRequest::FileContainingSymbol(symbol)) => match self.symbols.get(symbol) {
                 Some(file) => self.file_response(file),
-                None => error(Code::NotFound, format!("symbol not found: {symbol}")),
+                None => error(
+                    Code::NotFound,
+                    format!("symbol not found: {}", capped(symbol)),
+                ),
             },
             Some(MessageRequest::FileContainingExtension(ext)) => error(
                 Code::NotFound,
                 format!(
                     "extension {} of {} not found (no extensions are served)",
-                    ext.extension_number, ext.containing_type
+                    ext.extension_number,
+                    capped(&ext.containing_type)
                 ),
             ),
             Some(MessageRequest::AllExtensionNumbersOfType(name)) => match self.symbols.get(name) {
@@ -251,7 +270,7 @@ impl Reflection {
                     base_type_name: name.clone(),
                     extension_number: Vec::new(),
                 }),
-                None => error(Code::NotFound, format!("type not found: {name}")),
+                None => error(Code::NotFound, format!("type not found: {}", capped(name))),
             },
             None => error(
                 Code::InvalidArgument,
@@ -323,6 +342,14 @@ fn message_symbols(
         message_symbols(&format!("{message}."), n, file, symbols);
     }
     symbols.insert(message, file.to_owned());
+}
+
+/// A client's name as quoted in an error message: at most 256 characters.
+fn capped(name: &str) -> String {
+    match name.char_indices().nth(256) {
+        Some((at, _)) => format!("{}… ({} bytes)", &name[..at], name.len()),
+        None => name.to_string(),
+    }
 }
 
 fn error(code: Code, message: impl Into<String>) -> MessageResponse {
