@@ -363,3 +363,85 @@ async fn the_greeter_answers_no_503_once_a_restarted_redis_or_postgres_is_back()
     pg.start_again();
     assert_first_requests_served("greeter, PostgreSQL", &every_kind("postgres").await);
 }
+
+/// Runs `script` with `keys` and `args` twice, as a call repeated after a
+/// lost connection would: both answers.
+async fn twice<T: redis::FromRedisValue + Clone>(
+    conn: &handwire::cluster::Redis,
+    script: &redis::Script,
+    keys: &[&str],
+    args: &[&str],
+) -> (T, T) {
+    let mut invocation = script.prepare_invoke();
+    for key in keys {
+        invocation.key(*key);
+    }
+    for arg in args {
+        invocation.arg(*arg);
+    }
+    let mut conn = conn.clone();
+    let first: T = invocation.invoke_async(&mut conn).await.unwrap();
+    let second: T = invocation.invoke_async(&mut conn).await.unwrap();
+    (first, second)
+}
+
+#[tokio::test]
+async fn every_limiter_and_oauth_script_run_twice_answers_and_counts_as_once() {
+    use handwire::services::token_auth::cluster::redis::{ADMIT, FAIL, PUT_STATE, TAKE_STATE};
+    if !available("every_limiter_and_oauth_script_run_twice_answers_and_counts_as_once") {
+        return;
+    }
+    let server = RedisServer::start();
+    let t = Duration::from_secs(2);
+    let conn = handwire::cluster::redis("--redis", &server.url(), t, t)
+        .await
+        .unwrap();
+    let count = |key: &str| super::redis_cli(&server, &["ZCARD", key]);
+
+    // ADMIT with a limit of 2: m1 repeated is admitted twice but counted
+    // once, so the window is full only at m2.
+    let admit = ["lock:u", "win:ip", "win:u"];
+    let admit_args = |member| ["1000", "2", "60", member];
+    let once: (Vec<u64>, Vec<u64>) = twice(&conn, &ADMIT, &admit, &admit_args("m0")).await;
+    assert_eq!(once, (vec![0, 0], vec![0, 0]));
+    let repeated: (Vec<u64>, Vec<u64>) = twice(&conn, &ADMIT, &admit, &admit_args("m1")).await;
+    assert_eq!(repeated, (vec![0, 0], vec![0, 0]));
+    assert_eq!((count("win:ip"), count("win:u")), ("2".into(), "2".into()));
+    let full: (Vec<u64>, Vec<u64>) = twice(&conn, &ADMIT, &admit, &admit_args("m2")).await;
+    assert_eq!(full.0[0], 1, "the third attempt is one too many");
+
+    // FAIL locking after 3: each failure id counts once, and keeps its answer.
+    let fail_args = ["1000", "3", "1800"];
+    for (id, want) in [("f1", vec![1, 0]), ("f2", vec![2, 0]), ("f3", vec![0, 1])] {
+        let key = format!("failed:{id}");
+        let got: (Vec<u64>, Vec<u64>) =
+            twice(&conn, &FAIL, &["fails:u", "lock:u", &key], &fail_args).await;
+        assert_eq!(got, (want.clone(), want), "failure {id}");
+    }
+    assert_eq!(super::redis_cli(&server, &["GET", "lock:u"]), "2800");
+    let again: (Vec<u64>, Vec<u64>) = twice(
+        &conn,
+        &FAIL,
+        &["fails:u", "lock:u", "failed:f2"],
+        &fail_args,
+    )
+    .await;
+    assert_eq!(
+        again,
+        (vec![2, 0], vec![2, 0]),
+        "an old id is not a new failure"
+    );
+
+    // PUT_STATE with a capacity of 1: s1 repeated is stored, not "full".
+    let put_args = |state| ["github v 1000", "600", "1000", "1", state];
+    let stored: (u8, u8) = twice(&conn, &PUT_STATE, &["state:s1", "index"], &put_args("s1")).await;
+    assert_eq!(stored, (1, 1));
+    let full: (u8, u8) = twice(&conn, &PUT_STATE, &["state:s2", "index"], &put_args("s2")).await;
+    assert_eq!(full, (0, 0));
+    assert_eq!(count("index"), "1");
+
+    // TAKE_STATE is single use: the repeat finds nothing (fails closed).
+    let taken: (Option<String>, Option<String>) =
+        twice(&conn, &TAKE_STATE, &["state:s1", "index"], &["s1"]).await;
+    assert_eq!(taken, (Some("github v 1000".into()), None));
+}

@@ -65,7 +65,7 @@ const PREFIX: &str = "token-auth:";
 /// Returns {0, 0} allowed (counted in both windows), {1, wait} too many
 /// attempts, {2, wait} locked. A member already in the user window (a
 /// repeated call) is allowed again, not counted twice.
-static ADMIT: LazyLock<Script> = LazyLock::new(|| {
+pub static ADMIT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('ZSCORE', KEYS[3], ARGV[4]) then
@@ -102,7 +102,7 @@ return {0, 0}
 /// KEYS: failures, lock, this failure's answer. ARGV: now, lock_after,
 /// lock_for. Returns {consecutive failures, 1 if this failure locked the
 /// account}; a repeated call (its answer key exists) gets the same answer.
-static FAIL: LazyLock<Script> = LazyLock::new(|| {
+pub static FAIL: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local seen = redis.call('GET', KEYS[3])
@@ -130,7 +130,7 @@ return answer
 /// KEYS: state, index. ARGV: value, ttl, now, capacity, state.
 /// Returns 1 stored, 0 full. A state that exists (a repeated call) is
 /// answered 1 without being counted again.
-static PUT_STATE: LazyLock<Script> = LazyLock::new(|| {
+pub static PUT_STATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -151,7 +151,7 @@ return 1
 });
 
 /// KEYS: state, index. ARGV: state. Returns the value (now deleted) or nil.
-static TAKE_STATE: LazyLock<Script> = LazyLock::new(|| {
+pub static TAKE_STATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local v = redis.call('GETDEL', KEYS[1])
