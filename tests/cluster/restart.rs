@@ -3,10 +3,12 @@
 //! stopped and started again; requests during the outage may be 503, but
 //! not one request started after the server is back is.
 //!
-//! The first call after a restart meets a connection that died with the old
-//! server (Redis: "broken pipe"; a fresh Redis also has no scripts loaded).
-//! The services repeat such a call once on a fresh connection within the
-//! same time-out, which these tests prove from the outside.
+//! Then a quiet restart, with no request in flight: the first request on
+//! each instance meets the connection that died with the old server, or a
+//! reconnection that failed while it was away (before the fix: 503 for the
+//! first login on each token-auth instance and the first greeter list). The
+//! services repeat such a call once on a fresh connection within the same
+//! time-out; the scripts they repeat are shown safe to run twice here too.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
