@@ -13,6 +13,18 @@
 //!   stalled gives [`Unavailable`], which the services answer with 503 /
 //!   UNAVAILABLE. The pool and the Redis connection manager reconnect on
 //!   their own, so a server that comes back is used again without a restart.
+//! - **A restart is invisible once the server is back**: the first call
+//!   after it meets a connection that died with the old server ("broken
+//!   pipe"), or a reconnection that failed while the server was away. A call
+//!   that fails *on its connection* is therefore made once more, on a fresh
+//!   connection, within the same time-out ([`redis_call`],
+//!   [`pg_call_repeatable`]); only when that fails too is the answer 503.
+//!   Repeating is only done for calls that are safe to run twice — reads,
+//!   and writes whose second run changes nothing the first did not (each
+//!   such call says why) — because a call whose connection broke may have
+//!   run without its answer arriving. Other writes ([`pg_call`]) are
+//!   repeated only when no connection could be had, i.e. before anything
+//!   was sent. A time-out is never repeated: the budget is spent.
 //!
 //! Each service keeps its tables in its own PostgreSQL schema (the
 //! connection's `search_path`), so token-auth and the greeter can share one
@@ -188,7 +200,10 @@ pub async fn postgres(
 
 /// Run `call` on a connection from `pool`, the whole of it (waiting for the
 /// connection included) within `timeout`: `call`'s own result, or
-/// [`Unavailable`] when no connection or no answer came in time.
+/// [`Unavailable`] when no connection or no answer came in time. For calls
+/// that must not run twice: a second connection is asked for only when the
+/// first could not be had (nothing was sent yet); once `call` has run, its
+/// result is the answer.
 pub async fn pg_call<T, E, Fut>(
     pool: &PgPool,
     timeout: Duration,
@@ -198,8 +213,41 @@ where
     Fut: Future<Output = Result<T, E>>,
 {
     let run = async {
-        let client = pg(pool, timeout).await?;
+        let client = match pg(pool, timeout).await {
+            Ok(client) => client,
+            Err(_) => pg(pool, timeout).await?,
+        };
         Ok(call(client).await)
+    };
+    within(Server::Postgres, timeout, run).await?
+}
+
+/// [`pg_call`] for a call that is safe to run twice (a read, or a write
+/// whose second run changes nothing the first did not): when the first
+/// attempt fails on its connection (`lost_connection` says so of `call`'s
+/// error, or no connection could be had), `call` runs once more on another
+/// connection, both attempts within `timeout`. A connection that failed is
+/// closed, and the pool's check-out drops closed connections, so the second
+/// attempt gets a live or a new one.
+pub async fn pg_call_repeatable<T, E, Fut>(
+    pool: &PgPool,
+    timeout: Duration,
+    call: impl Fn(PgClient) -> Fut,
+    lost_connection: impl Fn(&E) -> bool,
+) -> Result<Result<T, E>, Unavailable>
+where
+    Fut: Future<Output = Result<T, E>>,
+{
+    let attempt = || async {
+        let client = pg(pool, timeout).await?;
+        Ok::<_, Unavailable>(call(client).await)
+    };
+    let run = async {
+        match attempt().await {
+            Ok(Err(e)) if lost_connection(&e) => attempt().await,
+            Err(_unavailable) => attempt().await,
+            done => done,
+        }
     };
     within(Server::Postgres, timeout, run).await?
 }
@@ -384,15 +432,40 @@ pub async fn redis(
     }
 }
 
-/// `call` (a Redis command or script) within `timeout`; an error or no
-/// answer in time is [`Unavailable`].
-pub async fn redis_call<T>(
-    timeout: Duration,
-    call: impl Future<Output = redis::RedisResult<T>>,
-) -> Result<T, Unavailable> {
-    within(Server::Redis, timeout, call)
+/// `call()` (one Redis command or script on a clone of the connection
+/// manager) within `timeout`; an error or no answer in time is
+/// [`Unavailable`].
+///
+/// When the first attempt fails on its connection ([`redis_lost_connection`]:
+/// a socket closed by a restarted server, a reconnection that failed while
+/// it was away), the manager starts a new connection and `call()` is made
+/// once more on it, within what is left of `timeout`. So `call` must be safe
+/// to run twice: every caller says why it is. (A script the fresh server
+/// does not know, `NOSCRIPT`, is loaded and run again by redis-rs itself.)
+pub async fn redis_call<T, Fut>(timeout: Duration, call: impl Fn() -> Fut) -> Result<T, Unavailable>
+where
+    Fut: Future<Output = redis::RedisResult<T>>,
+{
+    let run = async {
+        match call().await {
+            Err(e) if redis_lost_connection(&e) => call().await,
+            done => done,
+        }
+    };
+    within(Server::Redis, timeout, run)
         .await?
         .map_err(|e| redis_unavailable(&e))
+}
+
+/// Whether `e` says the connection failed (closed, reset, refused, or a
+/// reconnection that did not succeed), not the command: a fresh connection
+/// may succeed. A time-out is not such an error: its budget is spent.
+pub fn redis_lost_connection(e: &redis::RedisError) -> bool {
+    !e.is_timeout()
+        && (e.is_io_error()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || e.is_unrecoverable_error())
 }
 
 /// A Redis error at run time as [`Unavailable`].

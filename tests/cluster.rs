@@ -14,6 +14,8 @@ mod support;
 mod greeter;
 #[path = "cluster/parity.rs"]
 mod parity;
+#[path = "cluster/restart.rs"]
+mod restart;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};

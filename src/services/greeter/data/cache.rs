@@ -36,9 +36,15 @@
 //!
 //! The connection manager reconnects on its own: once Redis is back,
 //! requests succeed again without a restart (and the script is re-loaded
-//! on the `NOSCRIPT` answer of a fresh server).
+//! on the `NOSCRIPT` answer of a fresh server). The first call after a
+//! restart meets the connection that died with the old server; it is made
+//! once more on a fresh one within the same time-out
+//! ([`cluster::redis_call`]), so a restart costs no request. Each call is
+//! safe to repeat: the read script only reads; `SET` of a list writes the
+//! same value twice; `INCR` of the generation may step it twice, which
+//! only invalidates once more (generations are compared for equality,
+//! never counted).
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -81,21 +87,23 @@ impl CachedUsers {
         }
     }
 
-    /// `call` within the time-out; any failure is [`Unavailable`].
-    async fn bounded<T>(
-        &self,
-        call: impl Future<Output = redis::RedisResult<T>>,
-    ) -> Result<T, Unavailable> {
-        cluster::redis_call(self.timeout, call).await
+    /// `cmd` within the time-out, made once more on a fresh connection if
+    /// the first attempt lost its connection (every command here is safe to
+    /// repeat: see the module documentation); any failure is [`Unavailable`].
+    async fn bounded<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, Unavailable> {
+        cluster::redis_call(self.timeout, || {
+            let mut conn = self.redis.clone();
+            async move { cmd.query_async::<T>(&mut conn).await }
+        })
+        .await
     }
 
     /// Moves to the next generation after a write (`what`); a failure is
     /// logged, not returned: the write itself is committed.
     async fn invalidate(&self, what: &str) {
-        let mut conn = self.redis.clone();
         let mut incr = redis::cmd("INCR");
         incr.arg(GEN_KEY);
-        if let Err(e) = self.bounded(incr.query_async::<i64>(&mut conn)).await {
+        if let Err(e) = self.bounded::<i64>(&incr).await {
             biz::log(&format!(
                 "cache: the user list was not invalidated after {what} ({e}); the row is \
                  stored, but a list cached before it may be served for up to {LIST_TTL:?}"
@@ -154,11 +162,14 @@ impl UserRepo for CachedUsers {
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<User>, biz::Error>> {
         Box::pin(async move {
-            let mut conn = self.redis.clone();
             let mut read = self.read.key(GEN_KEY);
             read.arg(LIST_KEY_PREFIX);
-            let read = read.invoke_async::<(i64, Option<Vec<u8>>)>(&mut conn);
-            let (generation, cached) = self.bounded(read).await.map_err(|e| {
+            let read = &read;
+            let read = cluster::redis_call(self.timeout, || {
+                let mut conn = self.redis.clone();
+                async move { read.invoke_async::<(i64, Option<Vec<u8>>)>(&mut conn).await }
+            });
+            let (generation, cached) = read.await.map_err(|e| {
                 let message = format!("store unavailable while listing users: {e}");
                 biz::log(&message);
                 biz::Error::Unavailable { message }
@@ -175,7 +186,7 @@ impl UserRepo for CachedUsers {
                 .arg(encode(&users))
                 .arg("EX")
                 .arg(LIST_TTL.as_secs());
-            if let Err(e) = self.bounded(set.query_async::<()>(&mut conn)).await {
+            if let Err(e) = self.bounded::<()>(&set).await {
                 biz::log(&format!("cache: the user list was not cached ({e})"));
             }
             Ok(users)

@@ -17,6 +17,15 @@
 //! resources is `Unavailable`; anything else is `Internal`, with the detail
 //! in the log only. A write that times out may still have been committed:
 //! the answer then says "unavailable", not "not stored".
+//!
+//! PostgreSQL restarting: a read that fails on its connection is made once
+//! more on another connection within the same time-out ([`PgStore::call_repeatable`]),
+//! since reading twice changes nothing. The inserts (a greeting, a user) are
+//! not repeated once sent: one whose answer was lost may have committed, and
+//! a second would store the greeting twice or report the caller's own new
+//! name as taken. They are repeated only when no connection could be had
+//! (nothing was sent), which with the pool dropping closed connections at
+//! check-out is what the first call after a restart meets.
 
 use std::future::Future;
 use std::time::Duration;
@@ -99,11 +108,25 @@ impl PgStore {
             .map_err(Failure::Db)
     }
 
+    /// [`call`](Self::call) for a call that is safe to run twice: one that
+    /// failed on its connection is made once more on another connection,
+    /// within the same time-out.
+    async fn call_repeatable<T, Fut>(&self, call: impl Fn(PgClient) -> Fut) -> Result<T, Failure>
+    where
+        Fut: Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        cluster::pg_call_repeatable(&self.pool, self.timeout, call, cluster::pg_is_unavailable)
+            .await
+            .map_err(Failure::Unavailable)?
+            .map_err(Failure::Db)
+    }
+
     /// Number of stored greetings for `name` (for tests and diagnostics).
     pub async fn count_greetings(&self, name: &str) -> Result<i64, biz::Error> {
         let what = "counting greetings";
+        // A read: safe to repeat.
         let row = self
-            .call(|c| async move {
+            .call_repeatable(|c| async move {
                 let s = c
                     .prepare_cached("SELECT COUNT(*) FROM greeter.greetings WHERE name = $1")
                     .await?;
@@ -187,8 +210,9 @@ impl UserRepo for PgStore {
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<User>, biz::Error>> {
         Box::pin(async move {
+            // A read: safe to repeat.
             let rows = self
-                .call(|c| async move {
+                .call_repeatable(|c| async move {
                     let s = c
                         .prepare_cached(
                             "SELECT id, username, password, age FROM greeter.users ORDER BY id",

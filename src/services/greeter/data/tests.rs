@@ -518,3 +518,23 @@ async fn a_full_write_queue_refuses_at_once_by_bytes_and_by_count() {
     assert_eq!(store.count_greetings("one more").await.unwrap(), 0);
     assert_eq!(store.count_greetings(&mib).await.unwrap(), 0);
 }
+
+#[tokio::test]
+async fn a_database_holding_names_differing_only_in_case_is_refused_naming_the_index() {
+    // Written before usernames were unique without regard to case.
+    let dir = TempDir::new("case");
+    let conn = Connection::open(dir.db()).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+         username TEXT NOT NULL UNIQUE, password TEXT NOT NULL, age INTEGER NOT NULL); \
+         INSERT INTO users (username, password, age) VALUES ('Ann', 'a', 1), ('ann', 'b', 1);",
+    )
+    .unwrap();
+    drop(conn);
+    let err = Data::open_async(dir.db()).await.err().unwrap().to_string();
+    assert!(
+        err.starts_with("data.database.source: cannot open SQLite database"),
+        "{err}"
+    );
+    assert!(err.contains("users_username_lower"), "{err}");
+}

@@ -4,6 +4,15 @@
 //!
 //! Every statement is parameterized and prepared once per connection
 //! (`prepare_cached`); every call is bounded by the configured time-out.
+//!
+//! A call that fails on its connection (PostgreSQL restarted under it) is
+//! made once more on another connection within the same time-out when it is
+//! safe to run twice ([`PgStore::run_repeatable`]; each use says why):
+//! reads, the blacklist's insert-if-absent and prune, and the provider
+//! sign-in's find-or-create. Creating a user is not: an `INSERT` whose
+//! answer was lost may have committed, and a second one would then report
+//! the caller's own new name as taken. It is repeated only when no
+//! connection could be had at all ([`PgStore::run`]).
 
 use crate::cluster::{self as shared, Migration, PgPool};
 use crate::services::token_auth::backend::{Accounts, Revocations};
@@ -102,6 +111,20 @@ impl PgStore {
             .map_err(|e| StoreError::Down(e.to_string()))?
     }
 
+    /// [`run`](Self::run) for a call that is safe to run twice: one that
+    /// failed on its connection ([`StoreError::Down`]) is made once more on
+    /// another connection, within the same time-out.
+    async fn run_repeatable<'a, T, F, Fut>(&'a self, f: F) -> Result<T, StoreError>
+    where
+        F: Fn(shared::PgClient) -> Fut + 'a,
+        Fut: Future<Output = Result<T, StoreError>> + 'a,
+    {
+        let lost_connection = |e: &StoreError| matches!(e, StoreError::Down(_));
+        shared::pg_call_repeatable(&self.pool, self.timeout, f, lost_connection)
+            .await
+            .map_err(|e| StoreError::Down(e.to_string()))?
+    }
+
     async fn query_opt(
         client: &shared::PgClient,
         sql: &str,
@@ -140,7 +163,8 @@ impl Accounts for PgStore {
         &'a self,
         username: &'a str,
     ) -> BoxFuture<'a, Result<Option<(User, String)>, StoreError>> {
-        Box::pin(self.run(move |client| async move {
+        // A read: safe to repeat.
+        Box::pin(self.run_repeatable(move |client| async move {
             let sql = format!(
                 "SELECT {USER_COLUMNS}, password_hash FROM users WHERE lower(username) = lower($1)"
             );
@@ -152,7 +176,8 @@ impl Accounts for PgStore {
     }
 
     fn user_by_id(&self, id: i64) -> BoxFuture<'_, Result<Option<User>, StoreError>> {
-        Box::pin(self.run(move |client| async move {
+        // A read: safe to repeat.
+        Box::pin(self.run_repeatable(move |client| async move {
             let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
             Self::query_opt(&client, &sql, &[&id])
                 .await?
@@ -162,7 +187,8 @@ impl Accounts for PgStore {
     }
 
     fn list_users(&self) -> BoxFuture<'_, Result<Vec<User>, StoreError>> {
-        Box::pin(self.run(|client| async move {
+        // A read: safe to repeat.
+        Box::pin(self.run_repeatable(|client| async move {
             let sql = format!("SELECT {USER_COLUMNS} FROM users ORDER BY id");
             let stmt = client.prepare_cached(&sql).await.map_err(store_error)?;
             let rows = client.query(&stmt, &[]).await.map_err(store_error)?;
@@ -175,29 +201,36 @@ impl Accounts for PgStore {
         identity: ProviderIdentity,
         username_hint: String,
     ) -> BoxFuture<'_, Result<User, StoreError>> {
-        Box::pin(self.run(move |mut client| async move {
-            let tx = client.transaction().await.map_err(store_error)?;
-            // Two instances signing in the same new identity at once would
-            // both create a user; the lock (per identity, released with the
-            // transaction) makes the second find the first one's binding.
-            let lock_key = format!("{}/{}", identity.provider, identity.provider_user_id);
-            tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&lock_key])
-                .await
-                .map_err(store_error)?;
-            let bound = tx
-                .query_opt(
-                    "SELECT user_id FROM user_auth_providers \
+        // Safe to repeat: one transaction that finds the user bound to the
+        // identity or creates it, then stores the binding's latest values.
+        // A first attempt that did not commit left nothing; one that
+        // committed but lost its answer made the binding the second attempt
+        // then finds, so both end with the same user and binding.
+        Box::pin(async move {
+            let (identity, username_hint) = (&identity, username_hint.as_str());
+            self.run_repeatable(move |mut client| async move {
+                let tx = client.transaction().await.map_err(store_error)?;
+                // Two instances signing in the same new identity at once would
+                // both create a user; the lock (per identity, released with the
+                // transaction) makes the second find the first one's binding.
+                let lock_key = format!("{}/{}", identity.provider, identity.provider_user_id);
+                tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&lock_key])
+                    .await
+                    .map_err(store_error)?;
+                let bound = tx
+                    .query_opt(
+                        "SELECT user_id FROM user_auth_providers \
                      WHERE provider = $1 AND provider_user_id = $2",
-                    &[&identity.provider, &identity.provider_user_id],
-                )
-                .await
-                .map_err(store_error)?;
-            let user_id: i64 = match bound {
-                Some(row) => row.get(0),
-                None => insert_with_free_username(&tx, &username_hint).await?,
-            };
-            tx.execute(
-                "INSERT INTO user_auth_providers (user_id, provider, provider_user_id, \
+                        &[&identity.provider, &identity.provider_user_id],
+                    )
+                    .await
+                    .map_err(store_error)?;
+                let user_id: i64 = match bound {
+                    Some(row) => row.get(0),
+                    None => insert_with_free_username(&tx, username_hint).await?,
+                };
+                tx.execute(
+                    "INSERT INTO user_auth_providers (user_id, provider, provider_user_id, \
                  nickname, avatar_url, access_token, refresh_token, expires_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
                  ON CONFLICT (provider, provider_user_id) DO UPDATE SET \
@@ -205,25 +238,27 @@ impl Accounts for PgStore {
                  access_token = excluded.access_token, refresh_token = excluded.refresh_token, \
                  expires_at = excluded.expires_at, \
                  updated_at = extract(epoch from now())::bigint",
-                &[
-                    &user_id,
-                    &identity.provider,
-                    &identity.provider_user_id,
-                    &identity.nickname,
-                    &identity.avatar_url,
-                    &identity.access_token,
-                    &identity.refresh_token,
-                    &identity.expires_at,
-                ],
-            )
+                    &[
+                        &user_id,
+                        &identity.provider,
+                        &identity.provider_user_id,
+                        &identity.nickname,
+                        &identity.avatar_url,
+                        &identity.access_token,
+                        &identity.refresh_token,
+                        &identity.expires_at,
+                    ],
+                )
+                .await
+                .map_err(store_error)?;
+                let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
+                let row = tx.query_one(&sql, &[&user_id]).await.map_err(store_error)?;
+                let user = user_from_row(&row)?;
+                tx.commit().await.map_err(store_error)?;
+                Ok(user)
+            })
             .await
-            .map_err(store_error)?;
-            let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
-            let row = tx.query_one(&sql, &[&user_id]).await.map_err(store_error)?;
-            let user = user_from_row(&row)?;
-            tx.commit().await.map_err(store_error)?;
-            Ok(user)
-        }))
+        })
     }
 }
 
@@ -259,7 +294,8 @@ impl Revocations for PgStore {
         expired_at: u64,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let expired_at = i64::try_from(expired_at).unwrap_or(i64::MAX);
-        Box::pin(self.run(move |client| async move {
+        // Safe to repeat: listing a jti that is listed changes nothing.
+        Box::pin(self.run_repeatable(move |client| async move {
             let stmt = client
                 .prepare_cached(
                     "INSERT INTO token_blacklist (token_jti, expired_at) VALUES ($1, $2) \
@@ -276,7 +312,8 @@ impl Revocations for PgStore {
     }
 
     fn is_revoked<'a>(&'a self, jti: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.run(move |client| async move {
+        // A read: safe to repeat.
+        Box::pin(self.run_repeatable(move |client| async move {
             let found = Self::query_opt(
                 &client,
                 "SELECT 1 FROM token_blacklist WHERE token_jti = $1",
@@ -289,7 +326,8 @@ impl Revocations for PgStore {
 
     fn prune(&self, now: u64) -> BoxFuture<'_, Result<usize, StoreError>> {
         let now = i64::try_from(now).unwrap_or(i64::MAX);
-        Box::pin(self.run(move |client| async move {
+        // Safe to repeat: what expired by `now` is gone after either run.
+        Box::pin(self.run_repeatable(move |client| async move {
             let stmt = client
                 .prepare_cached("DELETE FROM token_blacklist WHERE expired_at <= $1")
                 .await

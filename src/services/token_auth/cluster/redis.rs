@@ -12,6 +12,7 @@
 //! | `login:ip:{ip}` | sorted set | attempt times in the window | after the window |
 //! | `login:user:{name}` | sorted set | attempt times in the window | after the window |
 //! | `fails:{name}` | counter | consecutive failures | after the lock time |
+//! | `failed:{id}` | string | one failure's answer, for a repeated call | after 60 s |
 //! | `lock:{name}` | string | when the lock ends (Unix s) | when the lock ends |
 //! | `oauth:{state}` | string | provider, verifier, start time | after 10 minutes |
 //! | `oauth:pending` | sorted set | states by start time (the cap) | after 10 minutes |
@@ -20,6 +21,28 @@
 //! local limiter. Every call is bounded by the configured time-out; an error
 //! or a time-out is [`StoreError::Down`] and the request is refused (503),
 //! never let through.
+//!
+//! # Safe to repeat
+//!
+//! A call that fails on its connection (Redis restarted under it) is made
+//! once more on a fresh connection ([`crate::cluster::redis_call`]). Such a
+//! call may have run with its answer lost, so each one is written to give
+//! the same answer and leave the same state when run twice with the same
+//! arguments (the arguments, random ids included, are fixed once per call):
+//!
+//! - `ADMIT` carries the attempt's random id; an id already in the window
+//!   was admitted by the first run and is answered "allowed" again without
+//!   being counted twice.
+//! - `FAIL` carries the failure's random id and keeps its answer under
+//!   `failed:{id}` for a minute; a second run returns that answer instead
+//!   of counting the failure again (which could lock an account early).
+//! - `DEL fails:{name}` (a success) is idempotent.
+//! - `PUT_STATE`: a state that exists was stored by the first run (states
+//!   are 128 random bits) and is answered "stored", not counted against
+//!   the cap a second time.
+//! - `TAKE_STATE` (`GETDEL`) is single use by design: a second run finds
+//!   nothing, so a state is still never taken twice; the worst a lost
+//!   answer costs is a refused callback (fail closed), never a double use.
 
 use crate::cluster::{self as shared, Redis};
 use crate::services::token_auth::backend::{LoginLimits, PendingSignIns};
@@ -40,10 +63,14 @@ const PREFIX: &str = "token-auth:";
 
 /// KEYS: lock, ip window, user window. ARGV: now, limit, window, member.
 /// Returns {0, 0} allowed (counted in both windows), {1, wait} too many
-/// attempts, {2, wait} locked.
-static ADMIT: LazyLock<Script> = LazyLock::new(|| {
+/// attempts, {2, wait} locked. A member already in the user window (a
+/// repeated call) is allowed again, not counted twice.
+pub static ADMIT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
+if redis.call('ZSCORE', KEYS[3], ARGV[4]) then
+  return {0, 0}
+end
 local now = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local window = tonumber(ARGV[3])
@@ -72,30 +99,43 @@ return {0, 0}
     )
 });
 
-/// KEYS: failures, lock. ARGV: now, lock_after, lock_for.
-/// Returns {consecutive failures, 1 if this failure locked the account}.
-static FAIL: LazyLock<Script> = LazyLock::new(|| {
+/// KEYS: failures, lock, this failure's answer. ARGV: now, lock_after,
+/// lock_for. Returns {consecutive failures, 1 if this failure locked the
+/// account}; a repeated call (its answer key exists) gets the same answer.
+pub static FAIL: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
+local seen = redis.call('GET', KEYS[3])
+if seen then
+  local n, locked = string.match(seen, '(%d+) (%d+)')
+  return {tonumber(n), tonumber(locked)}
+end
 local now = tonumber(ARGV[1])
 local lock_for = tonumber(ARGV[3])
+local answer = {0, 1}
 local n = redis.call('INCR', KEYS[1])
 redis.call('EXPIRE', KEYS[1], lock_for)
 if n >= tonumber(ARGV[2]) then
   redis.call('SET', KEYS[2], now + lock_for, 'EX', lock_for)
   redis.call('DEL', KEYS[1])
-  return {0, 1}
+else
+  answer = {n, 0}
 end
-return {n, 0}
+redis.call('SET', KEYS[3], answer[1] .. ' ' .. answer[2], 'EX', 60)
+return answer
 ",
     )
 });
 
 /// KEYS: state, index. ARGV: value, ttl, now, capacity, state.
-/// Returns 1 stored, 0 full.
-static PUT_STATE: LazyLock<Script> = LazyLock::new(|| {
+/// Returns 1 stored, 0 full. A state that exists (a repeated call) is
+/// answered 1 without being counted again.
+pub static PUT_STATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 1
+end
 local now = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
@@ -111,7 +151,7 @@ return 1
 });
 
 /// KEYS: state, index. ARGV: state. Returns the value (now deleted) or nil.
-static TAKE_STATE: LazyLock<Script> = LazyLock::new(|| {
+pub static TAKE_STATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local v = redis.call('GETDEL', KEYS[1])
@@ -125,16 +165,21 @@ fn down(e: impl std::fmt::Display) -> StoreError {
     StoreError::Down(e.to_string())
 }
 
-/// Run one script invocation within `timeout`.
+/// Run one script invocation within `timeout`, a second time on a fresh
+/// connection if the first lost its connection (each script is safe to
+/// repeat: see the module documentation).
 async fn invoke<T: redis::FromRedisValue>(
     conn: &Redis,
     timeout: Duration,
     invocation: redis::ScriptInvocation<'_>,
 ) -> Result<T, StoreError> {
-    let mut conn = conn.clone();
-    shared::redis_call(timeout, invocation.invoke_async(&mut conn))
-        .await
-        .map_err(down)
+    let invocation = &invocation;
+    shared::redis_call(timeout, || {
+        let mut conn = conn.clone();
+        async move { invocation.invoke_async(&mut conn).await }
+    })
+    .await
+    .map_err(down)
 }
 
 /// [`LoginLimits`] in Redis.
@@ -202,11 +247,13 @@ impl LoginLimits for RedisLimits {
     ) -> BoxFuture<'a, Result<FailureOutcome, StoreError>> {
         Box::pin(async move {
             let user = user_key(username);
+            let now = self.clock.now();
             let mut invocation = FAIL.prepare_invoke();
             invocation
                 .key(format!("{PREFIX}fails:{user}"))
                 .key(format!("{PREFIX}lock:{user}"))
-                .arg(self.clock.now())
+                .key(format!("{PREFIX}failed:{}", attempt_id(now)?))
+                .arg(now)
                 .arg(self.policy.lock_after)
                 .arg(self.policy.lock_for);
             let (consecutive, locked): (u32, u8) =
@@ -222,13 +269,17 @@ impl LoginLimits for RedisLimits {
 
     fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
             let key = format!("{PREFIX}fails:{}", user_key(username));
             let mut del = redis::cmd("DEL");
             del.arg(key);
-            shared::redis_call(self.timeout, del.query_async::<()>(&mut conn))
-                .await
-                .map_err(down)
+            let del = &del;
+            // Safe to repeat: deleting twice leaves the key deleted.
+            shared::redis_call(self.timeout, || {
+                let mut conn = self.conn.clone();
+                async move { del.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(down)
         })
     }
 
