@@ -27,6 +27,8 @@ pub mod log;
 pub mod metrics;
 pub mod middleware;
 pub mod path_params;
+pub mod peer;
+pub mod ratelimit;
 pub mod router;
 pub mod server;
 pub mod timefmt;

@@ -309,6 +309,7 @@ fn config_text(source: &str, cache_addr: &str) -> String {
 data:
   database: {{ driver: postgres, source: {source:?} }}
   cache: {{ network: tcp, addr: {cache_addr:?}, read_timeout: 0.2s, write_timeout: 0.2s }}
+limits: {{ registrations_per_minute: 0 }}
 "
     )
 }

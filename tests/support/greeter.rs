@@ -39,7 +39,8 @@ impl Drop for TempDir {
     }
 }
 
-/// The config text used by the tests.
+/// The config text used by the tests (registrations not limited: tests
+/// register many users from 127.0.0.1).
 pub fn config_text(source: &str, http_timeout: &str, grpc_timeout: &str) -> String {
     format!(
         "server:
@@ -48,6 +49,7 @@ pub fn config_text(source: &str, http_timeout: &str, grpc_timeout: &str) -> Stri
 data:
   database: {{ driver: sqlite3, source: {source:?} }}
   cache: {{ network: tcp, addr: 127.0.0.1:6379, read_timeout: 0.2s, write_timeout: 0.2s }}
+limits: {{ registrations_per_minute: 0 }}
 "
     )
 }
@@ -57,7 +59,12 @@ pub async fn start_with(http_timeout: &str, grpc_timeout: &str) -> Running {
     let dir = TempDir::new("greeter");
     let db = dir.0.join("greeter.db");
     let text = config_text(&db.display().to_string(), http_timeout, grpc_timeout);
-    let config = Config::from_yaml(&text).unwrap();
+    start_from(&text, dir, db).await
+}
+
+/// Starts a greeter from config `text` whose database `db` is in `dir`.
+pub async fn start_from(text: &str, dir: TempDir, db: PathBuf) -> Running {
+    let config = Config::from_yaml(text).unwrap();
     let greeter = Greeter::bind(&config).await.unwrap();
     let (http, grpc) = (greeter.http_addr(), greeter.grpc_addr());
     let (stop, stopped) = oneshot::channel::<()>();

@@ -297,7 +297,7 @@ impl Gateway {
             }
             Ok::<_, Failure>(reply)
         };
-        match answer.await {
+        match crate::web::peer::scope(c.client_ip(), answer).await {
             Ok(reply) => c.json(StatusCode::OK, &reply),
             Err(f) => fail(c, f.http_status(), &f.reason, &f.message),
         }

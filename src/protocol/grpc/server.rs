@@ -254,7 +254,10 @@ impl Service for Server {
             .operations
             .as_ref()
             .map(|ops| ops.by_path.get(&path).unwrap_or(&ops.unmatched).clone());
-        let response = self.handle(req.map(|body| body.map_err(BoxError::from).boxed_unsync()));
+        let response = crate::web::peer::scope(
+            remote.ip(),
+            self.handle(req.map(|body| body.map_err(BoxError::from).boxed_unsync())),
+        );
         Box::pin(async move { access_log::wrap(response.await, &path, remote, start, operation) })
     }
 }

@@ -65,6 +65,27 @@ pub struct Config {
     pub server: Server,
     /// `data.*`: the stores behind the service.
     pub data: Data,
+    /// `limits.*` (optional): abuse limits.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// `limits.*`: not a Kratos key; optional, with safe defaults.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// `registrations_per_minute`: `UserRegister` calls allowed per client
+    /// address (IPv6 by /64) per minute, over HTTP and gRPC together;
+    /// `0` switches the limit off. Default 10, as token-auth.
+    pub registrations_per_minute: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            registrations_per_minute: 10,
+        }
+    }
 }
 
 /// `server.*`.

@@ -189,7 +189,10 @@ impl Greeter {
             );
         }
         let greeter = Arc::new(GreeterUsecase::new(stores.greetings));
-        let users = Arc::new(UserUsecase::new(stores.users));
+        let users = Arc::new(
+            UserUsecase::new(stores.users)
+                .limit_registrations(config.limits.registrations_per_minute),
+        );
         let files = api::parsed_files().map_err(GreeterError::Proto)?;
         let methods = rpc::methods(greeter, users, DEFAULT_MAX_MESSAGE_SIZE);
         let gateway =

@@ -35,7 +35,7 @@ pub fn failure_of(e: biz::Error) -> Failure {
         biz::Error::AlreadyExists { .. } => Code::AlreadyExists,
         biz::Error::Internal { .. } => Code::Internal,
         biz::Error::Unavailable { .. } => Code::Unavailable,
-        biz::Error::Busy { .. } => Code::ResourceExhausted,
+        biz::Error::Busy { .. } | biz::Error::TooMany { .. } => Code::ResourceExhausted,
     };
     Failure::new(code, e.reason(), e.message())
 }
