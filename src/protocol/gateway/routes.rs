@@ -207,14 +207,28 @@ impl Route {
         let input = pool
             .message(&self.input)
             .ok_or_else(|| Failure::new(Code::Internal, "INTERNAL", "input message not known"))?;
-        let codec = |e: bind::BindError| bad("CODEC", format!("request body: {e}"));
+        // "request body must be a JSON object {username, password}: …", as
+        // the hand-written routes said it (the README quotes it).
+        let object = |m: &DescriptorProto| {
+            let names: Vec<&str> = m.field.iter().map(|f| f.json_name()).collect();
+            let shape = format!("{{{}}}", names.join(", "));
+            bind::json_object::<Map<String, Value>>(body).map_err(move |e| {
+                bad(
+                    "CODEC",
+                    format!("request body must be a JSON object {shape}: {e}"),
+                )
+            })
+        };
         let mut root = match &self.body {
             BodyRule::None => Map::new(),
-            BodyRule::All => bind::json_object::<Map<String, Value>>(body).map_err(codec)?,
+            BodyRule::All => object(input)?,
             BodyRule::Field(name) => {
                 let f = top_field(input, name).expect("checked at start-up");
-                let value = if f.r#type() == Type::Message && f.label() != Label::Repeated {
-                    Value::Object(bind::json_object::<Map<String, Value>>(body).map_err(codec)?)
+                let message = (f.r#type() == Type::Message && f.label() != Label::Repeated)
+                    .then(|| pool.message(f.type_name()))
+                    .flatten();
+                let value = if let Some(m) = message {
+                    Value::Object(object(m)?)
                 } else {
                     serde_json::from_slice(body).map_err(|e| {
                         bad("CODEC", format!("request body: invalid JSON body: {e}"))
