@@ -11,8 +11,6 @@
 //! field takes `?p=A&p=B`, keys naming no field are ignored (as Kratos),
 //! and the path's variables are set last: the path wins over query and body.
 
-use std::sync::Arc;
-
 use http::Method;
 use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FieldDescriptorProto};
@@ -57,6 +55,8 @@ pub struct Route {
     pub response_body: Option<String>,
     /// `file:line` of the rule, for messages.
     pub origin: String,
+    /// The line alone.
+    pub line: usize,
     pub(super) handler: UnaryMethod,
 }
 
@@ -77,21 +77,23 @@ pub(super) fn compile(
             method: format!("{}.{}", rule.service, rule.method),
             message,
         };
-        routes.push(compile_one(pool, r, input, output, err)?);
-        let last = routes.last_mut().expect("just pushed");
-        last.service.clone_from(&rule.service);
-        last.method.clone_from(&rule.method);
-        last.origin = format!("{file}:{}", r.line);
-        last.handler = handler.clone();
+        let mut route = compile_one(pool, r, input, output, handler.clone(), err)?;
+        route.service.clone_from(&rule.service);
+        route.method.clone_from(&rule.method);
+        route.origin = format!("{file}:{}", r.line);
+        route.line = r.line;
+        routes.push(route);
     }
     Ok(routes)
 }
 
+/// One binding, checked against the messages (names are filled in by the caller).
 fn compile_one(
     pool: &Pool,
     r: &HttpRule,
     input: &str,
     output: &str,
+    handler: UnaryMethod,
     err: impl Fn(String) -> GatewayError,
 ) -> Result<Route, GatewayError> {
     let template = Template::parse(&r.path).map_err(|e| err(e.to_string()))?;
@@ -151,7 +153,8 @@ fn compile_one(
         body,
         response_body,
         origin: String::new(),
-        handler: Arc::new(|_| Box::pin(async { Err(Failure::new(Code::Internal, "", "")) })),
+        line: r.line,
+        handler,
     })
 }
 
