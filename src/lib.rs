@@ -8,7 +8,9 @@
 //!   [`services::greeter`] (Area A), [`services::router_demo`] (Area B),
 //!   [`services::token_auth`] (Area C). A service never imports another.
 //! - [`protocol`]: protocol pieces by hand — [`protocol::grpc`] (framing,
-//!   status, dispatch, reflection over h2) and [`protocol::jwt`] (HS256).
+//!   status, dispatch, reflection over h2, the `.proto` parser),
+//!   [`protocol::gateway`] (HTTP/JSON routes derived from `google.api.http`
+//!   options, OpenAPI) and [`protocol::jwt`] (HS256).
 //!   They may use the framework, never a service.
 //! - [`web`]: the HTTP framework — accept loop, router, chain, engine,
 //!   middleware, binding, URL decoding. It never imports a service or a

@@ -241,7 +241,18 @@ async fn errors_are_kratos_json_with_grpc_gateway_statuses() {
             "[1]",
             400,
             "CODEC",
-            "expected a JSON object, found an array",
+            "request body must be a JSON object {name, id, shelf, author, tags, notes, genre, \
+             inPrint, ratings, path, cover, price, editions}: invalid JSON body: expected a JSON \
+             object, found an array",
+        ),
+        (
+            Method::PATCH,
+            "/v1/books/1/author",
+            "7",
+            400,
+            "CODEC",
+            "request body must be a JSON object {name, address, penNames}: invalid JSON body: \
+             expected a JSON object, found a number",
         ),
         (
             Method::POST,

@@ -771,7 +771,10 @@ async fn reflection_roundtrips(addr: SocketAddr, version: &str) {
                 .unwrap();
             assert_eq!(fd.name(), "helloworld/v1/greeter.proto");
             let methods: Vec<&str> = fd.service[0].method.iter().map(|m| m.name()).collect();
-            assert_eq!(methods, ["SayHello", "UserRegister", "UserList"]);
+            assert_eq!(
+                methods,
+                ["SayHello", "SayHelloAgain", "UserRegister", "UserList"]
+            );
         }
         other => panic!("{other:?}"),
     }

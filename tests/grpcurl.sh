@@ -71,7 +71,7 @@ got="$(reflect "$addr" list 2>&1)" || true
 want=$'grpc.reflection.v1.ServerReflection\ngrpc.reflection.v1alpha.ServerReflection\nhelloworld.v1.Greeter'
 if [ "$got" = "$want" ]; then pass "list services"; else fail "list services" "$want" "$got"; fi
 got="$(reflect "$addr" list helloworld.v1.Greeter 2>&1)" || true
-want=$'helloworld.v1.Greeter.SayHello\nhelloworld.v1.Greeter.UserList\nhelloworld.v1.Greeter.UserRegister'
+want=$'helloworld.v1.Greeter.SayHello\nhelloworld.v1.Greeter.SayHelloAgain\nhelloworld.v1.Greeter.UserList\nhelloworld.v1.Greeter.UserRegister'
 if [ "$got" = "$want" ]; then pass "list methods"; else fail "list methods" "$want" "$got"; fi
 got="$(reflect "$addr" describe helloworld.v1.Greeter 2>&1)" || true
 has "describe service" "helloworld.v1.Greeter is a service:" "$got"
@@ -88,6 +88,9 @@ has "HttpRule.additional_bindings" "repeated .google.api.HttpRule additional_bin
 # Every RPC through reflection and through -proto.
 call "SayHello (reflection)" '{"message":"Hello grpcurl"}' reflect '{"name":"grpcurl"}' SayHello
 call "SayHello (-proto)" '{"message":"Hello wörld"}' with_proto '{"name":"wörld"}' SayHello
+call "SayHelloAgain (reflection)" '{"message":"Hello again grpcurl"}' reflect '{"name":"grpcurl"}' SayHelloAgain
+call "SayHelloAgain (-proto)" '{"message":"Hello again proto"}' with_proto '{"name":"proto"}' SayHelloAgain
+call_err "SayHelloAgain empty name" InvalidArgument reflect '{}' SayHelloAgain
 call "UserRegister (reflection)" '{"result":"success"}' reflect '{"username":"ann","password":"pw1"}' UserRegister
 call "UserRegister (-proto)" '{"result":"success"}' with_proto '{"username":"bob","password":"pw2"}' UserRegister
 call_err "UserRegister duplicate" AlreadyExists reflect '{"username":"ann","password":"x"}' UserRegister

@@ -193,12 +193,7 @@ impl Gateway {
                 }) {
                     return Err(GatewayError {
                         file: file_name.to_owned(),
-                        line: route
-                            .origin
-                            .rsplit(':')
-                            .next()
-                            .and_then(|l| l.parse().ok())
-                            .unwrap_or(0),
+                        line: route.line,
                         method: format!("{service}.{}", m.name()),
                         message: format!(
                             "{} {} is already bound to {} ({})",

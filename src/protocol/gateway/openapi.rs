@@ -82,7 +82,7 @@ pub fn document(gateway: &Gateway, info: &Info) -> Value {
             let dotted = v.dotted();
             let field = super::routes::field_path(pool, input, &v.field_path).ok();
             let mut schema = field.map_or(json!({"type": "string"}), |f| scalar_schema(pool, f));
-            if !is_single_segment(&route.template, &dotted) {
+            if !v.is_single_segment(&route.template) {
                 schema["description"] =
                     json!("may contain `/` (the variable spans several path segments)");
             }
@@ -169,12 +169,6 @@ pub fn document(gateway: &Gateway, info: &Info) -> Value {
         "paths": paths,
         "components": {"schemas": schemas}
     })
-}
-
-fn is_single_segment(t: &super::template::Template, dotted: &str) -> bool {
-    // A one-segment variable appears as `{x}` in the source or `{x=*}`.
-    let s = t.source();
-    s.contains(&format!("{{{dotted}}}")) || s.contains(&format!("{{{dotted}=*}}"))
 }
 
 fn reference(name: &str, wanted: &mut Vec<String>) -> Value {

@@ -11,8 +11,6 @@
 //! field takes `?p=A&p=B`, keys naming no field are ignored (as Kratos),
 //! and the path's variables are set last: the path wins over query and body.
 
-use std::sync::Arc;
-
 use http::Method;
 use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FieldDescriptorProto};
@@ -57,6 +55,8 @@ pub struct Route {
     pub response_body: Option<String>,
     /// `file:line` of the rule, for messages.
     pub origin: String,
+    /// The line alone.
+    pub line: usize,
     pub(super) handler: UnaryMethod,
 }
 
@@ -77,21 +77,23 @@ pub(super) fn compile(
             method: format!("{}.{}", rule.service, rule.method),
             message,
         };
-        routes.push(compile_one(pool, r, input, output, err)?);
-        let last = routes.last_mut().expect("just pushed");
-        last.service.clone_from(&rule.service);
-        last.method.clone_from(&rule.method);
-        last.origin = format!("{file}:{}", r.line);
-        last.handler = handler.clone();
+        let mut route = compile_one(pool, r, input, output, handler.clone(), err)?;
+        route.service.clone_from(&rule.service);
+        route.method.clone_from(&rule.method);
+        route.origin = format!("{file}:{}", r.line);
+        route.line = r.line;
+        routes.push(route);
     }
     Ok(routes)
 }
 
+/// One binding, checked against the messages (names are filled in by the caller).
 fn compile_one(
     pool: &Pool,
     r: &HttpRule,
     input: &str,
     output: &str,
+    handler: UnaryMethod,
     err: impl Fn(String) -> GatewayError,
 ) -> Result<Route, GatewayError> {
     let template = Template::parse(&r.path).map_err(|e| err(e.to_string()))?;
@@ -151,7 +153,8 @@ fn compile_one(
         body,
         response_body,
         origin: String::new(),
-        handler: Arc::new(|_| Box::pin(async { Err(Failure::new(Code::Internal, "", "")) })),
+        line: r.line,
+        handler,
     })
 }
 
@@ -207,14 +210,28 @@ impl Route {
         let input = pool
             .message(&self.input)
             .ok_or_else(|| Failure::new(Code::Internal, "INTERNAL", "input message not known"))?;
-        let codec = |e: bind::BindError| bad("CODEC", format!("request body: {e}"));
+        // "request body must be a JSON object {username, password}: …", as
+        // the hand-written routes said it (the README quotes it).
+        let object = |m: &DescriptorProto| {
+            let names: Vec<&str> = m.field.iter().map(|f| f.json_name()).collect();
+            let shape = format!("{{{}}}", names.join(", "));
+            bind::json_object::<Map<String, Value>>(body).map_err(move |e| {
+                bad(
+                    "CODEC",
+                    format!("request body must be a JSON object {shape}: {e}"),
+                )
+            })
+        };
         let mut root = match &self.body {
             BodyRule::None => Map::new(),
-            BodyRule::All => bind::json_object::<Map<String, Value>>(body).map_err(codec)?,
+            BodyRule::All => object(input)?,
             BodyRule::Field(name) => {
                 let f = top_field(input, name).expect("checked at start-up");
-                let value = if f.r#type() == Type::Message && f.label() != Label::Repeated {
-                    Value::Object(bind::json_object::<Map<String, Value>>(body).map_err(codec)?)
+                let message = (f.r#type() == Type::Message && f.label() != Label::Repeated)
+                    .then(|| pool.message(f.type_name()))
+                    .flatten();
+                let value = if let Some(m) = message {
+                    Value::Object(object(m)?)
                 } else {
                     serde_json::from_slice(body).map_err(|e| {
                         bad("CODEC", format!("request body: invalid JSON body: {e}"))

@@ -82,6 +82,12 @@ impl Variable {
     pub fn dotted(&self) -> String {
         self.field_path.join(".")
     }
+
+    /// True if the variable spans exactly one segment (`{f}`, `{f=*}`,
+    /// `{f=lit}`): its value is then fully percent-decoded.
+    pub fn is_single_segment(&self, t: &Template) -> bool {
+        self.end - self.start == 1 && t.segments[self.start] != Segment::Rest
+    }
 }
 
 /// A compiled path template.

@@ -132,6 +132,18 @@ impl GreeterUsecase {
         self.repo.save_greeting(name.to_owned()).await?;
         Ok(format!("Hello {name}"))
     }
+
+    /// `Hello again <name>`; an empty name is `NAME_EMPTY`.
+    pub async fn say_hello_again(&self, name: &str) -> Result<String, Error> {
+        if name.is_empty() {
+            return Err(Error::InvalidArgument {
+                reason: "NAME_EMPTY",
+                message: "name must not be empty".into(),
+            });
+        }
+        log(&format!("SayHelloAgain name={}", preview(name)));
+        Ok(format!("Hello again {name}"))
+    }
 }
 
 /// The user use cases.
@@ -362,6 +374,22 @@ pub fn log(message: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn say_hello_again_greets_again_and_refuses_an_empty_name() {
+        let data = crate::services::greeter::data::Data::open(":memory:").unwrap();
+        let store = crate::services::greeter::data::GreeterStore::new(data);
+        let greeter = GreeterUsecase::new(Arc::new(store));
+        assert_eq!(
+            greeter.say_hello_again("kratos").await.unwrap(),
+            "Hello again kratos"
+        );
+        let err = greeter.say_hello_again("").await.unwrap_err();
+        assert_eq!(
+            (err.reason(), err.message()),
+            ("NAME_EMPTY", "name must not be empty")
+        );
+    }
 
     #[test]
     fn registration_fields_are_bounded_in_bytes_and_refuse_control_characters() {

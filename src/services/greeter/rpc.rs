@@ -74,13 +74,27 @@ pub fn methods(
     max_message_size: usize,
 ) -> Vec<(&'static str, UnaryMethod)> {
     let u = users.clone();
+    let g = greeter.clone();
     vec![
         (
             "SayHello",
             typed(move |req: HelloRequest| {
-                let greeter = greeter.clone();
+                let greeter = g.clone();
                 async move {
                     let message = greeter.say_hello(&req.name).await.map_err(failure_of)?;
+                    Ok(HelloReply { message })
+                }
+            }),
+        ),
+        (
+            "SayHelloAgain",
+            typed(move |req: HelloRequest| {
+                let greeter = greeter.clone();
+                async move {
+                    let message = greeter
+                        .say_hello_again(&req.name)
+                        .await
+                        .map_err(failure_of)?;
                     Ok(HelloReply { message })
                 }
             }),

@@ -40,6 +40,12 @@ pub enum InsertError {
         /// The refused path.
         path: String,
     },
+    /// A backslash is not followed by `:` (only `\:`, a literal colon, is
+    /// an escape), as in `/a\b`.
+    InvalidEscape {
+        /// The refused path.
+        path: String,
+    },
     /// The same method and path were registered before.
     AlreadyRegistered {
         /// The refused path.
@@ -93,6 +99,7 @@ impl fmt::Display for InsertError {
             Self::CatchAllWithoutSlash { path } => {
                 write!(f, "no / before catch-all in path '{path}'")
             }
+            Self::InvalidEscape { path } => write!(f, "invalid escape string in path '{path}'"),
             Self::AlreadyRegistered { path } => {
                 write!(f, "handlers are already registered for path '{path}'")
             }

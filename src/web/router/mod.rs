@@ -34,6 +34,11 @@
 //! # Ok::<(), handwire::web::router::InsertError>(())
 //! ```
 //!
+//! A literal colon is written `\:`, as in Gin >= 1.11:
+//! `/v1/users\:batchGet` matches `/v1/users:batchGet` (AIP-136 custom
+//! methods); a backslash before anything else is
+//! [`InsertError::InvalidEscape`].
+//!
 //! Static text wins over a parameter at the same position, and a static
 //! branch that dead-ends falls back to the parameter (Gin >= 1.8); a
 //! catch-all has its segment to itself. Matching runs on the raw request

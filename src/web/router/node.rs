@@ -72,9 +72,18 @@ impl<T> Node<T> {
     /// before anything is added; until then the walk may only have split a
     /// static node in two, which matches exactly the same paths. So a refused
     /// route leaves the tree's behaviour as it was.
-    pub(super) fn insert(&mut self, route: &str, value: T) -> Result<(), InsertError> {
-        check_syntax(route)?;
+    pub(super) fn insert(&mut self, original: &str, value: T) -> Result<(), InsertError> {
+        // `\:` is a literal colon (Gin >= 1.11): the walk below runs on the
+        // route with the backslashes removed, where `literal` marks those colons.
+        let (text, literal) = unescape_colons(original)?;
+        check_syntax(original, &text, &literal)?;
+        let route = text.as_str();
         let bytes = route.as_bytes();
+        let wild_at = |i: usize| match bytes[i] {
+            b'*' => true,
+            b':' => !literal.contains(&i),
+            _ => false,
+        };
         let mut node = &mut *self;
         let mut pos = 1; // past the root's `/`
         loop {
@@ -83,27 +92,31 @@ impl<T> Node<T> {
                 // A catch-all is its parent's only child: it matches everything.
                 let duplicate = rest.strip_prefix(b"*") == Some(catch_all.as_bytes());
                 return Err(if duplicate {
-                    InsertError::AlreadyRegistered { path: route.into() }
+                    InsertError::AlreadyRegistered {
+                        path: original.into(),
+                    }
                 } else {
-                    shadowed_by_catch_all(route, pos, catch_all)
+                    shadowed_by_catch_all(original, route, pos, catch_all)
                 });
             }
             match rest.first() {
                 None => {
                     if node.value.is_some() {
-                        return Err(InsertError::AlreadyRegistered { path: route.into() });
+                        return Err(InsertError::AlreadyRegistered {
+                            path: original.into(),
+                        });
                     }
                     node.value = Some(value);
                     break;
                 }
-                Some(b':') => {
+                Some(b':') if wild_at(pos) => {
                     let end = segment_end(bytes, pos);
                     let name = &route[pos + 1..end];
                     if let Some(wild) = &node.wild {
                         if !matches!(&wild.kind, Kind::Param(existing) if **existing == *name) {
                             return Err(InsertError::WildcardConflict {
                                 segment: route[pos..end].into(),
-                                path: route.into(),
+                                path: original.into(),
                                 wildcard: wild.wildcard(),
                                 prefix: format!("{}{}", &route[..pos], wild.wildcard()),
                             });
@@ -119,7 +132,7 @@ impl<T> Node<T> {
                         // Only a `:param` can be here: catch-alls were handled above.
                         return Err(InsertError::WildcardConflict {
                             segment: route[pos..].into(),
-                            path: route.into(),
+                            path: original.into(),
                             wildcard: wild.wildcard(),
                             prefix: format!("{}{}", &route[..pos], wild.wildcard()),
                         });
@@ -128,7 +141,7 @@ impl<T> Node<T> {
                         let segment = String::from_utf8_lossy(&node.first_segment()).into_owned();
                         return Err(InsertError::CatchAllConflict {
                             catch_all: route[pos..].into(),
-                            path: route.into(),
+                            path: original.into(),
                             prefix: format!("{}{segment}", &route[..pos]),
                             segment,
                         });
@@ -140,9 +153,8 @@ impl<T> Node<T> {
                 }
                 Some(&first) => {
                     // The literal run up to the next wildcard (or the end).
-                    let run_len = rest
-                        .iter()
-                        .position(|&b| b == b':' || b == b'*')
+                    let run_len = (0..rest.len())
+                        .position(|k| wild_at(pos + k))
                         .unwrap_or(rest.len());
                     let run = &rest[..run_len];
                     let i = match node.indices.iter().position(|&b| b == first) {
@@ -163,13 +175,13 @@ impl<T> Node<T> {
                 }
             }
         }
-        self.count_route(bytes);
+        self.count_route(bytes, &literal);
         Ok(())
     }
 
     /// Counts a route just inserted in every node on its way, and keeps each
     /// node's busiest static children first.
-    fn count_route(&mut self, route: &[u8]) {
+    fn count_route(&mut self, route: &[u8], literal: &[usize]) {
         let mut node = self;
         let mut pos = 0;
         loop {
@@ -180,7 +192,7 @@ impl<T> Node<T> {
                 Kind::CatchAll(_) => return,
             };
             let Some(&next) = route.get(pos) else { return };
-            if next == b':' || next == b'*' {
+            if (next == b':' && !literal.contains(&pos)) || next == b'*' {
                 let Some(wild) = node.wild.as_deref_mut() else {
                     return;
                 };
@@ -358,17 +370,41 @@ impl<T> Node<T> {
     }
 }
 
-/// Checks the wildcards of a route, left to right, with Gin's rules.
-fn check_syntax(path: &str) -> Result<(), InsertError> {
-    if !path.starts_with('/') {
+/// The route with each `\:` made a plain `:`, and where those colons are
+/// in it; a backslash before anything else is Gin's "invalid escape string".
+fn unescape_colons(route: &str) -> Result<(String, Vec<usize>), InsertError> {
+    let mut text = String::with_capacity(route.len());
+    let mut literal = Vec::new();
+    let mut chars = route.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            text.push(c);
+        } else if chars.next() == Some(':') {
+            literal.push(text.len());
+            text.push(':');
+        } else {
+            return Err(InsertError::InvalidEscape { path: route.into() });
+        }
+    }
+    Ok((text, literal))
+}
+
+/// Checks the wildcards of a route (`text`, escapes removed, `literal`
+/// colons not wildcards), left to right, with Gin's rules; errors name
+/// the `original` route.
+fn check_syntax(original: &str, text: &str, literal: &[usize]) -> Result<(), InsertError> {
+    let path = original;
+    if !text.starts_with('/') {
         return Err(InsertError::MissingLeadingSlash { path: path.into() });
     }
-    let bytes = path.as_bytes();
+    let bytes = text.as_bytes();
     let mut from = 0;
-    while let Some(offset) = bytes[from..].iter().position(|&b| b == b':' || b == b'*') {
+    while let Some(offset) = (from..bytes.len())
+        .position(|i| bytes[i] == b'*' || (bytes[i] == b':' && !literal.contains(&i)))
+    {
         let start = from + offset;
         let end = segment_end(bytes, start);
-        let wildcard = &path[start..end];
+        let wildcard = &text[start..end];
         if wildcard[1..].contains([':', '*']) {
             return Err(InsertError::TooManyWildcards {
                 wildcard: wildcard.into(),
@@ -419,12 +455,12 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// The conflict Gin reports when a catch-all already covers the new route.
-fn shadowed_by_catch_all(route: &str, pos: usize, catch_all: &str) -> InsertError {
+fn shadowed_by_catch_all(original: &str, route: &str, pos: usize, catch_all: &str) -> InsertError {
     // The catch-all's parent ends with `/`; Gin shows the wildcard with it.
     let parent = &route.as_bytes()[..pos.saturating_sub(1)];
     InsertError::WildcardConflict {
         segment: format!("/{}", String::from_utf8_lossy(&route.as_bytes()[pos..])),
-        path: route.into(),
+        path: original.into(),
         wildcard: format!("/*{catch_all}"),
         prefix: format!("{}/*{catch_all}", String::from_utf8_lossy(parent)),
     }

@@ -71,7 +71,8 @@ impl<T> Router<T> {
     /// Route syntax (Gin's): literal text, `:name` (matches a non-empty run of
     /// the path up to the next `/`; it may follow literal text in its segment,
     /// as in `/user_:name`) and a final `*name` that starts a segment and
-    /// matches the rest of the path. The catch-all value includes the leading
+    /// matches the rest of the path; `\:` is a literal colon (a backslash
+    /// escapes nothing else). The catch-all value includes the leading
     /// `/`: `/src/*filepath` on `/src/a/b` gives `filepath` = `/a/b`, and on
     /// `/src/` gives `/`.
     pub fn insert(&mut self, method: Method, path: &str, value: T) -> Result<(), InsertError> {

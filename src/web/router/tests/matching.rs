@@ -373,8 +373,10 @@ fn trailing_slash_redirect_is_offered_only_when_the_other_form_is_registered() {
 
 #[test]
 fn no_trailing_slash_redirect_for_root_or_to_host_like_locations() {
+    // `/\evil.com` cannot be registered (a backslash escapes only `:`), but
+    // `/:test` matches it, so a redirect to it would be offered without the check.
     check(
-        &["/:test", "//evil.com", "/\\evil.com"],
+        &["/:test", "//evil.com"],
         &[
             ("/", Outcome::NotFound),
             ("//evil.com/", Outcome::NotFound),

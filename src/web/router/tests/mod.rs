@@ -6,6 +6,7 @@ use http::Method;
 
 use super::{Lookup, Router};
 
+mod escaped_colon;
 mod insert;
 mod matching;
 mod random;
