@@ -746,6 +746,7 @@ async fn reflection_roundtrips(addr: SocketAddr, version: &str) {
             assert_eq!(
                 names,
                 [
+                    "grpc.health.v1.Health",
                     "grpc.reflection.v1.ServerReflection",
                     "grpc.reflection.v1alpha.ServerReflection",
                     "helloworld.v1.Greeter"

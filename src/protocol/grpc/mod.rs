@@ -10,12 +10,14 @@
 //! - [`descriptor`]: a tiny `.proto` parser producing `FileDescriptorProto`s.
 //! - [`drift`]: checks hand-written prost structs against a parsed `.proto`.
 //! - [`reflection`]: the server reflection service (v1 and v1alpha).
+//! - [`health`]: the standard health service (`grpc.health.v1.Health`).
 
 pub mod access_log;
 pub mod body;
 pub mod descriptor;
 pub mod drift;
 pub mod frame;
+pub mod health;
 pub mod reflection;
 pub mod server;
 pub mod status;

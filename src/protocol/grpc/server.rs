@@ -520,6 +520,13 @@ pub struct Sink {
 }
 
 impl Sink {
+    /// Completes when the client is gone (stream reset, connection closed):
+    /// a handler waiting for something else selects on it too, so it never
+    /// holds a stream nobody reads.
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
+
     /// Sends one reply now; fails with `CANCELLED` when the client is gone.
     pub async fn send(&self, message: &impl prost::Message) -> Result<(), Status> {
         self.tx

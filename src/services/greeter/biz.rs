@@ -85,6 +85,8 @@ impl std::error::Error for Error {}
 pub trait GreeterRepo: Send + Sync {
     /// Stores one greeting row for `name`.
     fn save_greeting(&self, name: String) -> BoxFuture<'_, Result<(), Error>>;
+    /// Answers when the store answers a trivial query (readiness).
+    fn ping(&self) -> BoxFuture<'_, Result<(), Error>>;
 }
 
 /// Persists users.
@@ -113,6 +115,11 @@ impl GreeterUsecase {
         log(&format!("SayHello name={}", preview(name)));
         self.repo.save_greeting(name.to_owned()).await?;
         Ok(format!("Hello {name}"))
+    }
+
+    /// Whether the store answers (the greeter's readiness).
+    pub async fn ready(&self) -> Result<(), Error> {
+        self.repo.ping().await
     }
 }
 

@@ -18,6 +18,7 @@ use super::api::{
 use super::biz::{self, GreeterUsecase, UserUsecase};
 use crate::protocol::grpc::descriptor::ProtoError;
 use crate::protocol::grpc::frame::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::protocol::grpc::health::{self, Health};
 use crate::protocol::grpc::reflection::Reflection;
 use crate::protocol::grpc::{unary, Code, Options, Server, Status};
 use crate::web::metrics::Metrics;
@@ -63,13 +64,14 @@ pub fn status_of(e: biz::Error) -> Status {
     Status::new(code, e.message())
 }
 
-/// Builds the gRPC server: Greeter methods and reflection, `timeout` per
-/// call, every call counted in `metrics`.
+/// Builds the gRPC server: Greeter methods, `health` and reflection,
+/// `timeout` per call, every call counted in `metrics`.
 pub fn server(
     greeter: Arc<GreeterUsecase>,
     users: Arc<UserUsecase>,
     timeout: Option<Duration>,
     metrics: &Arc<Metrics>,
+    health: Arc<Health>,
 ) -> Result<Server, ProtoError> {
     let options = Options {
         timeout,
@@ -117,7 +119,9 @@ pub fn server(
             }
         }),
     );
-    Arc::new(Reflection::new(vec![api::file_descriptor()?])?).register(&mut b);
+    health.register(&mut b);
+    let files = vec![api::file_descriptor()?, health::file_descriptor()];
+    Arc::new(Reflection::new(files)?).register(&mut b);
     Ok(b.build())
 }
 

@@ -18,6 +18,7 @@ use super::biz::{self, GreeterUsecase, UserUsecase};
 use crate::web::bind;
 use crate::web::chain::{handler, Context};
 use crate::web::engine::{self, App, Engine};
+use crate::web::health::{self, Probe};
 use crate::web::metrics::Metrics;
 use crate::web::middleware;
 use crate::web::router::InsertError;
@@ -117,9 +118,11 @@ pub fn app(
     users: Arc<UserUsecase>,
     timeout: Option<Duration>,
     metrics: &Arc<Metrics>,
+    ready: Probe,
 ) -> Result<Arc<App>, InsertError> {
     let mut e = Engine::new();
     e.metrics(metrics)?;
+    health::register(&mut e, ready)?;
     if let Some(d) = timeout {
         e.body_timeout(d);
         e.on_body_timeout(body_timeout_response);

@@ -25,7 +25,9 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::protocol::grpc::descriptor::ProtoError;
+use crate::protocol::grpc::health::{Health, ServingStatus};
 use crate::web::engine::App;
+use crate::web::health::Probe;
 use crate::web::metrics::{self, Metrics};
 use crate::web::router::InsertError;
 use crate::web::server::{self, ServerError};
@@ -92,6 +94,7 @@ pub struct Greeter {
     options: server::Options,
     store: String,
     metrics: Arc<Metrics>,
+    health: Arc<Health>,
 }
 
 /// The repositories `Greeter::bind` opened, and what they are.
@@ -181,15 +184,24 @@ impl Greeter {
         }
         let greeter = Arc::new(GreeterUsecase::new(stores.greetings));
         let users = Arc::new(UserUsecase::new(stores.users));
+        let health = Arc::new(Health::new());
+        health.set_serving_status(api::SERVICE, ServingStatus::Serving);
         let http_app = http::app(
             greeter.clone(),
             users.clone(),
             config.server.http.timeout,
             &metrics,
+            readiness(&health, &greeter),
         )
         .map_err(GreeterError::Route)?;
-        let grpc_server = grpc::server(greeter, users, config.server.grpc.timeout, &metrics)
-            .map_err(GreeterError::Proto)?;
+        let grpc_server = grpc::server(
+            greeter,
+            users,
+            config.server.grpc.timeout,
+            &metrics,
+            health.clone(),
+        )
+        .map_err(GreeterError::Proto)?;
         let bind = |key: &'static str, addr: String| async move {
             let listener = server::bind(&addr)
                 .await
@@ -214,6 +226,7 @@ impl Greeter {
             options: server::Options::default(),
             store: stores.description,
             metrics,
+            health,
         })
     }
 
@@ -242,15 +255,25 @@ impl Greeter {
         self.grpc_addr
     }
 
+    /// The gRPC health service's statuses (`""` and `helloworld.v1.Greeter`
+    /// start SERVING).
+    pub fn health(&self) -> &Arc<Health> {
+        &self.health
+    }
+
     /// Serves HTTP (1.1 and h2c) and gRPC (h2 only) until `shutdown`
-    /// completes, then lets in-flight requests finish.
+    /// completes, then lets in-flight requests finish. Draining starts by
+    /// turning every health status NOT_SERVING (and `/readyz` 503), and
+    /// only then do the listeners close.
     pub async fn serve(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), GreeterError> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let health = self.health.clone();
         tokio::spawn(async move {
             shutdown.await;
+            health.shutdown();
             let _ = stop_tx.send(true);
         });
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -279,6 +302,20 @@ impl Greeter {
         tokio::try_join!(http, grpc).map_err(GreeterError::Serve)?;
         Ok(())
     }
+}
+
+/// `/readyz`: not draining, and the store answers.
+fn readiness(health: &Arc<Health>, greeter: &Arc<GreeterUsecase>) -> Probe {
+    let (health, greeter) = (health.clone(), greeter.clone());
+    Arc::new(move || {
+        let (health, greeter) = (health.clone(), greeter.clone());
+        Box::pin(async move {
+            if health.is_shutdown() {
+                return Err("draining: the server is shutting down".to_string());
+            }
+            greeter.ready().await.map_err(|e| e.message().to_string())
+        })
+    })
 }
 
 #[cfg(test)]
