@@ -115,6 +115,19 @@ has "Health/Watch sends the status at once" '"status": "SERVING"' "$got"
 got="$(health_proto -max-time 1 -d '{"service":"later.Service"}' "$addr" grpc.health.v1.Health/Watch 2>&1)" || true
 has "Health/Watch of an unknown service" '"status": "SERVICE_UNKNOWN"' "$got"
 
+# gzip: grpcurl 1.8.6 neither compresses requests nor lists gzip in
+# grpc-accept-encoding, so it checks the other half of the negotiation: the
+# server advertises gzip, and a reply over 1 KiB to a client that did not
+# list gzip comes back plain. (tests/greeter_gzip.rs covers gzip both ways
+# with tonic.)
+for i in $(seq 30); do
+  reflect -d "{\"username\":\"gzip-user-$i-with-a-long-name\",\"password\":\"pw-$i\"}" "$addr" helloworld.v1.Greeter/UserRegister >/dev/null 2>&1 || true
+done
+got="$(reflect -v -d '{}' "$addr" helloworld.v1.Greeter/UserList 2>&1)" || true
+has "every response advertises grpc-accept-encoding: identity, gzip" "grpc-accept-encoding: identity, gzip" "$got"
+has "a large UserList reaches a client that does not take gzip" "gzip-user-30-with-a-long-name" "$got"
+if grep -qi "^grpc-encoding: gzip" <<<"$got"; then fail "no gzip reply unless the client lists gzip" "no grpc-encoding: gzip" "$got"; else pass "no gzip reply unless the client lists gzip"; fi
+
 echo "grpcurl.sh: checked with $("$grpcurl" -version 2>&1)"
 echo "grpcurl: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]
