@@ -437,15 +437,15 @@ async fn non_post_method_is_http_405() {
 }
 
 #[tokio::test]
-async fn compressed_flag_without_grpc_encoding_is_unimplemented() {
+async fn compressed_flag_without_grpc_encoding_is_internal() {
     let g = start().await;
     let mut frame = hello_frame("x").to_vec();
     frame[0] = 1;
     let reply = raw_call(g.grpc, "POST", SAY_HELLO, &[], &frame).await;
     assert_trailers_only(
         &reply,
-        Code::Unimplemented,
-        "compressed message received without a supported grpc-encoding",
+        Code::Internal,
+        "compressed flag set on a message, but the call has no grpc-encoding",
     );
 }
 
@@ -456,16 +456,16 @@ async fn unsupported_grpc_encoding_is_unimplemented_with_accept_encoding() {
         g.grpc,
         "POST",
         SAY_HELLO,
-        &[("grpc-encoding", "gzip")],
+        &[("grpc-encoding", "deflate")],
         &hello_frame("x"),
     )
     .await;
     assert_trailers_only(
         &reply,
         Code::Unimplemented,
-        "grpc-encoding \"gzip\" is not supported",
+        "grpc-encoding \"deflate\" is not supported",
     );
-    assert_eq!(reply.headers["grpc-accept-encoding"], "identity");
+    assert_eq!(reply.headers["grpc-accept-encoding"], "identity, gzip");
 }
 
 #[tokio::test]
@@ -754,6 +754,7 @@ async fn reflection_roundtrips(addr: SocketAddr, version: &str) {
             assert_eq!(
                 names,
                 [
+                    "grpc.health.v1.Health",
                     "grpc.reflection.v1.ServerReflection",
                     "grpc.reflection.v1alpha.ServerReflection",
                     "helloworld.v1.Greeter"

@@ -68,7 +68,7 @@ has() { if grep -qF -- "$2" <<<"$3"; then pass "$1"; else fail "$1" "$2" "$3"; f
 
 # Reflection: list and describe.
 got="$(reflect "$addr" list 2>&1)" || true
-want=$'grpc.reflection.v1.ServerReflection\ngrpc.reflection.v1alpha.ServerReflection\nhelloworld.v1.Greeter'
+want=$'grpc.health.v1.Health\ngrpc.reflection.v1.ServerReflection\ngrpc.reflection.v1alpha.ServerReflection\nhelloworld.v1.Greeter'
 if [ "$got" = "$want" ]; then pass "list services"; else fail "list services" "$want" "$got"; fi
 got="$(reflect "$addr" list helloworld.v1.Greeter 2>&1)" || true
 want=$'helloworld.v1.Greeter.SayHello\nhelloworld.v1.Greeter.SayHelloAgain\nhelloworld.v1.Greeter.UserList\nhelloworld.v1.Greeter.UserRegister'
@@ -99,6 +99,41 @@ call_err "UserRegister empty password" InvalidArgument reflect '{"username":"cid
 want='{"users":[{"username":"ann","password":"pw1"},{"username":"bob","password":"pw2"}]}'
 call "UserList (reflection)" "$want" reflect '{}' UserList
 call "UserList (-proto)" "$want" with_proto '{}' UserList
+
+# The health service (grpc.health.v1.Health), as probes call it.
+health() { # NAME EXPECTED_JSON MODE [grpcurl args...] METHOD
+  local name="$1" want="$2" mode="$3" got
+  shift 3
+  got="$($mode "${@:1:$#-1}" "$addr" "grpc.health.v1.Health/${!#}" 2>&1)" || true
+  if [ "$(printf '%s' "$got" | norm 2>/dev/null)" = "$(printf '%s' "$want" | norm)" ]; then pass "$name"; else fail "$name" "$want" "$got"; fi
+}
+health_proto() { "$grpcurl" -plaintext -import-path proto -proto grpc/health/v1/health.proto "$@"; }
+health "Health/Check, no request body (reflection)" '{"status":"SERVING"}' reflect Check
+health "Health/Check greeter (-proto)" '{"status":"SERVING"}' health_proto -d '{"service":"helloworld.v1.Greeter"}' Check
+health "Health/List (reflection)" '{"statuses":{"":{"status":"SERVING"},"helloworld.v1.Greeter":{"status":"SERVING"}}}' reflect List
+got="$(reflect -d '{"service":"no.Such"}' "$addr" grpc.health.v1.Health/Check 2>&1)" || true
+has "Health/Check unknown service is NotFound" "Code: NotFound" "$got"
+got="$(reflect "$addr" list grpc.health.v1.Health 2>&1)" || true
+want=$'grpc.health.v1.Health.Check\ngrpc.health.v1.Health.List\ngrpc.health.v1.Health.Watch'
+if [ "$got" = "$want" ]; then pass "list health methods"; else fail "list health methods" "$want" "$got"; fi
+# Watch stays open: grpcurl prints the first status, then its -max-time ends it.
+got="$(health_proto -max-time 1 -d '{"service":"helloworld.v1.Greeter"}' "$addr" grpc.health.v1.Health/Watch 2>&1)" || true
+has "Health/Watch sends the status at once" '"status": "SERVING"' "$got"
+got="$(health_proto -max-time 1 -d '{"service":"later.Service"}' "$addr" grpc.health.v1.Health/Watch 2>&1)" || true
+has "Health/Watch of an unknown service" '"status": "SERVICE_UNKNOWN"' "$got"
+
+# gzip: grpcurl 1.8.6 neither compresses requests nor lists gzip in
+# grpc-accept-encoding, so it checks the other half of the negotiation: the
+# server advertises gzip, and a reply over 1 KiB to a client that did not
+# list gzip comes back plain. (tests/greeter_gzip.rs covers gzip both ways
+# with tonic.)
+for i in $(seq 30); do
+  reflect -d "{\"username\":\"gzip-user-$i-with-a-long-name\",\"password\":\"pw-$i\"}" "$addr" helloworld.v1.Greeter/UserRegister >/dev/null 2>&1 || true
+done
+got="$(reflect -v -d '{}' "$addr" helloworld.v1.Greeter/UserList 2>&1)" || true
+has "every response advertises grpc-accept-encoding: identity, gzip" "grpc-accept-encoding: identity, gzip" "$got"
+has "a large UserList reaches a client that does not take gzip" "gzip-user-30-with-a-long-name" "$got"
+if grep -qi "^grpc-encoding: gzip" <<<"$got"; then fail "no gzip reply unless the client lists gzip" "no grpc-encoding: gzip" "$got"; else pass "no gzip reply unless the client lists gzip"; fi
 
 echo "grpcurl.sh: checked with $("$grpcurl" -version 2>&1)"
 echo "grpcurl: $passes passed, $failures failed"

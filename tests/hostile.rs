@@ -588,7 +588,7 @@ fn greeter_survives_hostile_http_and_grpc_requests() {
                 f[0] = 1;
                 f
             },
-            "12",
+            "13",
         ),
         (
             "grpc_garbage_protobuf",

@@ -144,7 +144,8 @@ async fn serve(args: &Args) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let service = Arc::new(service);
     let maintenance = service.spawn_maintenance();
-    let mut engine = routes::engine(service).map_err(|e| format!("bad route table: {e}"))?;
+    let mut engine =
+        routes::engine(Arc::clone(&service)).map_err(|e| format!("bad route table: {e}"))?;
     let metrics = Metrics::new();
     engine
         .metrics(&metrics)
@@ -163,7 +164,12 @@ async fn serve(args: &Args) -> Result<(), String> {
     let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     log::announce(&format!("token-auth listening on http://{local}"));
-    server::serve(listener, app, options, server::shutdown_signal())
+    // Draining begins with `/readyz` turning 503, then the listener closes.
+    let shutdown = async move {
+        server::shutdown_signal().await;
+        service.start_draining();
+    };
+    server::serve(listener, app, options, shutdown)
         .await
         .map_err(|e| e.to_string())?;
     maintenance.abort();

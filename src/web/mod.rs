@@ -9,6 +9,7 @@
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
 //! - [`path_params`]: a route's parameters, held as ranges of the path.
 //! - [`engine`]: Gin-style route registration, groups, dispatch, 404/405.
+//! - [`health`]: `GET /healthz` (liveness) and `GET /readyz` (readiness).
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
 //! - [`log`]: the one log sink: buffered, drained off the runtime, never blocking.
 //! - [`metrics`]: Prometheus counters and histograms, `GET /metrics`.
@@ -23,6 +24,7 @@ pub mod budget;
 pub mod chain;
 pub mod clocks;
 pub mod engine;
+pub mod health;
 pub mod log;
 pub mod metrics;
 pub mod middleware;

@@ -4,8 +4,10 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use handwire::protocol::grpc::health::Health;
 use handwire::services::greeter::config::Config;
 use handwire::services::greeter::Greeter;
 use http::Method;
@@ -18,8 +20,17 @@ pub struct Running {
     pub http: SocketAddr,
     pub grpc: SocketAddr,
     pub db: PathBuf,
-    _stop: oneshot::Sender<()>,
+    /// The statuses of its gRPC health service.
+    pub health: Arc<Health>,
+    stop: Option<oneshot::Sender<()>>,
     _dir: TempDir,
+}
+
+impl Running {
+    /// Start the shutdown now (as SIGTERM does) instead of at drop.
+    pub fn begin_shutdown(&mut self) {
+        self.stop.take();
+    }
 }
 
 /// A directory removed on drop.
@@ -67,6 +78,7 @@ pub async fn start_from(text: &str, dir: TempDir, db: PathBuf) -> Running {
     let config = Config::from_yaml(text).unwrap();
     let greeter = Greeter::bind(&config).await.unwrap();
     let (http, grpc) = (greeter.http_addr(), greeter.grpc_addr());
+    let health = greeter.health().clone();
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(greeter.serve(async move {
         let _ = stopped.await;
@@ -75,7 +87,8 @@ pub async fn start_from(text: &str, dir: TempDir, db: PathBuf) -> Running {
         http,
         grpc,
         db,
-        _stop: stop,
+        health,
+        stop: Some(stop),
         _dir: dir,
     }
 }

@@ -93,6 +93,7 @@ fn grpc_response(body: Body) -> Response<Body> {
         http::header::CONTENT_TYPE,
         HeaderValue::from_static(CONTENT_TYPE),
     );
+    super::compression::advertise(response.headers_mut());
     response
 }
 

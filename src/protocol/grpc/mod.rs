@@ -4,21 +4,27 @@
 //! - [`frame`]: the 5-byte length prefix and a two-phase decoder.
 //! - [`status`]: status codes, `grpc-status` / percent-encoded `grpc-message`.
 //! - [`timeout`]: the `grpc-timeout` header and the call deadline.
+//! - [`compression`]: `identity` and `gzip` messages, negotiated per call.
 //! - [`body`]: response bodies (DATA then trailers) and Trailers-Only errors.
 //! - [`access_log`]: one log line per call, with its final status.
 //! - [`server`]: request checks, unary and streaming dispatch, the [`Server`].
+//! - [`stream`]: a call's request messages ([`Streaming`]) and reply [`Sink`].
 //! - [`descriptor`]: a tiny `.proto` parser producing `FileDescriptorProto`s.
 //! - [`drift`]: checks hand-written prost structs against a parsed `.proto`.
 //! - [`reflection`]: the server reflection service (v1 and v1alpha).
+//! - [`health`]: the standard health service (`grpc.health.v1.Health`).
 
 pub mod access_log;
 pub mod body;
+pub mod compression;
 pub mod descriptor;
 pub mod drift;
 pub mod frame;
+pub mod health;
 pub mod reflection;
 pub mod server;
 pub mod status;
+pub mod stream;
 pub mod timeout;
 
 pub use frame::{Frame, FrameError};

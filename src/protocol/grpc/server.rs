@@ -10,13 +10,16 @@
 //! | method is not POST                        | HTTP 405                            |
 //! | content-type not `application/grpc[+proto]` | HTTP 415                          |
 //! | unknown service or method                 | `UNIMPLEMENTED`                     |
-//! | `grpc-encoding` other than `identity`     | `UNIMPLEMENTED` + `grpc-accept-encoding` |
+//! | `grpc-encoding` other than `identity`/`gzip` | `UNIMPLEMENTED` + `grpc-accept-encoding` |
 //! | malformed `grpc-timeout`                  | `INTERNAL`                          |
 //!
 //! Then the request stream is read frame by frame ([`Streaming`]): a message
 //! over the size limit is `RESOURCE_EXHAUSTED` from its prefix alone, a
-//! compressed message is `UNIMPLEMENTED` (only `identity` is supported), a
-//! stream ending mid-frame or a message that does not decode is `INTERNAL`.
+//! compressed message is inflated with the call's `grpc-encoding` (see
+//! [`super::compression`]: `INTERNAL` without one, `RESOURCE_EXHAUSTED` when
+//! it inflates past the limit), a stream ending mid-frame or a message that
+//! does not decode is `INTERNAL`. Replies over 1 KiB are gzip-compressed
+//! when the client's `grpc-accept-encoding` lists gzip.
 //! A unary call must carry exactly one message: zero or two is a cardinality
 //! violation, `UNIMPLEMENTED` per gRPC's status code table.
 //!
@@ -45,11 +48,12 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::BodyExt;
 use hyper::body::{Frame as HttpFrame, Incoming};
-use tokio::sync::mpsc;
 
 use super::body::{http_error, streaming_response, trailers_only, unary_response};
-use super::frame::{Decoder, Frame, FrameError, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
+use super::compression::{self, Encoding};
+use super::frame::{Frame, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
 use super::status::{Code, Status};
+pub use super::stream::{Sink, Streaming};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
 use crate::types::{Body, BoxError, BoxFuture};
 use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
@@ -225,15 +229,19 @@ impl Server {
         Box::pin(async move {
             match inner.route(&req) {
                 Err(response) => response,
-                Ok((handler, client_timeout)) => {
-                    let streaming = Streaming::new(req.into_body(), inner.options.max_message_size);
-                    match handler {
+                Ok(call) => {
+                    let max = inner.options.max_message_size;
+                    let streaming =
+                        Streaming::new(req.into_body(), max).with_encoding(call.encoding);
+                    match call.handler {
                         Handler::Unary(h) => {
-                            let deadline = effective_timeout(inner.options.timeout, client_timeout);
-                            let max = inner.options.max_message_size;
-                            call_unary(h, streaming, deadline, max).await
+                            let deadline =
+                                effective_timeout(inner.options.timeout, call.client_timeout);
+                            call_unary(h, streaming, deadline, max, call.gzip_replies).await
                         }
-                        Handler::Streaming(h) => call_streaming(h, streaming, client_timeout),
+                        Handler::Streaming(h) => {
+                            call_streaming(h, streaming, call.client_timeout, call.gzip_replies)
+                        }
                     }
                 }
             }
@@ -262,13 +270,20 @@ impl Service for Server {
     }
 }
 
+/// What the header checks found out about one call.
+struct Call {
+    handler: Handler,
+    client_timeout: Option<Duration>,
+    /// The request's `grpc-encoding` (`None`: absent).
+    encoding: Option<Encoding>,
+    /// The client takes gzip replies.
+    gzip_replies: bool,
+}
+
 impl Inner {
-    /// The header checks; on success the handler and the client's timeout.
+    /// The header checks; on success what the call needs.
     #[allow(clippy::result_large_err)]
-    fn route(
-        &self,
-        req: &Request<RequestBody>,
-    ) -> Result<(Handler, Option<Duration>), Response<Body>> {
+    fn route(&self, req: &Request<RequestBody>) -> Result<Call, Response<Body>> {
         if req.method() != Method::POST {
             let mut response = http_error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -295,18 +310,9 @@ impl Inner {
         let handler = self
             .lookup(req.uri().path())
             .map_err(|s| trailers_only(&s))?;
-        if let Some(encoding) = req.headers().get("grpc-encoding") {
-            if encoding != "identity" {
-                let mut response = trailers_only(&Status::unimplemented(format!(
-                    "grpc-encoding {:?} is not supported (supported: identity)",
-                    String::from_utf8_lossy(encoding.as_bytes())
-                )));
-                response
-                    .headers_mut()
-                    .insert("grpc-accept-encoding", HeaderValue::from_static("identity"));
-                return Err(response);
-            }
-        }
+        // The answer carries grpc-accept-encoding, as every response does.
+        let encoding =
+            compression::request_encoding(req.headers()).map_err(|s| trailers_only(&s))?;
         let client_timeout = match req.headers().get("grpc-timeout") {
             None => None,
             Some(v) => Some(
@@ -314,7 +320,12 @@ impl Inner {
                     .map_err(|e| trailers_only(&Status::internal(e.to_string())))?,
             ),
         };
-        Ok((handler, client_timeout))
+        Ok(Call {
+            handler,
+            client_timeout,
+            encoding,
+            gzip_replies: compression::accepts_gzip(req.headers()),
+        })
     }
 
     fn lookup(&self, path: &str) -> Result<Handler, Status> {
@@ -354,6 +365,7 @@ async fn call_unary(
     mut requests: Streaming,
     deadline: Option<Duration>,
     max_message_size: usize,
+    gzip_replies: bool,
 ) -> Response<Body> {
     // The deadline counts from the call's arrival (now), so a grpc-timeout
     // that has already run out (`0n`, `1n`) fails before the handler runs.
@@ -386,7 +398,17 @@ async fn call_unary(
         Ok(reply)
     };
     match within(due, call).await {
-        Ok(framed) => unary_response(framed),
+        Ok(framed) => {
+            let framed = compression::maybe_compress(framed, gzip_replies);
+            let compressed = framed.first() == Some(&1);
+            let mut response = unary_response(framed);
+            if compressed {
+                response
+                    .headers_mut()
+                    .insert("grpc-encoding", HeaderValue::from_static("gzip"));
+            }
+            response
+        }
         Err(status) => trailers_only(&status),
     }
 }
@@ -429,9 +451,17 @@ fn call_streaming(
     handler: StreamingHandler,
     requests: Streaming,
     deadline: Option<Duration>,
+    gzip: bool,
 ) -> Response<Body> {
-    let (tx, response) = streaming_response(8);
-    let sink = Sink { tx: tx.clone() };
+    let (tx, mut response) = streaming_response(8);
+    if gzip {
+        // Said up front (the headers leave first); each reply over 1 KiB is
+        // then compressed, smaller ones go with flag 0.
+        response
+            .headers_mut()
+            .insert("grpc-encoding", HeaderValue::from_static("gzip"));
+    }
+    let sink = Sink::new(tx.clone(), gzip);
     let due = deadline.and_then(|d| Some((Instant::now().checked_add(d)?, d)));
     tokio::spawn(async move {
         // A stream is driven by its own task (the response body is read
@@ -447,87 +477,4 @@ fn call_streaming(
         let _ = tx.send(HttpFrame::trailers(trailers)).await;
     });
     response
-}
-
-/// The request messages of a call, cut out of the body as they arrive.
-pub struct Streaming {
-    body: RequestBody,
-    decoder: Decoder,
-    ended: bool,
-}
-
-impl Streaming {
-    /// Reads `body` with messages of at most `max_message_size` bytes.
-    pub fn new(body: RequestBody, max_message_size: usize) -> Streaming {
-        Streaming {
-            body,
-            decoder: Decoder::new(max_message_size),
-            ended: false,
-        }
-    }
-
-    /// The next message, `None` once the client has half-closed the stream.
-    pub async fn message(&mut self) -> Result<Option<Bytes>, Status> {
-        loop {
-            if let Some(frame) = self.decoder.next_frame().map_err(frame_status)? {
-                if frame.compressed {
-                    return Err(Status::unimplemented(
-                        "compressed message received without a supported grpc-encoding (this server supports identity only)",
-                    ));
-                }
-                return Ok(Some(frame.message));
-            }
-            if self.ended {
-                self.decoder.finish().map_err(frame_status)?;
-                return Ok(None);
-            }
-            match self.body.frame().await {
-                None => self.ended = true,
-                Some(Ok(frame)) => {
-                    // Request trailers carry nothing gRPC needs.
-                    if let Ok(data) = frame.into_data() {
-                        self.decoder.push(&data);
-                    }
-                }
-                Some(Err(e)) => {
-                    return Err(Status::new(
-                        Code::Cancelled,
-                        format!("request stream failed: {e}"),
-                    ));
-                }
-            }
-        }
-    }
-
-    /// The next message decoded as `T` (a message that does not decode is `INTERNAL`).
-    pub async fn decode<T: prost::Message + Default>(&mut self) -> Result<Option<T>, Status> {
-        match self.message().await? {
-            None => Ok(None),
-            Some(bytes) => T::decode(bytes)
-                .map(Some)
-                .map_err(|e| Status::internal(format!("cannot decode request message: {e}"))),
-        }
-    }
-}
-
-fn frame_status(e: FrameError) -> Status {
-    match e {
-        FrameError::TooLarge { .. } => Status::new(Code::ResourceExhausted, e.to_string()),
-        FrameError::BadFlag(_) | FrameError::Truncated { .. } => Status::internal(e.to_string()),
-    }
-}
-
-/// Where a streaming handler writes its replies.
-pub struct Sink {
-    tx: mpsc::Sender<HttpFrame<Bytes>>,
-}
-
-impl Sink {
-    /// Sends one reply now; fails with `CANCELLED` when the client is gone.
-    pub async fn send(&self, message: &impl prost::Message) -> Result<(), Status> {
-        self.tx
-            .send(HttpFrame::data(Frame::encode_message(message)))
-            .await
-            .map_err(|_| Status::new(Code::Cancelled, "client closed the stream"))
-    }
 }

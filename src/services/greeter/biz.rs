@@ -100,6 +100,8 @@ impl std::error::Error for Error {}
 pub trait GreeterRepo: Send + Sync {
     /// Stores one greeting row for `name`.
     fn save_greeting(&self, name: String) -> BoxFuture<'_, Result<(), Error>>;
+    /// Answers when the store answers a trivial query (readiness).
+    fn ping(&self) -> BoxFuture<'_, Result<(), Error>>;
 }
 
 /// Persists users.
@@ -133,16 +135,16 @@ impl GreeterUsecase {
         Ok(format!("Hello {name}"))
     }
 
-    /// `Hello again <name>`; an empty name is `NAME_EMPTY`.
+    /// `Hello again <name>`; the name follows the SayHello rule.
     pub async fn say_hello_again(&self, name: &str) -> Result<String, Error> {
-        if name.is_empty() {
-            return Err(Error::InvalidArgument {
-                reason: "NAME_EMPTY",
-                message: "name must not be empty".into(),
-            });
-        }
+        check_name(name)?;
         log(&format!("SayHelloAgain name={}", preview(name)));
         Ok(format!("Hello again {name}"))
+    }
+
+    /// Whether the store answers (the greeter's readiness).
+    pub async fn ready(&self) -> Result<(), Error> {
+        self.repo.ping().await
     }
 }
 

@@ -8,17 +8,20 @@ use std::time::Duration;
 use super::api;
 use crate::protocol::gateway::UnaryMethod;
 use crate::protocol::grpc::descriptor::{ParsedFile, ProtoError};
+use crate::protocol::grpc::health::{self, Health};
 use crate::protocol::grpc::reflection::Reflection;
 use crate::protocol::grpc::{Options, Server, Status};
 use crate::web::metrics::Metrics;
 
 /// Builds the gRPC server: `methods` under [`api::SERVICE`] and reflection
-/// over `files`, `timeout` per call, every call counted in `metrics`.
+/// over `files`, `health`, `timeout` per call, every call counted in
+/// `metrics`.
 pub fn server(
     methods: &[(&str, UnaryMethod)],
     files: &[ParsedFile],
     timeout: Option<Duration>,
     metrics: &Arc<Metrics>,
+    health: Arc<Health>,
 ) -> Result<Server, ProtoError> {
     let options = Options {
         timeout,
@@ -37,7 +40,9 @@ pub fn server(
             }),
         );
     }
-    let descriptors = files.iter().map(|f| f.descriptor.clone()).collect();
+    health.register(&mut b);
+    let mut descriptors: Vec<_> = files.iter().map(|f| f.descriptor.clone()).collect();
+    descriptors.push(health::file_descriptor());
     Arc::new(Reflection::new(descriptors)?).register(&mut b);
     Ok(b.build())
 }

@@ -13,6 +13,7 @@ use http::StatusCode;
 use crate::protocol::gateway::{error_body, Gateway};
 use crate::web::chain::{handler, Context};
 use crate::web::engine::{self, App, Engine};
+use crate::web::health::{self, Probe};
 use crate::web::metrics::Metrics;
 use crate::web::middleware;
 use crate::web::router::InsertError;
@@ -61,9 +62,11 @@ pub fn app(
     openapi: Arc<serde_json::Value>,
     timeout: Option<Duration>,
     metrics: &Arc<Metrics>,
+    ready: Probe,
 ) -> Result<Arc<App>, InsertError> {
     let mut e = Engine::new();
     e.metrics(metrics)?;
+    health::register(&mut e, ready)?;
     if let Some(d) = timeout {
         e.body_timeout(d);
         e.on_body_timeout(body_timeout_response);

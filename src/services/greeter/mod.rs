@@ -29,7 +29,9 @@ use tokio::net::TcpListener;
 use crate::protocol::gateway::{openapi, Gateway, GatewayError};
 use crate::protocol::grpc::descriptor::ProtoError;
 use crate::protocol::grpc::frame::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::protocol::grpc::health::{Health, ServingStatus};
 use crate::web::engine::App;
+use crate::web::health::Probe;
 use crate::web::metrics::{self, Metrics};
 use crate::web::router::InsertError;
 use crate::web::server::{self, ServerError};
@@ -101,6 +103,7 @@ pub struct Greeter {
     options: server::Options,
     store: String,
     metrics: Arc<Metrics>,
+    health: Arc<Health>,
 }
 
 /// The repositories `Greeter::bind` opened, and what they are.
@@ -193,8 +196,10 @@ impl Greeter {
             UserUsecase::new(stores.users)
                 .limit_registrations(config.limits.registrations_per_minute),
         );
+        let health = Arc::new(Health::new());
+        health.set_serving_status(api::SERVICE, ServingStatus::Serving);
         let files = api::parsed_files().map_err(GreeterError::Proto)?;
-        let methods = rpc::methods(greeter, users, DEFAULT_MAX_MESSAGE_SIZE);
+        let methods = rpc::methods(greeter.clone(), users, DEFAULT_MAX_MESSAGE_SIZE);
         let gateway =
             Gateway::new(&files, api::SERVICE, &methods).map_err(GreeterError::Gateway)?;
         let document = openapi::document(&gateway, &api::openapi_info());
@@ -203,10 +208,17 @@ impl Greeter {
             Arc::new(document),
             config.server.http.timeout,
             &metrics,
+            readiness(&health, &greeter),
         )
         .map_err(GreeterError::Route)?;
-        let grpc_server = grpc::server(&methods, &files, config.server.grpc.timeout, &metrics)
-            .map_err(GreeterError::Proto)?;
+        let grpc_server = grpc::server(
+            &methods,
+            &files,
+            config.server.grpc.timeout,
+            &metrics,
+            health.clone(),
+        )
+        .map_err(GreeterError::Proto)?;
         let bind = |key: &'static str, addr: String| async move {
             let listener = server::bind(&addr)
                 .await
@@ -231,6 +243,7 @@ impl Greeter {
             options: server::Options::default(),
             store: stores.description,
             metrics,
+            health,
         })
     }
 
@@ -259,18 +272,28 @@ impl Greeter {
         self.grpc_addr
     }
 
+    /// The gRPC health service's statuses (`""` and `helloworld.v1.Greeter`
+    /// start SERVING).
+    pub fn health(&self) -> &Arc<Health> {
+        &self.health
+    }
+
     /// Serves HTTP (1.1 and h2c) and gRPC (h2 only) until `shutdown`
     /// completes, then lets in-flight requests finish. Both listeners draw
     /// on one connection budget (`options.connections`, by default the
     /// process budget): the greeter never holds more connections than that,
-    /// however they split between the two ports.
+    /// however they split between the two ports. Draining starts by turning
+    /// every health status NOT_SERVING (and `/readyz` 503), and only then do
+    /// the listeners close.
     pub async fn serve(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), GreeterError> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let health = self.health.clone();
         tokio::spawn(async move {
             shutdown.await;
+            health.shutdown();
             let _ = stop_tx.send(true);
         });
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -299,6 +322,20 @@ impl Greeter {
         tokio::try_join!(http, grpc).map_err(GreeterError::Serve)?;
         Ok(())
     }
+}
+
+/// `/readyz`: not draining, and the store answers.
+fn readiness(health: &Arc<Health>, greeter: &Arc<GreeterUsecase>) -> Probe {
+    let (health, greeter) = (health.clone(), greeter.clone());
+    Arc::new(move || {
+        let (health, greeter) = (health.clone(), greeter.clone());
+        Box::pin(async move {
+            if health.is_shutdown() {
+                return Err("draining: the server is shutting down".to_string());
+            }
+            greeter.ready().await.map_err(|e| e.message().to_string())
+        })
+    })
 }
 
 #[cfg(test)]

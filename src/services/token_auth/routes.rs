@@ -33,6 +33,7 @@ use crate::types::BoxFuture;
 use crate::web::bind;
 use crate::web::chain::{named, Context, Handler};
 use crate::web::engine::Engine;
+use crate::web::health;
 use crate::web::log;
 use crate::web::router::InsertError;
 use http::header::{CACHE_CONTROL, RETRY_AFTER};
@@ -70,6 +71,14 @@ fn route(service: &Arc<AuthService>, name: &'static str, f: Route) -> Handler {
 pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
     let mut e = Engine::new();
     e.body_limit(BODY_LIMIT);
+    let probe = Arc::clone(&service);
+    health::register(
+        &mut e,
+        Arc::new(move || {
+            let service = Arc::clone(&probe);
+            Box::pin(async move { service.ready().await })
+        }),
+    )?;
     e.post("/login", route(&service, "login", login))?;
     e.post("/auth/token", route(&service, "simple_login", simple_login))?;
     e.post("/auth/register", route(&service, "register", register))?;

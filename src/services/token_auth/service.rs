@@ -26,6 +26,7 @@ use crate::services::token_auth::tokens::{TokenError, Tokens};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -285,6 +286,8 @@ pub struct AuthService {
     /// Time source.
     pub clock: Arc<dyn Clock>,
     maintenance_every: Duration,
+    /// Set when shutdown begins: `/readyz` answers 503 from then on.
+    draining: AtomicBool,
 }
 
 impl fmt::Debug for AuthService {
@@ -351,6 +354,7 @@ impl AuthService {
             oauth,
             clock,
             maintenance_every: settings.maintenance_every,
+            draining: AtomicBool::new(false),
         })
     }
 
@@ -363,6 +367,24 @@ impl AuthService {
             oauth.prune();
         }
         self.blacklist.prune().await
+    }
+
+    /// Shutdown has begun: report not ready, so traffic goes elsewhere
+    /// while in-flight requests finish.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Readiness: not draining, and the user store answers a lookup.
+    pub async fn ready(&self) -> Result<(), String> {
+        if self.draining.load(Ordering::Relaxed) {
+            return Err("draining: the server is shutting down".to_string());
+        }
+        self.store
+            .user_by_id(0)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("user store: {e}"))
     }
 
     /// Run [`maintain`](Self::maintain) every `maintenance_every` until the

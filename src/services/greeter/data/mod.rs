@@ -308,6 +308,14 @@ impl GreeterRepo for GreeterStore {
             Ok(())
         })
     }
+
+    fn ping(&self) -> BoxFuture<'_, Result<(), biz::Error>> {
+        // On the store thread, between batches: a thread stuck in a batch
+        // (a held write lock) is not ready either.
+        Box::pin(self.data.read("checking the store", |c| {
+            c.query_row("SELECT 1", [], |_| Ok(()))
+        }))
+    }
 }
 
 /// [`UserRepo`] over SQLite.

@@ -171,6 +171,15 @@ impl GreeterRepo for PgStore {
             Ok(())
         })
     }
+
+    fn ping(&self) -> BoxFuture<'_, Result<(), biz::Error>> {
+        Box::pin(async move {
+            self.call(|c| async move { c.simple_query("SELECT 1").await })
+                .await
+                .map_err(|f| failure("checking the store", f))?;
+            Ok(())
+        })
+    }
 }
 
 impl UserRepo for PgStore {

@@ -1,0 +1,452 @@
+//! The standard gRPC health service, `grpc.health.v1.Health`, in the shape
+//! of grpc-go's `health/server.go`: a map of service → status behind a lock,
+//! and a watch channel per watched service.
+//!
+//! - `Check` answers the status of a service (`""` is the server as a
+//!   whole); a service never set is `NOT_FOUND`.
+//! - `Watch` (server streaming) sends the current status at once and then
+//!   one message per change; a service never set is `SERVICE_UNKNOWN` and
+//!   the stream stays open, so a status set later reaches it. Changes made
+//!   faster than the client reads are coalesced to the latest (a
+//!   `tokio::sync::watch` channel, grpc-go's one-slot channel).
+//! - `List` answers every status, or `RESOURCE_EXHAUSTED` past
+//!   [`MAX_LISTED`] services.
+//! - [`Health::shutdown`] turns every status NOT_SERVING and ignores later
+//!   changes: the server calls it when draining, before its listeners close,
+//!   so load balancers stop sending work first. Each open `Watch` then sends
+//!   NOT_SERVING and ends with OK, which lets the graceful shutdown finish
+//!   instead of waiting its whole grace period for streams nobody will end.
+//!
+//! How long a `Watch` may stay open: a stream is a request in flight, so the
+//! connection's idle clock does not run while it is open; the HTTP/2
+//! keep-alive PINGs of the accept loop find a peer that vanished, and the
+//! stream ends when its client resets it or the connection closes (the
+//! handler waits on [`Sink::closed`] as well as on changes, so nothing is
+//! held for a client that is gone). A live client is not held forever
+//! either: a `Watch` ends with OK after [`Health::watch_max_age`] (default
+//! [`DEFAULT_WATCH_MAX_AGE`]), and the protocol tells clients to start a
+//! new one after any status, OK included.
+//!
+//! The shipped `proto/grpc/health/v1/health.proto` is the upstream text.
+//! Its descriptor (for reflection) is built here by hand, because it uses a
+//! nested `enum` and a `map<>`, which the crate's `.proto` parser refuses;
+//! a test checks every name and number of it against the shipped text.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use prost::Message;
+use prost_types::field_descriptor_proto::{Label, Type};
+use prost_types::{
+    DescriptorProto, EnumDescriptorProto, EnumValueDescriptorProto, FieldDescriptorProto,
+    FileDescriptorProto, FileOptions, MessageOptions, MethodDescriptorProto,
+    ServiceDescriptorProto,
+};
+use tokio::sync::watch;
+
+use super::descriptor::json_name;
+use super::server::{unary, Builder, Sink, Streaming};
+use super::status::{Code, Status};
+
+/// The service name.
+pub const SERVICE: &str = "grpc.health.v1.Health";
+
+/// `grpc/health/v1/health.proto` as shipped (upstream grpc-proto text).
+pub const HEALTH_PROTO: &str = include_str!("../../../proto/grpc/health/v1/health.proto");
+
+/// The file name reflection serves the descriptor under.
+pub const FILE_NAME: &str = "grpc/health/v1/health.proto";
+
+/// Most services `List` answers; past it the call is `RESOURCE_EXHAUSTED`
+/// (grpc-go's `maxAllowedServices`).
+pub const MAX_LISTED: usize = 100;
+
+/// Longest life of one `Watch` stream before it ends with OK.
+pub const DEFAULT_WATCH_MAX_AGE: Duration = Duration::from_secs(600);
+
+/// `HealthCheckResponse.ServingStatus`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum ServingStatus {
+    Unknown = 0,
+    Serving = 1,
+    NotServing = 2,
+    /// Used only by `Watch`.
+    ServiceUnknown = 3,
+}
+
+/// `HealthCheckRequest`.
+#[derive(Clone, PartialEq, Message)]
+pub struct HealthCheckRequest {
+    #[prost(string, tag = "1")]
+    pub service: String,
+}
+
+/// `HealthCheckResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub struct HealthCheckResponse {
+    #[prost(enumeration = "ServingStatus", tag = "1")]
+    pub status: i32,
+}
+
+/// `HealthListRequest`.
+#[derive(Clone, PartialEq, Message)]
+pub struct HealthListRequest {}
+
+/// `HealthListResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub struct HealthListResponse {
+    #[prost(map = "string, message", tag = "1")]
+    pub statuses: HashMap<String, HealthCheckResponse>,
+}
+
+fn response(status: ServingStatus) -> HealthCheckResponse {
+    HealthCheckResponse {
+        status: status as i32,
+    }
+}
+
+/// The statuses of one server.
+#[derive(Debug)]
+pub struct Health {
+    state: Mutex<State>,
+    watch_max_age: Duration,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Set by [`Health::shutdown`]: everything NOT_SERVING, for good.
+    shutdown: bool,
+    statuses: BTreeMap<String, ServingStatus>,
+    /// One channel per service someone watches now (removed with its last
+    /// watcher, so clients watching made-up names leave nothing behind).
+    watchers: HashMap<String, watch::Sender<ServingStatus>>,
+}
+
+impl Health {
+    /// A health service with `""` (the whole server) SERVING.
+    pub fn new() -> Health {
+        Health::with_watch_max_age(DEFAULT_WATCH_MAX_AGE)
+    }
+
+    /// The same, ending each `Watch` after `max_age`.
+    pub fn with_watch_max_age(max_age: Duration) -> Health {
+        let mut state = State::default();
+        state.statuses.insert(String::new(), ServingStatus::Serving);
+        Health {
+            state: Mutex::new(state),
+            watch_max_age: max_age,
+        }
+    }
+
+    /// How long a `Watch` stream may stay open.
+    pub fn watch_max_age(&self) -> Duration {
+        self.watch_max_age
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Set the status of `service` and tell its watchers; ignored after
+    /// [`shutdown`](Self::shutdown).
+    pub fn set_serving_status(&self, service: &str, status: ServingStatus) {
+        let mut st = self.lock();
+        if !st.shutdown {
+            st.set(service, status);
+        }
+    }
+
+    /// Every status NOT_SERVING, later changes ignored; every open `Watch`
+    /// sends NOT_SERVING and ends.
+    pub fn shutdown(&self) {
+        let mut st = self.lock();
+        st.shutdown = true;
+        let services: Vec<String> = st.statuses.keys().cloned().collect();
+        for service in services {
+            st.set(&service, ServingStatus::NotServing);
+        }
+        // Watchers of unknown services wake too, to see the shutdown.
+        for tx in st.watchers.values() {
+            tx.send_modify(|_| {});
+        }
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_shutdown(&self) -> bool {
+        self.lock().shutdown
+    }
+
+    /// `Check`: the status of `service`, `NOT_FOUND` when never set.
+    pub fn check(&self, service: &str) -> Result<ServingStatus, Status> {
+        self.lock()
+            .statuses
+            .get(service)
+            .copied()
+            .ok_or_else(|| Status::new(Code::NotFound, "unknown service"))
+    }
+
+    /// `List`: every status, or `RESOURCE_EXHAUSTED` past [`MAX_LISTED`].
+    pub fn list(&self) -> Result<HealthListResponse, Status> {
+        let st = self.lock();
+        if st.statuses.len() > MAX_LISTED {
+            return Err(Status::new(
+                Code::ResourceExhausted,
+                format!("server health list exceeds maximum capacity: {MAX_LISTED}"),
+            ));
+        }
+        Ok(HealthListResponse {
+            statuses: st
+                .statuses
+                .iter()
+                .map(|(name, status)| (name.clone(), response(*status)))
+                .collect(),
+        })
+    }
+
+    /// A receiver of the status of `service` (SERVICE_UNKNOWN until set).
+    fn subscribe(self: &Arc<Self>, service: &str) -> Subscription {
+        let mut st = self.lock();
+        let current = st
+            .statuses
+            .get(service)
+            .copied()
+            .unwrap_or(ServingStatus::ServiceUnknown);
+        let rx = st
+            .watchers
+            .entry(service.to_owned())
+            .or_insert_with(|| watch::channel(current).0)
+            .subscribe();
+        Subscription {
+            rx: Some(rx),
+            health: self.clone(),
+            service: service.to_owned(),
+        }
+    }
+
+    /// `Watch`: the current status now, then each change, until the client
+    /// goes, the server shuts down or the stream reaches its maximum age.
+    async fn watch(self: Arc<Self>, mut requests: Streaming, sink: Sink) -> Result<(), Status> {
+        let request: HealthCheckRequest = requests.decode().await?.ok_or_else(|| {
+            Status::unimplemented("Watch carried no request message (expected exactly one)")
+        })?;
+        let mut sub = self.subscribe(&request.service);
+        let age = tokio::time::sleep(self.watch_max_age);
+        tokio::pin!(age);
+        let mut last = None;
+        loop {
+            let status = *sub.rx().borrow_and_update();
+            if last != Some(status) {
+                sink.send(&response(status)).await?;
+                last = Some(status);
+            }
+            if self.is_shutdown() {
+                return Ok(());
+            }
+            tokio::select! {
+                changed = sub.rx().changed() => {
+                    if changed.is_err() {
+                        return Ok(()); // cannot happen while subscribed
+                    }
+                }
+                _ = sink.closed() => {
+                    return Err(Status::new(Code::Cancelled, "client closed the stream"));
+                }
+                _ = &mut age => return Ok(()),
+            }
+        }
+    }
+
+    /// Adds `Check`, `List` and `Watch` to `builder`.
+    pub fn register(self: Arc<Self>, builder: &mut Builder) {
+        let me = self.clone();
+        builder.unary(
+            SERVICE,
+            "Check",
+            unary(move |req: HealthCheckRequest| {
+                let result = me.check(&req.service).map(response);
+                async move { result }
+            }),
+        );
+        let me = self.clone();
+        builder.unary(
+            SERVICE,
+            "List",
+            unary(move |_: HealthListRequest| {
+                let result = me.list();
+                async move { result }
+            }),
+        );
+        builder.streaming(
+            SERVICE,
+            "Watch",
+            Arc::new(move |requests: Streaming, sink: Sink| {
+                let me = self.clone();
+                Box::pin(me.watch(requests, sink))
+            }),
+        );
+    }
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Health::new()
+    }
+}
+
+impl State {
+    fn set(&mut self, service: &str, status: ServingStatus) {
+        self.statuses.insert(service.to_owned(), status);
+        if let Some(tx) = self.watchers.get(service) {
+            tx.send_replace(status);
+        }
+    }
+}
+
+/// One watcher's receiver; dropping it removes the service's channel when
+/// it was the last.
+struct Subscription {
+    rx: Option<watch::Receiver<ServingStatus>>,
+    health: Arc<Health>,
+    service: String,
+}
+
+impl Subscription {
+    fn rx(&mut self) -> &mut watch::Receiver<ServingStatus> {
+        self.rx.as_mut().expect("present until drop")
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        drop(self.rx.take());
+        let mut st = self.health.lock();
+        if st
+            .watchers
+            .get(&self.service)
+            .is_some_and(|tx| tx.receiver_count() == 0)
+        {
+            st.watchers.remove(&self.service);
+        }
+    }
+}
+
+/// The descriptor of `grpc/health/v1/health.proto`, for reflection.
+pub fn file_descriptor() -> FileDescriptorProto {
+    let field = |name: &str, number: i32, label: Label, ty: Type, type_name: Option<&str>| {
+        FieldDescriptorProto {
+            name: Some(name.into()),
+            number: Some(number),
+            label: Some(label as i32),
+            r#type: Some(ty as i32),
+            type_name: type_name.map(str::to_owned),
+            json_name: Some(json_name(name)),
+            ..Default::default()
+        }
+    };
+    let message = |name: &str, fields: Vec<FieldDescriptorProto>| DescriptorProto {
+        name: Some(name.into()),
+        field: fields,
+        ..Default::default()
+    };
+    let value = |name: &str, number: i32| EnumValueDescriptorProto {
+        name: Some(name.into()),
+        number: Some(number),
+        ..Default::default()
+    };
+    let method =
+        |name: &str, input: &str, output: &str, server_streaming: bool| MethodDescriptorProto {
+            name: Some(name.into()),
+            input_type: Some(format!(".grpc.health.v1.{input}")),
+            output_type: Some(format!(".grpc.health.v1.{output}")),
+            server_streaming: server_streaming.then_some(true),
+            ..Default::default()
+        };
+    let optional = Label::Optional;
+    let mut check_response = message(
+        "HealthCheckResponse",
+        vec![field(
+            "status",
+            1,
+            optional,
+            Type::Enum,
+            Some(".grpc.health.v1.HealthCheckResponse.ServingStatus"),
+        )],
+    );
+    check_response.enum_type.push(EnumDescriptorProto {
+        name: Some("ServingStatus".into()),
+        value: vec![
+            value("UNKNOWN", 0),
+            value("SERVING", 1),
+            value("NOT_SERVING", 2),
+            value("SERVICE_UNKNOWN", 3),
+        ],
+        ..Default::default()
+    });
+    let mut list_response = message(
+        "HealthListResponse",
+        vec![field(
+            "statuses",
+            1,
+            Label::Repeated,
+            Type::Message,
+            Some(".grpc.health.v1.HealthListResponse.StatusesEntry"),
+        )],
+    );
+    // `map<string, HealthCheckResponse>` is a repeated nested entry message.
+    let mut entry = message(
+        "StatusesEntry",
+        vec![
+            field("key", 1, optional, Type::String, None),
+            field(
+                "value",
+                2,
+                optional,
+                Type::Message,
+                Some(".grpc.health.v1.HealthCheckResponse"),
+            ),
+        ],
+    );
+    entry.options = Some(MessageOptions {
+        map_entry: Some(true),
+        ..Default::default()
+    });
+    list_response.nested_type.push(entry);
+    FileDescriptorProto {
+        name: Some(FILE_NAME.into()),
+        package: Some("grpc.health.v1".into()),
+        syntax: Some("proto3".into()),
+        options: Some(FileOptions {
+            csharp_namespace: Some("Grpc.Health.V1".into()),
+            go_package: Some("google.golang.org/grpc/health/grpc_health_v1".into()),
+            java_multiple_files: Some(true),
+            java_outer_classname: Some("HealthProto".into()),
+            java_package: Some("io.grpc.health.v1".into()),
+            objc_class_prefix: Some("GrpcHealthV1".into()),
+            ..Default::default()
+        }),
+        message_type: vec![
+            message(
+                "HealthCheckRequest",
+                vec![field("service", 1, optional, Type::String, None)],
+            ),
+            check_response,
+            message("HealthListRequest", Vec::new()),
+            list_response,
+        ],
+        service: vec![ServiceDescriptorProto {
+            name: Some("Health".into()),
+            method: vec![
+                method("Check", "HealthCheckRequest", "HealthCheckResponse", false),
+                method("List", "HealthListRequest", "HealthListResponse", false),
+                method("Watch", "HealthCheckRequest", "HealthCheckResponse", true),
+            ],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,122 @@
+//! The two ends a handler works with: [`Streaming`], the request messages
+//! cut out of the body as they arrive (inflated when the call is
+//! compressed), and [`Sink`], where a streaming handler writes its replies
+//! (compressed when the client takes gzip and a reply is over 1 KiB).
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Frame as HttpFrame;
+use tokio::sync::mpsc;
+
+use super::compression::{self, Encoding};
+use super::frame::{Decoder, Frame, FrameError};
+use super::server::RequestBody;
+use super::status::{Code, Status};
+
+/// The request messages of a call, cut out of the body as they arrive.
+pub struct Streaming {
+    body: RequestBody,
+    decoder: Decoder,
+    ended: bool,
+    encoding: Option<Encoding>,
+    max_message_size: usize,
+}
+
+impl Streaming {
+    /// Reads `body` with messages of at most `max_message_size` bytes.
+    pub fn new(body: RequestBody, max_message_size: usize) -> Streaming {
+        Streaming {
+            body,
+            decoder: Decoder::new(max_message_size),
+            ended: false,
+            encoding: None,
+            max_message_size,
+        }
+    }
+
+    /// The same stream, its compressed messages in `encoding` (the call's
+    /// `grpc-encoding`; `None` when absent).
+    pub fn with_encoding(mut self, encoding: Option<Encoding>) -> Streaming {
+        self.encoding = encoding;
+        self
+    }
+
+    /// The next message, `None` once the client has half-closed the stream.
+    pub async fn message(&mut self) -> Result<Option<Bytes>, Status> {
+        loop {
+            if let Some(frame) = self.decoder.next_frame().map_err(frame_status)? {
+                if frame.compressed {
+                    let max = self.max_message_size;
+                    return compression::decompress(self.encoding, &frame.message, max).map(Some);
+                }
+                return Ok(Some(frame.message));
+            }
+            if self.ended {
+                self.decoder.finish().map_err(frame_status)?;
+                return Ok(None);
+            }
+            match self.body.frame().await {
+                None => self.ended = true,
+                Some(Ok(frame)) => {
+                    // Request trailers carry nothing gRPC needs.
+                    if let Ok(data) = frame.into_data() {
+                        self.decoder.push(&data);
+                    }
+                }
+                Some(Err(e)) => {
+                    return Err(Status::new(
+                        Code::Cancelled,
+                        format!("request stream failed: {e}"),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The next message decoded as `T` (a message that does not decode is `INTERNAL`).
+    pub async fn decode<T: prost::Message + Default>(&mut self) -> Result<Option<T>, Status> {
+        match self.message().await? {
+            None => Ok(None),
+            Some(bytes) => T::decode(bytes)
+                .map(Some)
+                .map_err(|e| Status::internal(format!("cannot decode request message: {e}"))),
+        }
+    }
+}
+
+fn frame_status(e: FrameError) -> Status {
+    match e {
+        FrameError::TooLarge { .. } => Status::new(Code::ResourceExhausted, e.to_string()),
+        FrameError::BadFlag(_) | FrameError::Truncated { .. } => Status::internal(e.to_string()),
+    }
+}
+
+/// Where a streaming handler writes its replies.
+pub struct Sink {
+    tx: mpsc::Sender<HttpFrame<Bytes>>,
+    /// Compress replies over 1 KiB (the client accepts gzip).
+    gzip: bool,
+}
+
+impl Sink {
+    /// A sink feeding `tx`, compressing large replies when `gzip`.
+    pub(super) fn new(tx: mpsc::Sender<HttpFrame<Bytes>>, gzip: bool) -> Sink {
+        Sink { tx, gzip }
+    }
+
+    /// Completes when the client is gone (stream reset, connection closed):
+    /// a handler waiting for something else selects on it too, so it never
+    /// holds a stream nobody reads.
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
+
+    /// Sends one reply now; fails with `CANCELLED` when the client is gone.
+    pub async fn send(&self, message: &impl prost::Message) -> Result<(), Status> {
+        let framed = compression::maybe_compress(Frame::encode_message(message), self.gzip);
+        self.tx
+            .send(HttpFrame::data(framed))
+            .await
+            .map_err(|_| Status::new(Code::Cancelled, "client closed the stream"))
+    }
+}
