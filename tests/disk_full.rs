@@ -152,3 +152,79 @@ async fn registration_on_a_full_disk_is_503_without_tokens_and_no_token_reaches_
     child.kill().ok();
     child.wait().ok();
 }
+
+const GREETER_BIN: &str = env!("CARGO_BIN_EXE_greeter");
+
+/// The greeter on a full disk: writes are 503 STORE_UNAVAILABLE (never a
+/// success that was not stored, never a crash), and once space returns it
+/// writes again without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn greeter_writes_on_a_full_disk_are_503_and_resume_when_space_returns() {
+    let Some(disk) = SmallDisk::mount_or_skip("greeter-disk-full", "2m") else {
+        return;
+    };
+    let db = disk.path("greeter.db");
+    let config = disk.path("config.yaml");
+    std::fs::write(
+        &config,
+        support::greeter::config_text(db.to_str().unwrap(), "5s", "5s"),
+    )
+    .unwrap();
+    let (mut child, addrs) =
+        bin::spawn_draining(GREETER_BIN, &["--config", config.to_str().unwrap()], &[], 2);
+    let http = addrs[0];
+    let register = |name: String| async move {
+        client(1)
+            .request(
+                Method::POST,
+                &format!("http://{http}/v1/users"),
+                &[("content-type", "application/json")],
+                json!({"username": name, "password": "pw"}).to_string(),
+            )
+            .await
+    };
+    assert_eq!(register("first".into()).await.status, StatusCode::OK);
+
+    disk.fill();
+    let mut stored = vec!["first".to_string()];
+    let mut refused = 0;
+    for i in 0..200 {
+        let name = format!("user{i}");
+        let reply = register(name.clone()).await;
+        match reply.status {
+            StatusCode::OK => stored.push(name),
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert_eq!(
+                    reply.json()["reason"],
+                    "STORE_UNAVAILABLE",
+                    "{}",
+                    reply.text()
+                );
+                refused += 1;
+                if refused == 3 {
+                    break;
+                }
+            }
+            other => panic!("{name}: unexpected {other}: {}", reply.text()),
+        }
+    }
+    assert!(refused > 0, "the full disk never refused a write");
+
+    disk.free();
+    let again = register("after".into()).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.text());
+    stored.push("after".into());
+    // Every acknowledged registration is stored, and nothing else.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT username FROM users ORDER BY id")
+        .unwrap();
+    let names: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(names, stored);
+    child.kill().ok();
+    child.wait().ok();
+}

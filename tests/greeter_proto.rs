@@ -35,9 +35,19 @@ fn rust_messages_match_greeter_proto() {
         ("Empty", Empty {}.encode_to_vec()),
         ("User", named!(User { username, password }).encode_to_vec()),
         (
+            "UserListRequest",
+            UserListRequest {
+                // A number field holds its own field number.
+                page_size: 1,
+                page_token: "page_token".into(),
+            }
+            .encode_to_vec(),
+        ),
+        (
             "UserListResponse",
             UserListResponse {
                 users: vec![named!(User { username, password })],
+                next_page_token: "next_page_token".into(),
             }
             .encode_to_vec(),
         ),
@@ -89,7 +99,16 @@ fn greeter_proto_declares_the_spec_fields() {
     assert_eq!(fields("Empty"), []);
     assert_eq!(
         fields("UserListResponse"),
-        [("users".to_owned(), 1, Type::Message)]
+        [
+            ("users".to_owned(), 1, Type::Message),
+            s("next_page_token", 2)
+        ]
+    );
+    // Paginated (AIP-158). On the wire an empty UserListRequest is the
+    // spec's Empty: a client sending Empty gets the first page.
+    assert_eq!(
+        fields("UserListRequest"),
+        [("page_size".to_owned(), 1, Type::Int32), s("page_token", 2)]
     );
     let service = &fd.service[0];
     assert_eq!(service.name(), "Greeter");
@@ -117,7 +136,7 @@ fn greeter_proto_declares_the_spec_fields() {
             ),
             (
                 "UserList",
-                ".helloworld.v1.Empty",
+                ".helloworld.v1.UserListRequest",
                 ".helloworld.v1.UserListResponse"
             ),
         ]

@@ -91,6 +91,9 @@ async fn a_client_that_pipelines_and_never_reads_is_closed_after_the_write_timeo
     })
     .await;
     assert!(took < Duration::from_secs(3), "{took:?}");
+    // Still serving, and the clients' sockets were closed by the server.
+    assert_eq!(get(Proto::H1, srv.addr, "/hi").await.text(), "hi");
+    drop(clients);
 }
 
 /// An h2 client whose stream window is 0: the response can never be sent.

@@ -45,7 +45,6 @@ use http::header::CONTENT_TYPE;
 
 use super::access_log;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::BodyExt;
 use hyper::body::{Frame as HttpFrame, Incoming};
 
@@ -60,8 +59,7 @@ use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
 use crate::web::middleware::{panic_message, CatchUnwind};
 use crate::web::server::Service;
 
-/// The request body as the dispatcher sees it (boxed so tests can feed any body).
-pub type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
+pub use super::stream::RequestBody;
 
 /// A unary method: request message bytes in, the response message out
 /// *already framed* (5-byte prefix included, see [`Frame::encode_message`]),

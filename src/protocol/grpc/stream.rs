@@ -10,8 +10,10 @@ use tokio::sync::mpsc;
 
 use super::compression::{self, Encoding};
 use super::frame::{Decoder, Frame, FrameError};
-use super::server::RequestBody;
 use super::status::{Code, Status};
+
+/// The request body as the dispatcher sees it (boxed so tests can feed any body).
+pub type RequestBody = http_body_util::combinators::UnsyncBoxBody<Bytes, crate::types::BoxError>;
 
 /// The request messages of a call, cut out of the body as they arrive.
 pub struct Streaming {

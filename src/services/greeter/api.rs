@@ -82,9 +82,20 @@ pub struct User {
     pub password: String,
 }
 
+/// `UserListRequest`: one page (AIP-158).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UserListRequest {
+    #[prost(int32, tag = "1")]
+    pub page_size: i32,
+    #[prost(string, tag = "2")]
+    pub page_token: String,
+}
+
 /// `UserListResponse`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct UserListResponse {
     #[prost(message, repeated, tag = "1")]
     pub users: Vec<User>,
+    #[prost(string, tag = "2")]
+    pub next_page_token: String,
 }

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::api::{
-    Empty, HelloReply, HelloRequest, User, UserListResponse, UserRegisterRequest,
+    HelloReply, HelloRequest, User, UserListRequest, UserListResponse, UserRegisterRequest,
     UserRegisterResponse,
 };
 use super::biz::{self, GreeterUsecase, UserUsecase};
@@ -51,6 +51,7 @@ pub fn user_list_reply(users: Vec<biz::User>, max: usize) -> Result<UserListResp
                 password: u.password,
             })
             .collect(),
+        next_page_token: String::new(),
     };
     let size = prost::Message::encoded_len(&reply);
     if size > max {
@@ -116,11 +117,16 @@ pub fn methods(
         ),
         (
             "UserList",
-            typed(move |_: Empty| {
+            typed(move |req: UserListRequest| {
                 let users = users.clone();
                 async move {
-                    let list = users.list().await.map_err(failure_of)?;
-                    user_list_reply(list, max_message_size)
+                    let (list, next) = users
+                        .list_page(req.page_size, &req.page_token)
+                        .await
+                        .map_err(failure_of)?;
+                    let mut reply = user_list_reply(list, max_message_size)?;
+                    reply.next_page_token = next;
+                    Ok(reply)
                 }
             }),
         ),

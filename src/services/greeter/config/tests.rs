@@ -179,7 +179,10 @@ fn unknown_key_is_an_error_naming_its_path() {
         "server.http.timout: unknown key (known keys here: network, addr, timeout)"
     );
     let e = error_of(&format!("{DEMO}logging: true\n"));
-    assert_eq!(e, "logging: unknown key (known keys here: server, data)");
+    assert_eq!(
+        e,
+        "logging: unknown key (known keys here: server, data, limits)"
+    );
     let e = error_of(&with("cache:", "  redis:"));
     assert!(e.starts_with("data.redis: unknown key"), "{e}");
 }

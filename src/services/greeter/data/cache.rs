@@ -60,11 +60,12 @@ pub const LIST_KEY_PREFIX: &str = "greeter:users:list:";
 /// a write could not invalidate it.
 pub const LIST_TTL: Duration = Duration::from_secs(60);
 
-/// `GET gen` and `GET list:{gen}` in one round trip. A missing generation
+/// `GET gen` and `GET list:{gen}{page}` in one round trip (`page` is
+/// `:{after}:{limit}`, one key per page asked for). A missing generation
 /// is 0; a missing list is nil (Lua `false`).
 const READ_SCRIPT: &str = "
 local gen = redis.call('GET', KEYS[1]) or '0'
-return {gen, redis.call('GET', ARGV[1] .. gen)}
+return {gen, redis.call('GET', ARGV[1] .. gen .. ARGV[2])}
 ";
 
 /// A [`UserRepo`] whose `list()` is cached in Redis.
@@ -160,10 +161,11 @@ impl UserRepo for CachedUsers {
         })
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<User>, biz::Error>> {
+    fn page(&self, after_id: i64, limit: usize) -> BoxFuture<'_, Result<Vec<User>, biz::Error>> {
         Box::pin(async move {
+            let page = format!(":{after_id}:{limit}");
             let mut read = self.read.key(GEN_KEY);
-            read.arg(LIST_KEY_PREFIX);
+            read.arg(LIST_KEY_PREFIX).arg(&page);
             let read = &read;
             let read = cluster::redis_call(self.timeout, || {
                 let mut conn = self.redis.clone();
@@ -180,9 +182,9 @@ impl UserRepo for CachedUsers {
                     None => biz::log("cache: an unreadable cached user list was replaced"),
                 }
             }
-            let users = self.store.list().await?;
+            let users = self.store.page(after_id, limit).await?;
             let mut set = redis::cmd("SET");
-            set.arg(format!("{LIST_KEY_PREFIX}{generation}"))
+            set.arg(format!("{LIST_KEY_PREFIX}{generation}{page}"))
                 .arg(encode(&users))
                 .arg("EX")
                 .arg(LIST_TTL.as_secs());

@@ -356,14 +356,16 @@ impl UserRepo for UserStore {
         })
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<User>, biz::Error>> {
+    fn page(&self, after_id: i64, limit: usize) -> BoxFuture<'_, Result<Vec<User>, biz::Error>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         Box::pin(async move {
             self.data
-                .read("listing users", |c| {
+                .read("listing users", move |c| {
                     let mut stmt = c.prepare_cached(
-                        "SELECT id, username, password, age FROM users ORDER BY id",
+                        "SELECT id, username, password, age FROM users WHERE id > ?1 \
+                         ORDER BY id LIMIT ?2",
                     )?;
-                    let rows = stmt.query_map([], |r| {
+                    let rows = stmt.query_map([after_id, limit], |r| {
                         Ok(User {
                             id: r.get(0)?,
                             username: r.get(1)?,

@@ -161,10 +161,16 @@ impl GreeterRepo for PgStore {
         Box::pin(async move {
             let name = &name;
             self.call(|c| async move {
+                // The insert and the retention (only the newest
+                // GREETINGS_KEPT rows stay) in one statement.
                 let s = c
-                    .prepare_cached("INSERT INTO greeter.greetings (name) VALUES ($1)")
+                    .prepare_cached(
+                        "WITH saved AS (INSERT INTO greeter.greetings (name) VALUES ($1) \
+                         RETURNING id) DELETE FROM greeter.greetings \
+                         WHERE id <= (SELECT id FROM saved) - $2",
+                    )
                     .await?;
-                c.execute(&s, &[name]).await
+                c.execute(&s, &[name, &biz::GREETINGS_KEPT]).await
             })
             .await
             .map_err(|f| failure("saving a greeting", f))?;
@@ -217,17 +223,19 @@ impl UserRepo for PgStore {
         })
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<User>, biz::Error>> {
+    fn page(&self, after_id: i64, limit: usize) -> BoxFuture<'_, Result<Vec<User>, biz::Error>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         Box::pin(async move {
             // A read: safe to repeat.
             let rows = self
                 .call_repeatable(|c| async move {
                     let s = c
                         .prepare_cached(
-                            "SELECT id, username, password, age FROM greeter.users ORDER BY id",
+                            "SELECT id, username, password, age FROM greeter.users \
+                             WHERE id > $1 ORDER BY id LIMIT $2",
                         )
                         .await?;
-                    c.query(&s, &[]).await
+                    c.query(&s, &[&after_id, &limit]).await
                 })
                 .await
                 .map_err(|f| failure("listing users", f))?;

@@ -441,6 +441,11 @@ fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Done> {
         Op::SaveGreeting { name } => {
             conn.prepare_cached("INSERT INTO greetings (name) VALUES (?1)")?
                 .execute([name])?;
+            // Retention: only the newest GREETINGS_KEPT rows stay (ids only
+            // grow: AUTOINCREMENT).
+            let oldest_kept = conn.last_insert_rowid() - biz::GREETINGS_KEPT;
+            conn.prepare_cached("DELETE FROM greetings WHERE id <= ?1")?
+                .execute([oldest_kept])?;
             Ok(Done::Saved)
         }
         Op::CreateUser { username, password } => {

@@ -1,0 +1,179 @@
+//! What the greeter stores stays bounded: `UserList` / `GET /v1/users` are
+//! paginated (AIP-158: `page_size` up to 1,000, `page_token`), SayHello
+//! names are 1–64 bytes and only the newest 1,000 greetings are kept, so
+//! 10,000 maximal calls leave a small database.
+
+mod support;
+
+use bytes::Bytes;
+use handwire::protocol::grpc::Frame;
+use handwire::services::greeter::api::{HelloRequest, UserListRequest, UserListResponse};
+use http::{Method, StatusCode};
+use serde_json::Value;
+use support::greeter::{call, start};
+
+fn insert_users(db: &std::path::Path, n: usize) {
+    let mut conn = rusqlite::Connection::open(db).unwrap();
+    let tx = conn.transaction().unwrap();
+    for i in 0..n {
+        tx.execute(
+            "INSERT INTO users (username, password, age) VALUES (?1, 'pw', 1)",
+            [format!("user{i:04}")],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
+fn names(page: &Value) -> Vec<String> {
+    page["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["username"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn token(page: &Value) -> String {
+    let t = page
+        .get("next_page_token")
+        .or_else(|| page.get("nextPageToken"));
+    t.and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn user_list_is_paged_by_page_size_and_page_token_over_http() {
+    let g = start().await;
+    insert_users(&g.db, 250);
+    let first = call(g.http, Method::GET, "/v1/users", "").await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text());
+    let first = first.json();
+    assert_eq!(names(&first).len(), 100, "the default page size");
+    assert_eq!(names(&first)[0], "user0000");
+
+    // Following the tokens visits every user once, in order.
+    let mut seen = Vec::new();
+    let mut next = String::new();
+    loop {
+        let path = format!("/v1/users?page_size=100&page_token={next}");
+        let page = call(g.http, Method::GET, &path, "").await.json();
+        seen.extend(names(&page));
+        next = token(&page);
+        if next.is_empty() {
+            break;
+        }
+    }
+    let all: Vec<String> = (0..250).map(|i| format!("user{i:04}")).collect();
+    assert_eq!(seen, all);
+
+    // Past the maximum is read as 1,000; all 250 fit in one page.
+    let big = call(g.http, Method::GET, "/v1/users?page_size=5000", "")
+        .await
+        .json();
+    assert_eq!(names(&big).len(), 250);
+    assert_eq!(token(&big), "");
+
+    for (path, reason) in [
+        ("/v1/users?page_size=-1", "PAGE_SIZE_NEGATIVE"),
+        ("/v1/users?page_token=bm90LWEtdG9rZW4", "PAGE_TOKEN_INVALID"),
+    ] {
+        let reply = call(g.http, Method::GET, path, "").await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{path}: {}",
+            reply.text()
+        );
+        assert_eq!(reply.json()["reason"], reason, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn an_empty_user_list_request_is_the_first_page_over_grpc() {
+    let g = start().await;
+    insert_users(&g.db, 1500);
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", g.grpc))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    let mut page_token = String::new();
+    let mut sizes = Vec::new();
+    loop {
+        grpc.ready().await.unwrap();
+        let codec = tonic_prost::ProstCodec::<UserListRequest, UserListResponse>::default();
+        let req = UserListRequest {
+            page_size: if sizes.is_empty() { 0 } else { 1000 },
+            page_token: page_token.clone(),
+        };
+        let reply = grpc
+            .unary(
+                tonic::Request::new(req),
+                http::uri::PathAndQuery::from_static("/helloworld.v1.Greeter/UserList"),
+                codec,
+            )
+            .await
+            .unwrap()
+            .into_inner();
+        sizes.push(reply.users.len());
+        page_token = reply.next_page_token;
+        if page_token.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(sizes, [100, 1000, 400]);
+}
+
+/// 10,000 SayHello calls with 64-byte names (the most a name may hold)
+/// leave the newest 1,000 greetings and a database file under 1 MiB (the
+/// WAL beside it is SQLite's, recycled at its checkpoint size).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_database_stays_under_1_mib_after_10000_maximal_say_hello_calls() {
+    let g = start().await;
+    let tcp = tokio::net::TcpStream::connect(g.grpc).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    let mut tasks = Vec::new();
+    for worker in 0..20 {
+        let client = client.clone();
+        let addr = g.grpc;
+        tasks.push(tokio::spawn(async move {
+            for i in 0..500 {
+                let name = format!("{worker:02}-{i:04}-{}", "n".repeat(64 - 8));
+                assert_eq!(name.len(), 64);
+                let body = Frame::encode_message(&HelloRequest { name });
+                let req =
+                    http::Request::post(format!("http://{addr}/helloworld.v1.Greeter/SayHello"))
+                        .header("content-type", "application/grpc")
+                        .header("te", "trailers")
+                        .body(())
+                        .unwrap();
+                let mut client = client.clone().ready().await.unwrap();
+                let (response, mut send) = client.send_request(req, false).unwrap();
+                send.send_data(Bytes::from(body.to_vec()), true).unwrap();
+                let mut response = response.await.unwrap();
+                let body = response.body_mut();
+                while let Some(chunk) = body.data().await {
+                    let chunk = chunk.unwrap();
+                    let _ = body.flow_control().release_capacity(chunk.len());
+                }
+                let trailers = body.trailers().await.unwrap().unwrap();
+                assert_eq!(trailers["grpc-status"], "0", "{trailers:?}");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let conn = rusqlite::Connection::open(&g.db).unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM greetings", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 1000, "only the newest 1,000 greetings are kept");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .unwrap();
+    let size = std::fs::metadata(&g.db).unwrap().len();
+    println!("database after 10,000 calls: {size} bytes");
+    assert!(size < 1 << 20, "{size} bytes");
+}
