@@ -90,15 +90,32 @@ async fn every_acknowledged_greeter_registration_survives_kill_9() {
 
     // Restart on the same file and list through the service itself.
     let (child, http) = greeter(&config);
-    let list = Client::new(Proto::H1)
-        .request(Method::GET, &format!("http://{http}/v1/users"), &[], "")
-        .await;
-    let stored: HashSet<String> = list.json()["users"]
-        .as_array()
-        .expect("users")
-        .iter()
-        .map(|u| u["username"].as_str().unwrap_or_default().to_string())
-        .collect();
+    // Every page (the list is paginated, at most 1,000 a page).
+    let mut stored: HashSet<String> = HashSet::new();
+    let mut token = String::new();
+    loop {
+        let url = format!("http://{http}/v1/users?page_size=1000&page_token={token}");
+        let page = Client::new(Proto::H1)
+            .request(Method::GET, &url, &[], "")
+            .await
+            .json();
+        stored.extend(
+            page["users"]
+                .as_array()
+                .expect("users")
+                .iter()
+                .map(|u| u["username"].as_str().unwrap_or_default().to_string()),
+        );
+        token = page
+            .get("next_page_token")
+            .or_else(|| page.get("nextPageToken"))
+            .and_then(|t| t.as_str())
+            .unwrap_or_default()
+            .to_string();
+        if token.is_empty() {
+            break;
+        }
+    }
     let lost: Vec<&String> = acked.iter().filter(|n| !stored.contains(*n)).collect();
     assert!(
         lost.is_empty(),

@@ -43,7 +43,11 @@ async fn register_then_list_in_id_order() {
     let g = start().await;
     let reply = call(g.http, Method::GET, "/v1/users", "").await;
     let (status, body) = (reply.status.as_u16(), reply.json());
-    assert_eq!((status, body), (200, json!({ "users": [] })));
+    // One page (AIP-158): the last one has an empty next token.
+    assert_eq!(
+        (status, body),
+        (200, json!({ "users": [], "nextPageToken": "" }))
+    );
     for (u, p) in [("zed", "z1"), ("amy", "a1")] {
         let reply = call(
             g.http,
@@ -60,7 +64,10 @@ async fn register_then_list_in_id_order() {
     assert_eq!(status, 200);
     assert_eq!(
         body,
-        json!({ "users": [{"username": "zed", "password": "z1"}, {"username": "amy", "password": "a1"}] })
+        json!({
+            "users": [{"username": "zed", "password": "z1"}, {"username": "amy", "password": "a1"}],
+            "nextPageToken": ""
+        })
     );
     let rows = user_rows(&g.db);
     assert!(rows.iter().all(|r| r.3 == 1), "age is 1: {rows:?}");
