@@ -337,7 +337,7 @@ fn binary_prints_its_address_serves_and_logs_each_request() {
     for want in [" | 200 | ", " | 404 | "] {
         line.clear();
         out.read_line(&mut line).unwrap();
-        assert!(line.starts_with("[handwire] "), "{line}");
+        assert!(line.starts_with("[router-demo] "), "{line}");
         assert!(line.contains(want), "{line}");
         assert!(line.contains(" 127.0.0.1 | GET "), "{line}");
     }
@@ -630,7 +630,7 @@ fn a_body_over_the_limit_is_413_and_reaches_the_request_log() {
     assert_eq!(&status, b"HTTP/1.1 413");
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    assert!(line.starts_with("[handwire] "), "{line}");
+    assert!(line.starts_with("[router-demo] "), "{line}");
     assert!(line.contains(" | 413 | "), "{line}");
     assert!(line.contains("POST    \"/login\""), "{line}");
     child.kill().unwrap();

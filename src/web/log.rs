@@ -192,6 +192,22 @@ impl Shared {
     }
 }
 
+/// The name this process's request log lines start with, set once by a
+/// binary ([`set_service_name`]); `handwire` until then (tests, examples).
+static SERVICE_NAME: OnceLock<&'static str> = OnceLock::new();
+
+/// Name the service for the request log (`[router-demo] 2026/… | 200 | …`),
+/// so that lines of services side by side tell which one answered. The
+/// first call wins; call it at start-up.
+pub fn set_service_name(name: &'static str) {
+    let _ = SERVICE_NAME.set(name);
+}
+
+/// The name set by [`set_service_name`], else `handwire`.
+pub fn service_name() -> &'static str {
+    SERVICE_NAME.get().copied().unwrap_or("handwire")
+}
+
 /// The process-wide sink on stdout that the request logger, the gRPC access
 /// log and the services write to. Started on first use.
 pub fn stdout() -> &'static Sink {

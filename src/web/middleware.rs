@@ -34,8 +34,9 @@ pub const REDACTED_PARAMS: [&str; 6] = [
     "password",
 ];
 
-/// Logs one line per request after the rest of the chain has run:
-/// `[handwire] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello"`
+/// Logs one line per request after the rest of the chain has run, starting
+/// with the service's name ([`log::set_service_name`]):
+/// `[router-demo] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello"`
 ///
 /// The line goes to the process-wide [`log::stdout`] sink, so it costs no
 /// syscall here and a slow reader never blocks the request.
@@ -68,7 +69,9 @@ pub fn log_request(
     // written without `core::fmt`, which was a tenth of the request's
     // user-space time in a profile of `GET /hello`.
     sink.line(|buf| {
-        buf.extend_from_slice(b"[handwire] ");
+        buf.push(b'[');
+        buf.extend_from_slice(log::service_name().as_bytes());
+        buf.extend_from_slice(b"] ");
         timefmt::push_log_timestamp(buf, SystemTime::now());
         buf.extend_from_slice(b" | ");
         push_status(buf, status);

@@ -9,6 +9,7 @@
 //! - [`path_params`]: a route's parameters, held as ranges of the path.
 //! - [`engine`]: Gin-style route registration, groups, dispatch, 404/405.
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
+//! - [`reply`]: handlers returning `Result`, whose error becomes the response.
 //! - [`log`]: the one log sink: buffered, drained off the runtime, never blocking.
 //! - [`bind`]: JSON / form / multipart / query binding with required fields.
 //! - [`urlenc`]: percent and form decoding.
@@ -23,6 +24,7 @@ pub mod engine;
 pub mod log;
 pub mod middleware;
 pub mod path_params;
+pub mod reply;
 pub mod router;
 pub mod server;
 pub mod timefmt;

@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::cli;
 use crate::protocol::grpc::descriptor::ProtoError;
 use crate::web::engine::App;
 use crate::web::router::InsertError;
@@ -59,7 +60,13 @@ impl fmt::Display for GreeterError {
         match self {
             GreeterError::Data(e) => write!(f, "{e}"),
             GreeterError::Shared(e) => write!(f, "{e}"),
-            GreeterError::Bind { key, error } => write!(f, "{key}: {error}"),
+            GreeterError::Bind { key, error } => {
+                write!(f, "{key}: {error}")?;
+                if let ServerError::Bind { source, .. } = error {
+                    f.write_str(&cli::addr_in_use_hint(source, key))?;
+                }
+                Ok(())
+            }
             GreeterError::Proto(e) => write!(f, "embedded proto file: {e}"),
             GreeterError::Route(e) => write!(f, "HTTP routes: {e}"),
             GreeterError::Serve(e) => write!(f, "server stopped: {e}"),

@@ -17,7 +17,8 @@ use crate::services::token_auth::tokens::{Claims, TokenKind};
 use crate::services::token_auth::user::Role;
 use crate::web::chain::{named, Context, Handler};
 use crate::web::log;
-use http::header::WWW_AUTHENTICATE;
+use crate::web::reply::ErrorResponse;
+use http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use http::StatusCode;
 use serde_json::json;
 use std::sync::Arc;
@@ -82,6 +83,90 @@ pub fn store_failure(c: &mut Context, what: &str, e: &StoreError) {
             fail(c, StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
         }
         _ => internal(c, what, e),
+    }
+}
+
+/// Why a route refused or failed a request, as a value: what a route
+/// handler returns with `?` ([`crate::web::reply::fallible`]), and the
+/// response it becomes (every body is `{"error": …}`).
+#[derive(Debug)]
+pub enum ApiError {
+    /// `status` with `{"error": message}`.
+    Refused {
+        /// The HTTP status.
+        status: StatusCode,
+        /// The `error` text.
+        message: String,
+    },
+    /// 429 with `Retry-After: retry_after` (seconds) and `{"error": message}`.
+    Limited {
+        /// Seconds until a retry can pass.
+        retry_after: u64,
+        /// The `error` text.
+        message: &'static str,
+    },
+    /// `status` with a JSON body of its own (the 401 with `captcha_required`).
+    Json {
+        /// The HTTP status.
+        status: StatusCode,
+        /// The whole body.
+        body: serde_json::Value,
+    },
+    /// A store call failed: 503 when the store is unavailable, else 500;
+    /// see [`store_failure`].
+    Store {
+        /// What was being done, for the log.
+        what: &'static str,
+        /// The store's error.
+        error: StoreError,
+    },
+    /// Something on our side failed: logged, answered 500.
+    Internal {
+        /// What was being done, for the log.
+        what: &'static str,
+        /// The cause, for the log only.
+        cause: String,
+    },
+}
+
+impl ApiError {
+    /// `status` with `{"error": message}`.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError::Refused {
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// For `map_err`: a failed store call while doing `what`.
+    pub fn store(what: &'static str) -> impl FnOnce(StoreError) -> ApiError {
+        move |error| ApiError::Store { what, error }
+    }
+
+    /// For `map_err`: an internal failure while doing `what`.
+    pub fn internal<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> ApiError {
+        move |cause| ApiError::Internal {
+            what,
+            cause: cause.to_string(),
+        }
+    }
+}
+
+impl ErrorResponse for ApiError {
+    fn respond(self, c: &mut Context) {
+        match self {
+            ApiError::Refused { status, message } => fail(c, status, &message),
+            ApiError::Limited {
+                retry_after,
+                message,
+            } => {
+                c.set_header(RETRY_AFTER, &retry_after.to_string());
+                fail(c, StatusCode::TOO_MANY_REQUESTS, message);
+            }
+            ApiError::Json { status, body } => c.abort_with_json(status, body),
+            ApiError::Store { what, error } => store_failure(c, what, &error),
+            ApiError::Internal { what, cause } => internal(c, what, &cause),
+        }
     }
 }
 

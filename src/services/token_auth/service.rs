@@ -304,6 +304,7 @@ impl AuthService {
     /// before serving, or from `spawn_blocking`. For PostgreSQL and Redis
     /// use [`connect`](Self::connect).
     pub fn open(settings: Settings) -> Result<AuthService, SetupError> {
+        check_secret(&settings)?;
         let backends = Backends::local(&settings)?;
         AuthService::assemble(settings, backends)
     }
@@ -311,6 +312,7 @@ impl AuthService {
     /// [`open`](Self::open), with the state where `settings` puts it:
     /// PostgreSQL and Redis when named, else the SQLite file and memory.
     pub async fn connect(settings: Settings) -> Result<AuthService, SetupError> {
+        check_secret(&settings)?;
         let backends = Backends::connect(&settings).await?;
         tokio::task::spawn_blocking(move || AuthService::assemble(settings, backends))
             .await
@@ -380,6 +382,14 @@ impl AuthService {
             }
         })
     }
+}
+
+/// A secret too short to sign with is refused before any database is
+/// opened or created: a start-up that fails leaves nothing behind.
+fn check_secret(settings: &Settings) -> Result<(), SetupError> {
+    Tokens::new(&settings.secret, Arc::clone(&settings.clock))
+        .map(drop)
+        .map_err(SetupError::Secret)
 }
 
 #[cfg(test)]
