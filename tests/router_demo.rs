@@ -524,6 +524,31 @@ fn trace_shows_a_next_chain_with_the_token_and_an_abort_chain_without() {
     child.wait().unwrap();
 }
 
+#[test]
+fn with_trace_the_request_log_line_follows_its_trace_as_the_logger_finishes_last() {
+    let (mut child, mut out, _, addr) = start_binary(&["--quiet", "--trace"]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let without = rt.block_on(get(Proto::H1, addr, "/index"));
+    assert_eq!(without.status, StatusCode::FORBIDDEN);
+    let mut lines = Vec::new();
+    // The abort walk is 14 trace lines; the request log line comes next.
+    while lines.len() < 15 {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "{lines:?}");
+        lines.push(line.trim_end().to_string());
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(lines[0], "[trace] GET /index (5 handlers)");
+    assert_eq!(lines[13], "[trace] => 403", "{lines:#?}");
+    assert!(
+        lines[..14].iter().all(|l| l.starts_with("[trace]")),
+        "{lines:#?}"
+    );
+    assert!(lines[14].starts_with("[router-demo] "), "{lines:#?}");
+    assert!(lines[14].contains(" | 403 | "), "{lines:#?}");
+}
+
 #[tokio::test]
 async fn login_json_body_must_be_an_object_without_repeated_keys_else_90400() {
     let srv = demo_server().await;

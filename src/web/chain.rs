@@ -256,6 +256,34 @@ impl Context {
         self.trace.take()
     }
 
+    /// Whether this request's walk is being traced.
+    pub fn is_tracing(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    /// While tracing, keep `line` (whole lines, `\n`-terminated) to be
+    /// written after the trace: the request logger finishes last, so its
+    /// line belongs below the walk it ends. Returns `line` back when not
+    /// tracing, for the caller to write.
+    pub fn hold_after_trace(&mut self, line: Vec<u8>) -> Option<Vec<u8>> {
+        match &mut self.trace {
+            Some(t) => {
+                t.held.extend_from_slice(&line);
+                None
+            }
+            None => Some(line),
+        }
+    }
+
+    /// Replace the response with an answer made before any chain ran (the
+    /// engine's 413, 408 and 400), so the chain's middleware see it.
+    pub(crate) fn set_response(&mut self, status: StatusCode, headers: HeaderMap, body: Bytes) {
+        self.response.status = status;
+        self.response.headers = headers;
+        self.response.body = DraftBody::One(body);
+        self.response.written = true;
+    }
+
     /// Whether [`abort`](Self::abort) was called.
     pub fn is_aborted(&self) -> bool {
         self.index_is_aborted()
@@ -460,13 +488,19 @@ impl Context {
 pub struct Trace {
     text: String,
     depth: usize,
+    /// Log lines to write after the trace ([`Context::hold_after_trace`]).
+    held: Vec<u8>,
 }
 
 impl Trace {
     fn new(header: String, len: usize) -> Trace {
         let mut text = header;
         text.push_str(&format!(" ({len} handlers)"));
-        Trace { text, depth: 1 }
+        Trace {
+            text,
+            depth: 1,
+            held: Vec::new(),
+        }
     }
 
     fn line(&mut self, args: std::fmt::Arguments<'_>) {
@@ -528,6 +562,11 @@ impl Trace {
     /// The trace as text, one step per line.
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// The log lines held to follow the trace (the request log line).
+    pub fn held(&self) -> &[u8] {
+        &self.held
     }
 }
 

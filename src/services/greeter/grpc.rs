@@ -8,6 +8,7 @@
 //! [`USER_LIST_GUARANTEED_USERS`] (20 971) users always fit; past the limit the
 //! call is `RESOURCE_EXHAUSTED`, saying how many users and bytes it would take.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,10 +16,11 @@ use super::api::{
     self, Empty, HelloReply, HelloRequest, User, UserListResponse, UserRegisterRequest,
     UserRegisterResponse,
 };
-use super::biz::{self, GreeterUsecase, UserUsecase};
+use super::biz::{self, Usecases};
 use crate::protocol::grpc::descriptor::ProtoError;
 use crate::protocol::grpc::frame::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::protocol::grpc::reflection::Reflection;
+use crate::protocol::grpc::server::UnaryHandler;
 use crate::protocol::grpc::{unary, Code, Options, Server, Status};
 
 /// How many users `UserList` can always return in one 4 MiB message, however
@@ -62,59 +64,73 @@ pub fn status_of(e: biz::Error) -> Status {
     Status::new(code, e.message())
 }
 
-/// Builds the gRPC server: Greeter methods and reflection, `timeout` per call.
-pub fn server(
-    greeter: Arc<GreeterUsecase>,
-    users: Arc<UserUsecase>,
-    timeout: Option<Duration>,
-) -> Result<Server, ProtoError> {
+/// Builds the gRPC server: the Greeter methods and reflection, `timeout`
+/// per call. The method table is keyed by [`api::method`], the names the
+/// `.proto` declares; each method is a plain async function of the shared
+/// use cases and its request.
+pub fn routes(usecases: &Arc<Usecases>, timeout: Option<Duration>) -> Result<Server, ProtoError> {
     let options = Options {
         timeout,
         ..Options::default()
     };
-    let max_message_size = options.max_message_size;
+    let calls = Arc::new(Calls {
+        usecases: Arc::clone(usecases),
+        max_message_size: options.max_message_size,
+    });
     let mut b = Server::builder(options);
-    b.unary(
-        api::SERVICE,
-        "SayHello",
-        unary(move |req: HelloRequest| {
-            let greeter = greeter.clone();
-            async move {
-                let message = greeter.say_hello(&req.name).await.map_err(status_of)?;
-                Ok(HelloReply { message })
-            }
-        }),
-    );
-    let u = users.clone();
-    b.unary(
-        api::SERVICE,
-        "UserRegister",
-        unary(move |req: UserRegisterRequest| {
-            let users = u.clone();
-            async move {
-                users
-                    .register(&req.username, &req.password)
-                    .await
-                    .map_err(status_of)?;
-                Ok(UserRegisterResponse {
-                    result: "success".into(),
-                })
-            }
-        }),
-    );
-    b.unary(
-        api::SERVICE,
-        "UserList",
-        unary(move |_: Empty| {
-            let users = users.clone();
-            async move {
-                let list = users.list().await.map_err(status_of)?;
-                user_list_reply(list, max_message_size)
-            }
-        }),
-    );
+    let methods = [
+        (api::method::SAY_HELLO, method(&calls, say_hello)),
+        (api::method::USER_REGISTER, method(&calls, user_register)),
+        (api::method::USER_LIST, method(&calls, user_list)),
+    ];
+    for (name, handler) in methods {
+        b.unary(api::SERVICE, name, handler);
+    }
     Arc::new(Reflection::new(vec![api::file_descriptor()?])?).register(&mut b);
     Ok(b.build())
+}
+
+/// What every method gets: the use cases and the server's message limit.
+struct Calls {
+    usecases: Arc<Usecases>,
+    max_message_size: usize,
+}
+
+/// `f` as a unary handler over `calls`.
+fn method<Req, Resp, F, Fut>(calls: &Arc<Calls>, f: F) -> UnaryHandler
+where
+    Req: prost::Message + Default + 'static,
+    Resp: prost::Message + 'static,
+    F: Fn(Arc<Calls>, Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
+{
+    let calls = Arc::clone(calls);
+    unary(move |req: Req| f(Arc::clone(&calls), req))
+}
+
+async fn say_hello(calls: Arc<Calls>, req: HelloRequest) -> Result<HelloReply, Status> {
+    let greeter = &calls.usecases.greeter;
+    let message = greeter.say_hello(&req.name).await.map_err(status_of)?;
+    Ok(HelloReply { message })
+}
+
+async fn user_register(
+    calls: Arc<Calls>,
+    req: UserRegisterRequest,
+) -> Result<UserRegisterResponse, Status> {
+    let users = &calls.usecases.users;
+    users
+        .register(&req.username, &req.password)
+        .await
+        .map_err(status_of)?;
+    Ok(UserRegisterResponse {
+        result: "success".into(),
+    })
+}
+
+async fn user_list(calls: Arc<Calls>, _: Empty) -> Result<UserListResponse, Status> {
+    let list = calls.usecases.users.list().await.map_err(status_of)?;
+    user_list_reply(list, calls.max_message_size)
 }
 
 #[cfg(test)]

@@ -14,11 +14,13 @@ use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::biz::{self, GreeterUsecase, UserUsecase};
+use super::biz::{self, Usecases};
+use crate::types::BoxFuture;
 use crate::web::bind;
-use crate::web::chain::{handler, Context};
+use crate::web::chain::{handler, Context, Handler};
 use crate::web::engine::{self, App, Engine};
 use crate::web::middleware;
+use crate::web::reply::{fallible, ErrorResponse};
 use crate::web::router::InsertError;
 
 /// The Kratos error body, fields in Kratos' order.
@@ -49,14 +51,35 @@ fn fail(c: &mut Context, status: StatusCode, reason: &str, message: &str) {
     c.abort();
 }
 
-fn fail_biz(c: &mut Context, e: &biz::Error) {
-    let status = match e {
-        biz::Error::InvalidArgument { .. } => StatusCode::BAD_REQUEST,
-        biz::Error::AlreadyExists { .. } => StatusCode::CONFLICT,
-        biz::Error::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
-        biz::Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
-    };
-    fail(c, status, e.reason(), e.message());
+/// A Kratos error as a value, what the route handlers return with `?`
+/// ([`fallible`]); it answers in the Kratos shape.
+#[derive(Debug)]
+pub struct KratosError {
+    status: StatusCode,
+    reason: &'static str,
+    message: String,
+}
+
+impl From<biz::Error> for KratosError {
+    fn from(e: biz::Error) -> KratosError {
+        let status = match e {
+            biz::Error::InvalidArgument { .. } => StatusCode::BAD_REQUEST,
+            biz::Error::AlreadyExists { .. } => StatusCode::CONFLICT,
+            biz::Error::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            biz::Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        KratosError {
+            status,
+            reason: e.reason(),
+            message: e.message().to_owned(),
+        }
+    }
+}
+
+impl ErrorResponse for KratosError {
+    fn respond(self, c: &mut Context) {
+        fail(c, self.status, self.reason, &self.message);
+    }
 }
 
 /// The 504 answer when `server.http.timeout` passes while the body is still
@@ -111,9 +134,8 @@ struct UserList<'a> {
 
 /// Builds the HTTP app; `timeout` (if any) answers 504 past it, counted
 /// from the request head, so reading the body counts against it too.
-pub fn app(
-    greeter: Arc<GreeterUsecase>,
-    users: Arc<UserUsecase>,
+pub fn routes(
+    usecases: &Arc<Usecases>,
     timeout: Option<Duration>,
 ) -> Result<Arc<App>, InsertError> {
     let mut e = Engine::new();
@@ -142,63 +164,60 @@ pub fn app(
         })
     })]);
 
-    e.get(
-        "/helloworld/:name",
-        handler(move |c| {
-            let greeter = greeter.clone();
-            Box::pin(async move {
-                let name = c.param("name").unwrap_or_default().to_owned();
-                match greeter.say_hello(&name).await {
-                    Ok(message) => c.json(StatusCode::OK, &json!({ "message": message })),
-                    Err(err) => fail_biz(c, &err),
-                }
-            })
-        }),
-    )?;
-
-    let u = users.clone();
-    e.post(
-        "/v1/users",
-        handler(move |c| {
-            let users = u.clone();
-            Box::pin(async move {
-                let body: RegisterBody = match bind::json_object(c.body()) {
-                    Ok(b) => b,
-                    Err(err) => {
-                        let message = format!(
-                            "request body must be a JSON object {{username, password}}: {err}"
-                        );
-                        return fail(c, StatusCode::BAD_REQUEST, "CODEC", &message);
-                    }
-                };
-                match users.register(&body.username, &body.password).await {
-                    Ok(_) => c.json(StatusCode::OK, &json!({ "result": "success" })),
-                    Err(err) => fail_biz(c, &err),
-                }
-            })
-        }),
-    )?;
-
-    e.get(
-        "/v1/users",
-        handler(move |c| {
-            let users = users.clone();
-            Box::pin(async move {
-                match users.list().await {
-                    Ok(list) => {
-                        let wire: Vec<WireUser<'_>> = list
-                            .iter()
-                            .map(|u| WireUser {
-                                username: &u.username,
-                                password: &u.password,
-                            })
-                            .collect();
-                        c.json(StatusCode::OK, &UserList { users: wire });
-                    }
-                    Err(err) => fail_biz(c, &err),
-                }
-            })
-        }),
-    )?;
+    e.get("/helloworld/:name", route(usecases, "say_hello", say_hello))?;
+    e.post("/v1/users", route(usecases, "register", register))?;
+    e.get("/v1/users", route(usecases, "list_users", list_users))?;
     Ok(e.build())
+}
+
+type Reply = Result<(), KratosError>;
+type Route = for<'a> fn(Arc<Usecases>, &'a mut Context) -> BoxFuture<'a, Reply>;
+
+/// `f` as a handler called `name`, over the shared use cases.
+fn route(usecases: &Arc<Usecases>, name: &'static str, f: Route) -> Handler {
+    let usecases = Arc::clone(usecases);
+    fallible(name, move |c| f(Arc::clone(&usecases), c))
+}
+
+/// `GET /helloworld/:name` → `{"message":"Hello <name>"}`.
+fn say_hello(usecases: Arc<Usecases>, c: &mut Context) -> BoxFuture<'_, Reply> {
+    Box::pin(async move {
+        let name = c.param("name").unwrap_or_default().to_owned();
+        let message = usecases.greeter.say_hello(&name).await?;
+        c.json(StatusCode::OK, &json!({ "message": message }));
+        Ok(())
+    })
+}
+
+/// `POST /v1/users` `{username, password}` → `{"result":"success"}`.
+fn register(usecases: Arc<Usecases>, c: &mut Context) -> BoxFuture<'_, Reply> {
+    Box::pin(async move {
+        let body: RegisterBody = bind::json_object(c.body()).map_err(|err| KratosError {
+            status: StatusCode::BAD_REQUEST,
+            reason: "CODEC",
+            message: format!("request body must be a JSON object {{username, password}}: {err}"),
+        })?;
+        usecases
+            .users
+            .register(&body.username, &body.password)
+            .await?;
+        c.json(StatusCode::OK, &json!({ "result": "success" }));
+        Ok(())
+    })
+}
+
+/// `GET /v1/users` → `{"users":[{username, password}, …]}`.
+fn list_users(usecases: Arc<Usecases>, c: &mut Context) -> BoxFuture<'_, Reply> {
+    Box::pin(async move {
+        let list = usecases.users.list().await?;
+        let wire: Vec<WireUser<'_>> = list
+            .iter()
+            .map(|u| WireUser {
+                username: &u.username,
+                password: &u.password,
+            })
+            .collect();
+        c.json(StatusCode::OK, &UserList { users: wire });
+        Ok(())
+    })
 }

@@ -29,7 +29,7 @@ use crate::protocol::grpc::descriptor::ProtoError;
 use crate::web::engine::App;
 use crate::web::router::InsertError;
 use crate::web::server::{self, ServerError};
-use biz::{GreeterRepo, GreeterUsecase, UserRepo, UserUsecase};
+use biz::{GreeterRepo, GreeterUsecase, Usecases, UserRepo, UserUsecase};
 use config::{Config, Driver};
 use data::{Data, DataError, GreeterStore, UserStore};
 
@@ -172,12 +172,14 @@ impl Greeter {
             Driver::Sqlite => Stores::sqlite(&config.data.database.source).await?,
             Driver::Postgres => Stores::shared(config).await?,
         };
-        let greeter = Arc::new(GreeterUsecase::new(stores.greetings));
-        let users = Arc::new(UserUsecase::new(stores.users));
-        let http_app = http::app(greeter.clone(), users.clone(), config.server.http.timeout)
-            .map_err(GreeterError::Route)?;
-        let grpc_server = grpc::server(greeter, users, config.server.grpc.timeout)
-            .map_err(GreeterError::Proto)?;
+        let usecases = Arc::new(Usecases {
+            greeter: GreeterUsecase::new(stores.greetings),
+            users: UserUsecase::new(stores.users),
+        });
+        let http_app =
+            http::routes(&usecases, config.server.http.timeout).map_err(GreeterError::Route)?;
+        let grpc_server =
+            grpc::routes(&usecases, config.server.grpc.timeout).map_err(GreeterError::Proto)?;
         let bind = |key: &'static str, addr: String| async move {
             let listener = server::bind(&addr)
                 .await
