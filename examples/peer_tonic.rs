@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS greetings (
 );
 ";
 
-/// The greeter's busy timeout (`src/services/greeter/data.rs`).
+/// The greeter's busy timeout (`src/services/greeter/data/`).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]

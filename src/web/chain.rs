@@ -2,7 +2,7 @@
 //!
 //! A request is answered by an ordered list of handlers: global middleware,
 //! then the middleware of the route's groups, then the route handler
-//! (spec "Middleware and routing rules" 1). The [`Context`] walks that list
+//! (Gin's rule). The [`Context`] walks that list
 //! with an index, exactly like Gin's `Context.Next`:
 //!
 //! ```text

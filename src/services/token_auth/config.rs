@@ -36,11 +36,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Identity providers the service knows (spec §2.6 enum).
+/// Identity providers the service knows (the `provider` column's values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
-    /// WeChat (its field names, `appid` and `openid`, are the spec's).
+    /// WeChat (its field names, `appid` and `openid`, are the ones every provider here uses).
     Wechat,
     /// Google.
     Google,

@@ -1,4 +1,4 @@
-//! Authentication and authorization as chain middleware (spec §5.4, §5.5).
+//! Authentication and authorization as chain middleware: who is calling, then whether they may.
 //!
 //! Routes that need a caller are registered behind two handlers, in this
 //! order: [`authenticate`] proves *who* is calling (bearer access token,
@@ -7,7 +7,7 @@
 //! aborts the chain with a 401/403 JSON body on failure, so the route handler
 //! never runs for a refused request.
 //!
-//! The bodies are fixed strings (spec §7); the precise reason a token was
+//! The bodies are fixed strings (the table in docs/token-auth.md); the precise reason a token was
 //! refused goes to the log, not to the caller.
 
 use crate::protocol::jwt::JwtError;
@@ -182,7 +182,7 @@ fn unauthorized(c: &mut Context, message: &str, token_was_sent: bool) {
 }
 
 /// The token of an `Authorization: Bearer <token>` header. The scheme is
-/// matched exactly as the spec writes it: `Bearer`, one space, a token.
+/// matched exactly: `Bearer`, one space, a token.
 pub fn bearer_token(c: &Context) -> Option<&str> {
     let value = c.header("authorization")?;
     let token = value.strip_prefix("Bearer ")?;

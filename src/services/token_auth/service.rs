@@ -4,7 +4,7 @@
 //! hasher, blacklist, login limiter, optional OAuth — and is shared by the
 //! route handlers behind an `Arc`. [`Settings`] is everything that varies
 //! between the binary and tests: the binary reads the environment and uses
-//! the spec's values (bcrypt cost 12, system clock); tests inject a manual
+//! the service's values (bcrypt cost 12, system clock); tests inject a manual
 //! clock and a cheap bcrypt cost where the cost is not what they test.
 //!
 //! Secrets come from the environment, never from files in the repository:
@@ -48,7 +48,7 @@ pub struct Settings {
     /// Longest wait for PostgreSQL or Redis on any one call; past it the
     /// request is answered 503.
     pub shared_timeout: Duration,
-    /// bcrypt cost; the spec (and the binary) use 12.
+    /// bcrypt cost; the binary uses 12.
     pub bcrypt_cost: u32,
     /// Login throttling numbers.
     pub limits: LimitPolicy,
@@ -78,7 +78,7 @@ impl fmt::Debug for Settings {
 }
 
 impl Settings {
-    /// The spec's settings: cost 12, default limits (login 5 a minute per IP
+    /// The service's settings: cost 12, default limits (login 5 a minute per IP
     /// and username, registration 10 a minute per IP), system clock, no OAuth,
     /// maintenance every minute.
     pub fn new(secret: impl Into<Vec<u8>>, db_path: impl Into<PathBuf>) -> Settings {

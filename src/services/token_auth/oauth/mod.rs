@@ -1,5 +1,5 @@
 //! Sign-in through an identity provider: the OAuth 2.0 authorization-code
-//! flow of spec §5.7, with PKCE.
+//! flow (WeChat-style field names: `appid`, `secret`, `openid`), with PKCE.
 //!
 //! 1. [`OAuth::authorize_url`]: remember a new state and PKCE verifier, and
 //!    build the provider URL the browser is redirected to.
@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-/// Longest provider user id accepted (spec §8).
+/// Longest provider user id accepted (longer ids are refused).
 const OPENID_MAX: usize = 100;
 
 /// Why a sign-in failed.
