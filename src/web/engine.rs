@@ -150,7 +150,7 @@ impl Engine {
 
     /// The route table, one line per route in registration order, as Gin's
     /// debug mode prints it: `GET    /index --> 4 handlers (logger, …)`.
-    pub fn route_table(&self) -> Vec<String> {
+    pub(crate) fn route_table(&self) -> Vec<String> {
         self.routes
             .iter()
             .map(|(method, path, chain)| {
@@ -561,7 +561,7 @@ fn into_response(c: Context) -> Response<Body> {
 
 /// A response with `body` serialized as JSON (`application/json`), for the
 /// answers given before any chain runs.
-pub fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
+pub(crate) fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
     // Serializing a plain struct or `Value` cannot fail; an empty object
     // is the fallback all the same.
     let text = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
