@@ -53,5 +53,10 @@ async fn main() {
     .expect("route registers");
     e.handle(http::Method::GET, "/json", vec![guard(true), secret])
         .expect("route registers");
+    println!(
+        "/plain: the guard calls abort() and writes nothing. abort() only stops the\n\
+         chain; the status stays the default 200 and the body empty, as in Gin.\n\
+         To refuse, write the answer too: /json uses abort_with_json(403, …).\n"
+    );
     support::serve_and_get(e, &["/plain", "/json", "/json?pass=1"]).await;
 }

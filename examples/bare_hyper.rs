@@ -1,6 +1,6 @@
 //! The load-test peer: the same accept loop, but no router, no chain and no
 //! middleware — every request gets "Hello World!" straight from a `Service`.
-//! `bench/load.sh` compares `router-demo`'s `/hello` against it (and against
+//! `load/load.sh` compares `router-demo`'s `/hello` against it (and against
 //! axum); the ratio to this one is the cost of the hand-written routing,
 //! chain, logger and recovery.
 //!

@@ -38,9 +38,13 @@ async fn main() {
     }
     let mut v2 = e.group("/v2");
     v2.post("/login", say("v2 login")).expect("route registers");
-    // The same path twice is an error value, not a panic:
+    // The same method and path twice is an error value, not a panic (Gin
+    // panics here): this second registration is there on purpose, to show it.
     if let Err(err) = v2.post("/login", say("again")) {
-        println!("registration error: {err}\n");
+        println!(
+            "registering POST /v2/login a second time, on purpose, is refused:\n    {err}\n\
+             (the first registration stays; the program goes on)\n"
+        );
     }
     support::serve_and_get(
         e,

@@ -1,6 +1,6 @@
 //! Load-test peer for the HTTP side: axum 0.8 answering the same three routes
 //! as router-demo and the greeter, byte for byte the same bodies and content
-//! types, with no logger and no state. `bench/load.sh` checks the bodies match
+//! types, with no logger and no state. `load/load.sh` checks the bodies match
 //! before it measures, then puts handwire and this peer side by side.
 //!
 //! | route                | same answer as                 |

@@ -11,7 +11,7 @@
 //!   like the greeter's, through one `rusqlite::Connection` behind a
 //!   `std::sync::Mutex`, opened with the greeter's PRAGMAs (busy timeout 5 s,
 //!   WAL) and the `synchronous` level given by `--synchronous` (FULL or
-//!   NORMAL; `bench/load.sh` passes the level the greeter uses). The insert
+//!   NORMAL; `load/load.sh` passes the level the greeter uses). The insert
 //!   runs inline in the handler, as a straightforward tonic + rusqlite
 //!   service does: the commit's fsync holds that worker thread.
 //!
@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS greetings (
 );
 ";
 
-/// The greeter's busy timeout (`src/services/greeter/data.rs`).
+/// The greeter's busy timeout (`src/services/greeter/data/`).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]

@@ -1,11 +1,123 @@
-//! A tiny `--flag value` / `--switch` argument parser shared by the binaries.
+//! A tiny `--flag value` / `--switch` argument parser shared by the binaries,
+//! with the `--help` text made from the same table, so the two cannot drift.
 //!
 //! The binaries take a handful of options each; a dependency for that would
-//! outweigh the code. Unknown flags and missing values are errors that name
-//! the flag, so a typo never silently falls back to a default.
+//! outweigh the code. Each binary lists its options once as [`Flag`]s; the
+//! parser accepts exactly those, and [`help`] prints each with its value,
+//! default and environment variable. Unknown flags, missing values and
+//! unexpected words are errors that name the argument, so a typo never
+//! silently falls back to a default.
 
 use std::collections::HashMap;
 use std::fmt;
+
+/// One option a binary takes: how it is parsed and how `--help` shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct Flag {
+    /// The name without its leading `--`.
+    pub name: &'static str,
+    /// What the value looks like (`HOST:PORT`), or `None` for a switch
+    /// that takes no value (`--quiet`).
+    pub value: Option<&'static str>,
+    /// The value used when the flag is absent, for `--help`.
+    pub default: Option<&'static str>,
+    /// One line on what it does.
+    pub help: &'static str,
+}
+
+impl Flag {
+    /// A `--name VALUE` option.
+    pub const fn value(
+        name: &'static str,
+        value: &'static str,
+        default: Option<&'static str>,
+        help: &'static str,
+    ) -> Flag {
+        Flag {
+            name,
+            value: Some(value),
+            default,
+            help,
+        }
+    }
+
+    /// A value-less `--name` switch.
+    pub const fn switch(name: &'static str, help: &'static str) -> Flag {
+        Flag {
+            name,
+            value: None,
+            default: None,
+            help,
+        }
+    }
+}
+
+/// An environment variable a binary reads, for `--help`.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvVar {
+    /// The variable's name.
+    pub name: &'static str,
+    /// Its default (`None`: unset means off, or it is required).
+    pub default: Option<&'static str>,
+    /// One line on what it does.
+    pub help: &'static str,
+}
+
+/// What a binary says about itself in `--help`.
+#[derive(Debug, Clone, Copy)]
+pub struct Usage {
+    /// The binary's name.
+    pub program: &'static str,
+    /// One line: what it is.
+    pub about: &'static str,
+    /// The command lines it takes, without the program name
+    /// (`[--addr HOST:PORT] [--quiet]`).
+    pub synopsis: &'static [&'static str],
+    /// Every option.
+    pub flags: &'static [Flag],
+    /// Every environment variable it reads.
+    pub env: &'static [EnvVar],
+}
+
+/// The `--help` text of `usage`: synopsis, then one line per option with
+/// its default, then the environment variables.
+pub fn help(usage: &Usage) -> String {
+    let mut out = format!("{}: {}\n\nusage:\n", usage.program, usage.about);
+    for line in usage.synopsis {
+        out.push_str(&format!("  {} {line}\n", usage.program));
+    }
+    let column = |left: &str, help: &str, default: Option<&str>| {
+        let default = default
+            .map(|d| format!(" (default {d})"))
+            .unwrap_or_default();
+        format!("  {left:<30} {help}{default}\n")
+    };
+    out.push_str("\noptions:\n");
+    for flag in usage.flags {
+        let left = match flag.value {
+            Some(value) => format!("--{} {value}", flag.name),
+            None => format!("--{}", flag.name),
+        };
+        out.push_str(&column(&left, flag.help, flag.default));
+    }
+    out.push_str(&column("-h, --help", "print this help and exit", None));
+    if !usage.env.is_empty() {
+        out.push_str("\nenvironment:\n");
+        for var in usage.env {
+            out.push_str(&column(var.name, var.help, var.default));
+        }
+    }
+    out
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    /// `-h` or `--help` anywhere: print [`help`] and exit 0.
+    Help,
+    /// Run with these arguments.
+    Run(Args),
+}
 
 /// A command line the binary cannot run with; the message names the flag.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +139,11 @@ pub enum ArgsError {
         /// The flags the binary takes, without `--`.
         known: Vec<String>,
     },
+    /// A word the binary does not take (a typo, or a sub-command it lacks).
+    Unexpected {
+        /// The word as given.
+        arg: String,
+    },
 }
 
 impl fmt::Display for ArgsError {
@@ -43,6 +160,9 @@ impl fmt::Display for ArgsError {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+            ArgsError::Unexpected { arg } => {
+                write!(f, "unexpected argument {arg:?} (see --help)")
+            }
         }
     }
 }
@@ -59,6 +179,35 @@ pub struct Args {
 }
 
 impl Args {
+    /// Parse `args` (without the program name) against `flags`: `-h` or
+    /// `--help` anywhere asks for help; positional words are kept only when
+    /// `max_positional` allows them (sub-commands), else they are errors.
+    pub fn command(
+        args: impl IntoIterator<Item = String>,
+        flags: &[Flag],
+        max_positional: usize,
+    ) -> Result<Command, ArgsError> {
+        let args: Vec<String> = args.into_iter().collect();
+        if args.iter().any(|a| a == "-h" || a == "--help") {
+            return Ok(Command::Help);
+        }
+        let values: Vec<&str> = flags
+            .iter()
+            .filter(|f| f.value.is_some())
+            .map(|f| f.name)
+            .collect();
+        let switches: Vec<&str> = flags
+            .iter()
+            .filter(|f| f.value.is_none())
+            .map(|f| f.name)
+            .collect();
+        let parsed = Args::parse_with_switches(args, &values, &switches)?;
+        if let Some(arg) = parsed.positional.get(max_positional) {
+            return Err(ArgsError::Unexpected { arg: arg.clone() });
+        }
+        Ok(Command::Run(parsed))
+    }
+
     /// Parse `args` (without the program name), accepting only `known` flags
     /// (names without the leading `--`).
     pub fn parse(
@@ -70,7 +219,7 @@ impl Args {
 
     /// Like [`parse`](Self::parse), also accepting the value-less
     /// `switches` (`--quiet`, `--trace`).
-    pub fn parse_with_switches(
+    pub(crate) fn parse_with_switches(
         args: impl IntoIterator<Item = String>,
         known: &[&str],
         switches: &[&str],
@@ -79,6 +228,10 @@ impl Args {
         let mut it = args.into_iter();
         while let Some(arg) = it.next() {
             let Some(flag) = arg.strip_prefix("--") else {
+                if arg.starts_with('-') && arg.len() > 1 {
+                    // `-x`: no short options exist but -h.
+                    return Err(ArgsError::Unexpected { arg });
+                }
                 out.positional.push(arg);
                 continue;
             };
@@ -125,9 +278,40 @@ impl Args {
     }
 }
 
+/// A listen address as `--addr` takes it: `HOST:PORT`, where an empty host
+/// means every IPv4 interface (`:8099` is `0.0.0.0:8099`, as the greeter's
+/// `server.http.addr` and Go's `net.Listen` read it). The error names `flag`
+/// and says what the value should look like.
+pub fn listen_addr(flag: &str, text: &str) -> Result<String, String> {
+    let bad = || {
+        format!("{flag}: invalid address {text:?} (expected HOST:PORT, e.g. 0.0.0.0:8000, 127.0.0.1:8000 or :8000)")
+    };
+    let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
+    port.parse::<u16>().map_err(|_| bad())?;
+    if host.is_empty() {
+        return Ok(format!("0.0.0.0:{port}"));
+    }
+    if host.contains(char::is_whitespace) {
+        return Err(bad());
+    }
+    Ok(text.to_string())
+}
+
+/// What to add to a "cannot listen" error when the port is taken: which
+/// setting moves this service elsewhere (all three default to port 8000).
+pub fn addr_in_use_hint(error: &std::io::Error, setting: &str) -> String {
+    if error.kind() != std::io::ErrorKind::AddrInUse {
+        return String::new();
+    }
+    format!(
+        " (another process listens there: greeter, router-demo and token-auth all \
+         default to port 8000, so run one at a time or give this one another {setting})"
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Args, ArgsError};
+    use super::{help, listen_addr, Args, ArgsError, Command, EnvVar, Flag, Usage};
 
     fn parse(v: &[&str]) -> Result<Args, ArgsError> {
         Args::parse(v.iter().map(|s| s.to_string()), &["addr", "db"])
@@ -189,6 +373,97 @@ mod tests {
             let err = parse(argv).unwrap_err();
             assert_eq!(err, want);
             assert_eq!(err.to_string(), message);
+        }
+    }
+
+    const FLAGS: &[Flag] = &[
+        Flag::value("addr", "HOST:PORT", Some("0.0.0.0:8000"), "where to listen"),
+        Flag::switch("quiet", "no route table"),
+    ];
+
+    fn command(v: &[&str], max_positional: usize) -> Result<Command, ArgsError> {
+        Args::command(v.iter().map(|s| s.to_string()), FLAGS, max_positional)
+    }
+
+    #[test]
+    fn help_anywhere_on_the_line_asks_for_help_even_beside_bad_arguments() {
+        for argv in [
+            &["-h"][..],
+            &["--help"],
+            &["--addr", "x", "-h"],
+            &["--nope", "--help"],
+        ] {
+            assert!(matches!(command(argv, 0), Ok(Command::Help)), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn unexpected_words_and_short_options_are_errors_naming_them() {
+        let err = command(&["foo"], 0).unwrap_err();
+        assert_eq!(err, ArgsError::Unexpected { arg: "foo".into() });
+        assert_eq!(err.to_string(), "unexpected argument \"foo\" (see --help)");
+        let err = command(&["-q"], 0).unwrap_err();
+        assert_eq!(err, ArgsError::Unexpected { arg: "-q".into() });
+        // A sub-command is kept when the binary takes one, the next word is not.
+        let Ok(Command::Run(args)) = command(&["create-admin"], 1) else {
+            panic!("one positional is allowed");
+        };
+        assert_eq!(args.positional, ["create-admin"]);
+        assert!(command(&["create-admin", "x"], 1).is_err());
+    }
+
+    #[test]
+    fn help_lists_every_flag_with_its_value_and_default_and_every_variable() {
+        let usage = Usage {
+            program: "demo",
+            about: "a demo",
+            synopsis: &["[--addr HOST:PORT] [--quiet]"],
+            flags: FLAGS,
+            env: &[EnvVar {
+                name: "DEMO_SECRET",
+                default: None,
+                help: "the secret",
+            }],
+        };
+        let text = help(&usage);
+        assert!(
+            text.contains("  demo [--addr HOST:PORT] [--quiet]\n"),
+            "{text}"
+        );
+        for want in [
+            "--addr HOST:PORT",
+            "where to listen (default 0.0.0.0:8000)",
+            "--quiet",
+            "-h, --help",
+            "DEMO_SECRET",
+            "the secret",
+        ] {
+            assert!(text.contains(want), "{want} missing from\n{text}");
+        }
+    }
+
+    #[test]
+    fn listen_addr_takes_host_port_and_an_empty_host_means_every_interface() {
+        let cases = [
+            (":8099", Ok("0.0.0.0:8099")),
+            ("127.0.0.1:0", Ok("127.0.0.1:0")),
+            ("[::1]:8000", Ok("[::1]:8000")),
+            ("localhost:8000", Ok("localhost:8000")),
+            ("nonsense", Err(())),
+            ("1.2.3.4:http", Err(())),
+            (":70000", Err(())),
+            ("a b:1", Err(())),
+        ];
+        for (text, want) in cases {
+            let got = listen_addr("--addr", text);
+            match want {
+                Ok(addr) => assert_eq!(got.as_deref(), Ok(addr), "{text}"),
+                Err(()) => {
+                    let err = got.unwrap_err();
+                    assert!(err.starts_with("--addr: invalid address"), "{err}");
+                    assert!(err.contains("HOST:PORT"), "{err}");
+                }
+            }
         }
     }
 }

@@ -66,7 +66,19 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Read { path, source } => {
-                write!(f, "cannot read config file {}: {source}", path.display())
+                write!(f, "cannot read config file {}", path.display())?;
+                // A relative path is read from the working directory: say
+                // which, since `cargo run` elsewhere is the usual slip.
+                if path.is_relative() {
+                    if let Ok(cwd) = std::env::current_dir() {
+                        write!(f, " in {}", cwd.display())?;
+                    }
+                }
+                write!(f, ": {source}")?;
+                if source.kind() == std::io::ErrorKind::NotFound {
+                    f.write_str(" (give its path with --config PATH)")?;
+                }
+                Ok(())
             }
             Error::Syntax { source } => write!(f, "invalid YAML: {source}"),
             Error::Key { key, reason, .. } if key.is_empty() => f.write_str(reason),

@@ -4,7 +4,7 @@
 //! The folders are the layers; dependencies point down this list only:
 //!
 //! - `src/bin/`: the three binaries, thin: parse arguments, run a service.
-//! - [`services`]: the three services of the specification —
+//! - [`services`]: the three services —
 //!   [`services::greeter`] (Area A), [`services::router_demo`] (Area B),
 //!   [`services::token_auth`] (Area C). A service never imports another.
 //! - [`protocol`]: protocol pieces by hand — [`protocol::grpc`] (framing,

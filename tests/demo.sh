@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# `make demo`: runs the README's examples against the three real services and
-# checks every answer against what the README says it is.
+# `make demo`: runs the examples of README.md and docs/*.md against the three
+# real services and checks every answer against what the page says it is,
+# twice, as a newcomer following the README would: the second round after
+# stopping the services, `make reset` and starting them again.
 #
-# 1. Builds the binaries, starts greeter, router-demo and token-auth on free
-#    loopback ports (temporary config, databases and a demo-only secret, all in
-#    one temporary directory) and reads their addresses from their start-up lines.
-# 2. Runs, in order, every line of the ```sh demo blocks in README.md's three
-#    service sections, with `localhost:8000` / `127.0.0.1:8000` replaced by the
-#    section's service, `localhost:9000` by the greeter's gRPC address and
-#    `/tmp/` by the temporary directory. Shell variables carry values (tokens)
-#    from one line to the next.
+# 1. Builds the binaries, makes a work directory that stands for the
+#    repository's root (config.yaml with both greeter addresses on
+#    127.0.0.1:0, a link to proto/), starts greeter, router-demo and
+#    token-auth there as `make run`, `make run-router` and `make run-auth`
+#    do (default databases ./greeter.db and ./token-auth.db, a demo-only
+#    secret) and reads their addresses from their start-up lines.
+# 2. Runs, in order, every line of the ```sh demo SERVICE blocks of README.md
+#    then docs/*.md, in the work directory, with `localhost:8000` /
+#    `127.0.0.1:8000` replaced by that SERVICE's address, `localhost:9000` by
+#    the greeter's gRPC address and `/tmp/` by the temporary directory. Shell
+#    variables carry values (tokens) from one line to the next.
 # 3. Each curl / grpcurl command there is followed by its expectation:
 #
 #        curl -s localhost:8000/helloworld/kratos
@@ -23,7 +28,9 @@
 #    with whitespace runs collapsed, `…` matching any text. For a failing
 #    grpcurl call the body is the error message. tests/demo_readme.py parses
 #    and compares.
-# 4. Prints every command with its answer, then `demo: N passed, M failed`,
+# 4. Stops the services, runs `make reset` in the work directory (which must
+#    remove both databases) and does 1-3 again.
+# 5. Prints every command with its answer, then `demo: N passed, M failed`,
 #    and exits non-zero if anything differed. Processes and files are removed
 #    on every exit path.
 #
@@ -33,10 +40,12 @@
 # (seconds, default 10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo="$PWD"
 
 CARGO="${CARGO:-cargo}"
 max_time="${DEMO_MAX_TIME:-10}"
-bin_dir="${CARGO_TARGET_DIR:-target}/debug"
+bin_dir="$(realpath "${CARGO_TARGET_DIR:-target}")/debug"
+pages=(README.md docs/*.md)
 
 echo "demo: building the binaries"
 "$CARGO" build --quiet --bins
@@ -49,9 +58,13 @@ fi
 [ -x "$grpcurl_bin" ] || { echo "demo: grpcurl at '$grpcurl_bin' is not executable" >&2; exit 1; }
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/handwire-demo.XXXXXX")"
+work="$tmp/work"
+mkdir "$work"
+ln -s "$repo/proto" "$work/proto"
 pids=()
-cleanup() {
-	local rc=$? pid n
+# stop_all: SIGTERM to every started process, then waits for each.
+stop_all() {
+	local pid n
 	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 	for pid in "${pids[@]}"; do
 		# Graceful shutdown first; a process still there after 5 s is killed.
@@ -59,6 +72,11 @@ cleanup() {
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
+	pids=()
+}
+cleanup() {
+	local rc=$?
+	stop_all
 	rm -rf "$tmp"
 	exit "$rc"
 }
@@ -67,12 +85,13 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# start NAME COMMAND...: runs it in the background, output in $tmp/NAME.{out,err}.
+# start NAME COMMAND...: runs it in the background in the work directory,
+# output in $tmp/NAME.{out,err}.
 start() {
 	local name="$1"
 	shift
 	: >"$tmp/$name.out"
-	"$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+	(cd "$work" && exec "$@") >"$tmp/$name.out" 2>"$tmp/$name.err" &
 	pids+=("$!")
 }
 
@@ -98,34 +117,33 @@ address() {
 	return 1
 }
 
-# The greeter: the repo's config.yaml with both servers on 127.0.0.1:0 and
-# the database in the temporary directory.
+# The greeter: the repo's config.yaml with both servers on 127.0.0.1:0; its
+# database stays data.database.source (greeter.db), in the work directory.
 sed -e '/^server:/,/^[^[:space:]#]/ s#^\([[:space:]]*addr:[[:space:]]*\).*#\1127.0.0.1:0#' \
-	-e "s#^\\([[:space:]]*source:[[:space:]]*\\).*#\\1\"$tmp/greeter.db\"#" \
-	config.yaml >"$tmp/config.yaml"
-if [ "$(grep -c 'addr: 127.0.0.1:0$' "$tmp/config.yaml")" != 2 ] || ! grep -q "source: \"$tmp/greeter.db\"" "$tmp/config.yaml"; then
-	echo "demo: could not rewrite config.yaml (server.*.addr, data.database.source):" >&2
-	cat "$tmp/config.yaml" >&2
+	config.yaml >"$work/config.yaml"
+if [ "$(grep -c 'addr: 127.0.0.1:0$' "$work/config.yaml")" != 2 ]; then
+	echo "demo: could not rewrite config.yaml (server.*.addr):" >&2
+	cat "$work/config.yaml" >&2
 	exit 1
 fi
-start greeter "$bin_dir/greeter" --config "$tmp/config.yaml"
-greeter_http="$(address greeter '^greeter: HTTP listening on \(.*\)$')"
-greeter_grpc="$(address greeter '^greeter: gRPC listening on \(.*\)$')"
-
-start router "$bin_dir/router-demo" --addr 127.0.0.1:0
-router_http="$(address router '^router-demo listening on http://\(.*\)$')"
-
 # DEMO ONLY: a throw-away signing secret made for this run, never stored.
 demo_secret="demo-only-not-a-real-secret-$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
-start auth env TOKEN_AUTH_SECRET="$demo_secret" "$bin_dir/token-auth" --addr 127.0.0.1:0 --db "$tmp/token-auth.db"
-auth_http="$(address auth '^token-auth listening on http://\(.*\)$')"
 
-echo "demo: greeter HTTP $greeter_http, gRPC $greeter_grpc; router-demo $router_http; token-auth $auth_http"
+# start_all: the three services as the Makefile starts them, their addresses
+# in greeter_http, greeter_grpc, router_http, auth_http.
+start_all() {
+	start greeter "$bin_dir/greeter" --config config.yaml
+	greeter_http="$(address greeter '^greeter: HTTP listening on \(.*\)$')"
+	greeter_grpc="$(address greeter '^greeter: gRPC listening on \(.*\)$')"
 
-mkdir "$tmp/steps"
-python3 tests/demo_readme.py extract README.md "$tmp/steps" \
-	GREETER_HTTP="$greeter_http" GREETER_GRPC="$greeter_grpc" \
-	ROUTER_HTTP="$router_http" AUTH_HTTP="$auth_http" TMP="$tmp/" >/dev/null
+	start router "$bin_dir/router-demo" --addr 127.0.0.1:0
+	router_http="$(address router '^router-demo listening on http://\(.*\)$')"
+
+	start auth env TOKEN_AUTH_SECRET="$demo_secret" "$bin_dir/token-auth" --addr 127.0.0.1:0
+	auth_http="$(address auth '^token-auth listening on http://\(.*\)$')"
+
+	echo "demo: greeter HTTP $greeter_http, gRPC $greeter_grpc; router-demo $router_http; token-auth $auth_http"
+}
 
 # What the README's commands run as. Each request is bounded in time; curl
 # also writes the response head to $tmp/head for the status and headers.
@@ -175,51 +193,77 @@ passed=0
 failed=0
 out="$tmp/out"
 err="$tmp/err"
-set +eu # the README's lines run as a person's shell would run them
-for script in "$tmp"/steps/*.sh; do
-	cmd="$(<"$script")"
-	expect="${script%.sh}.json"
-	echo "\$ $cmd"
-	: >"$tmp/head"
-	if eval "$cmd" >"$out" 2>"$err"; then rc=0; else rc=$?; fi
-	if [ ! -f "$expect" ]; then
-		# A plain shell line (an assignment, create-admin, ...): it must succeed.
-		[ -s "$out" ] && indent <"$out"
-		if [ "$rc" -ne 0 ]; then
-			echo "  FAIL: exit status $rc"
-			indent <"$err"
+# run_round N: extracts the steps for the running services and runs them.
+run_round() {
+	local steps="$tmp/steps$1"
+	mkdir "$steps"
+	python3 tests/demo_readme.py extract "$steps" "${pages[@]}" -- \
+		GREETER_HTTP="$greeter_http" GREETER_GRPC="$greeter_grpc" \
+		ROUTER_HTTP="$router_http" AUTH_HTTP="$auth_http" TMP="$tmp/" >/dev/null
+	cd "$work"
+	set +eu # the pages' lines run as a person's shell would run them
+	for script in "$steps"/*.sh; do
+		cmd="$(<"$script")"
+		expect="${script%.sh}.json"
+		echo "\$ $cmd"
+		: >"$tmp/head"
+		if eval "$cmd" >"$out" 2>"$err"; then rc=0; else rc=$?; fi
+		if [ ! -f "$expect" ]; then
+			# A plain shell line (an assignment, create-admin, ...): it must succeed.
+			[ -s "$out" ] && indent <"$out"
+			if [ "$rc" -ne 0 ]; then
+				echo "  FAIL: exit status $rc"
+				indent <"$err"
+				failed=$((failed + 1))
+			fi
+			continue
+		fi
+		if [[ "$cmd" == grpcurl* ]]; then
+			if [ "$rc" -eq 0 ]; then
+				status=OK
+			else
+				status="$(sed -n 's/^ *Code: //p' "$err" | head -n 1)"
+				[ -n "$status" ] || status="grpcurl-exit-$rc"
+				sed -n 's/^ *Message: //p' "$err" >"$out"
+			fi
+		else
+			status="$(awk '/^HTTP\//{s=$2} END{print s}' "$tmp/head")"
+			[ -n "$status" ] || status="no-response(curl-exit-$rc)"
+			if [[ " $cmd " =~ [[:space:]](-i|--include)[[:space:]] ]]; then
+				# -i puts the head in front of the body; the check wants the body.
+				tail -c "+$(($(wc -c <"$tmp/head") + 1))" "$out" >"$out.body" && mv "$out.body" "$out"
+			fi
+		fi
+		answer "$status" "$out"
+		if why="$(python3 "$repo/tests/demo_readme.py" check "$expect" "$status" "$out" "$tmp/head")"; then
+			passed=$((passed + 1))
+		else
+			line="$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); print(e["line"], e["status"], e["body"] or "")' "$expect")"
+			echo "  FAIL (${line%% *}): expected ${line#* }"
+			printf '%s\n' "$why" | indent
+			[ -s "$err" ] && indent <"$err"
 			failed=$((failed + 1))
 		fi
-		continue
-	fi
-	if [[ "$cmd" == grpcurl* ]]; then
-		if [ "$rc" -eq 0 ]; then
-			status=OK
-		else
-			status="$(sed -n 's/^ *Code: //p' "$err" | head -n 1)"
-			[ -n "$status" ] || status="grpcurl-exit-$rc"
-			sed -n 's/^ *Message: //p' "$err" >"$out"
-		fi
-	else
-		status="$(awk '/^HTTP\//{s=$2} END{print s}' "$tmp/head")"
-		[ -n "$status" ] || status="no-response(curl-exit-$rc)"
-		if [[ " $cmd " =~ [[:space:]](-i|--include)[[:space:]] ]]; then
-			# -i puts the head in front of the body; the check wants the body.
-			tail -c "+$(($(wc -c <"$tmp/head") + 1))" "$out" >"$out.body" && mv "$out.body" "$out"
-		fi
-	fi
-	answer "$status" "$out"
-	if why="$(python3 tests/demo_readme.py check "$expect" "$status" "$out" "$tmp/head")"; then
-		passed=$((passed + 1))
-	else
-		line="$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); print(e["line"], e["status"], e["body"] or "")' "$expect")"
-		echo "  FAIL (README.md:${line%% *}): expected ${line#* }"
-		printf '%s\n' "$why" | indent
-		[ -s "$err" ] && indent <"$err"
+	done
+	set -eu
+
+	cd "$repo"
+}
+
+echo "demo: round 1, fresh databases"
+start_all
+run_round 1
+echo "demo: round 2: the services stopped, \`make reset\`, started again"
+stop_all
+(cd "$work" && make --no-print-directory -f "$repo/Makefile" reset)
+for db in greeter.db token-auth.db; do
+	if [ -e "$work/$db" ]; then
+		echo "  FAIL: make reset left $db"
 		failed=$((failed + 1))
 	fi
 done
-set -eu
+start_all
+run_round 2
 
 echo "demo: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -2,12 +2,13 @@
 
 Two commands:
 
-  extract README OUTDIR NAME=VALUE...
-      Reads the ```sh demo blocks of the three service sections of README.md
-      and writes one numbered step per shell statement into OUTDIR:
+  extract OUTDIR FILE... -- NAME=VALUE...
+      Reads the ```sh demo SERVICE blocks of the FILEs (README.md, docs/*.md),
+      in order, and writes one numbered step per shell statement into OUTDIR:
       NNNN.sh (the statement, with the addresses and /tmp/ paths substituted)
-      and, for a curl/grpcurl command, NNNN.json (what the README expects).
-      The NAME=VALUE pairs are the substitutions (see SUBSTITUTIONS).
+      and, for a curl/grpcurl command, NNNN.json (what the file expects).
+      The NAME=VALUE pairs are the substitutions (see SUBSTITUTIONS). Every
+      service must have at least one block in README.md.
 
   check EXPECT.json STATUS BODY_FILE HEADERS_FILE
       Compares one answer with its expectation; prints nothing and exits 0
@@ -15,7 +16,9 @@ Two commands:
 
 The README convention (also described in the header of tests/demo.sh):
 
-  ```sh demo                  <- a block that `make demo` runs, top to bottom
+  ```sh demo router-demo      <- a block that `make demo` runs, top to bottom,
+                                 against the service it names (greeter,
+                                 router-demo, token-auth)
   B=http://127.0.0.1:8000     <- any shell line runs as written
   curl -s $B/hello            <- a curl or grpcurl command (may continue
   # 200 Hello World!              with a trailing backslash) must be followed
@@ -25,8 +28,8 @@ The README convention (also described in the header of tests/demo.sh):
 
 STATUS is the HTTP status for curl and the gRPC code name for grpcurl (`OK`,
 `AlreadyExists`, ...). BODY is optional (absent: not compared). A BODY that
-starts with `{` or `[` is JSON and compared by shape: same keys, same types,
-equal values, except that `…` inside a string stands for any text
+starts with `{` or `[` is JSON and compared by shape: same keys in the same
+order as the server writes them, same types, equal values, except that `…` inside a string stands for any text
 (`"eyJ…"`), a bare `…` for any value and `[…]` for any array. Any other BODY
 is text, compared with runs of whitespace collapsed; `…` stands for any text.
 For a failed grpcurl call the body is the error's message.
@@ -40,23 +43,19 @@ import sys
 ELLIPSIS = "\u2026"
 ANY = "\u0000any"
 
-# README headings (level 2) of the service sections, by the service they show.
-SECTIONS = {
-    "## Greeter (Area A)": "greeter",
-    "## Area B: router-demo": "router",
-    "## token-auth (Area C)": "auth",
-}
+# The services a ```sh demo block may name.
+SERVICES = ("greeter", "router-demo", "token-auth")
 
 # What the README writes -> which NAME=VALUE given to `extract` replaces it.
-# The section decides which service `localhost:8000` means.
+# The block's service decides which one `localhost:8000` means.
 SUBSTITUTIONS = [
     ("localhost:9000", "GREETER_GRPC"),
     ("/tmp/", "TMP"),
 ]
-HTTP_BY_SECTION = {
+HTTP_BY_SERVICE = {
     "greeter": "GREETER_HTTP",
-    "router": "ROUTER_HTTP",
-    "auth": "AUTH_HTTP",
+    "router-demo": "ROUTER_HTTP",
+    "token-auth": "AUTH_HTTP",
 }
 
 GRPC_CODES = (
@@ -74,33 +73,29 @@ class ReadmeError(Exception):
     pass
 
 
-def demo_blocks(lines):
-    """Yield (section, [(line_number, text)]) for each ```sh demo block."""
-    section = None
+def demo_blocks(name, lines):
+    """Yield (service, [(line_number, text)]) for each ```sh demo SERVICE block."""
     block = None
     for number, line in enumerate(lines, 1):
         if block is not None:
             if line.startswith("```"):
-                yield section, block
+                yield service, block
                 block = None
             else:
                 block.append((number, line))
             continue
-        if line.startswith("## "):
-            section = next(
-                (name for head, name in SECTIONS.items() if line.startswith(head)),
-                None,
-            )
-        elif line.startswith("```"):
+        if line.startswith("```"):
             info = line[3:].split()
             if info[:2] == ["sh", "demo"]:
-                if section is None:
+                service = info[2] if len(info) == 3 else None
+                if service not in SERVICES:
                     raise ReadmeError(
-                        f"README.md:{number}: a ```sh demo block outside the three service sections"
+                        f"{name}:{number}: a demo block must name its service: "
+                        f"```sh demo {'|'.join(SERVICES)}"
                     )
                 block = []
     if block is not None:
-        raise ReadmeError("README.md: a ```sh demo block is not closed")
+        raise ReadmeError(f"{name}: a ```sh demo block is not closed")
 
 
 def statements(block):
@@ -118,50 +113,52 @@ def statements(block):
         yield pending
 
 
-def extract(readme, outdir, values):
-    with open(readme, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    seen = set()
+def extract(outdir, files, values):
     step = 0
-    for section, block in demo_blocks(lines):
-        seen.add(section)
-        subst = [(text, values[name]) for text, name in SUBSTITUTIONS]
-        http = values[HTTP_BY_SECTION[section]]
-        subst += [("localhost:8000", http), ("127.0.0.1:8000", http)]
-        stmts = list(statements(block))
-        i = 0
-        while i < len(stmts):
-            number, text = stmts[i]
-            i += 1
-            stripped = text.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            step += 1
-            command = text
-            for old, new in subst:
-                command = command.replace(old, new)
-            base = os.path.join(outdir, f"{step:04d}")
-            with open(base + ".sh", "w", encoding="utf-8") as f:
-                f.write(command)
-            match = COMMAND_RE.match(stripped)
-            if not match:
-                continue
-            expect = expectation(stmts, i, number)
-            i += 1 + len(expect["headers"])
-            expect.update(line=number, kind=match.group(1), section=section)
-            with open(base + ".json", "w", encoding="utf-8") as f:
-                json.dump(expect, f)
-    missing = set(SECTIONS.values()) - seen
+    in_readme = set()
+    for name in files:
+        with open(name, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        for service, block in demo_blocks(name, lines):
+            if os.path.basename(name) == "README.md":
+                in_readme.add(service)
+            subst = [(text, values[key]) for text, key in SUBSTITUTIONS]
+            http = values[HTTP_BY_SERVICE[service]]
+            subst += [("localhost:8000", http), ("127.0.0.1:8000", http)]
+            stmts = list(statements(block))
+            i = 0
+            while i < len(stmts):
+                number, text = stmts[i]
+                i += 1
+                stripped = text.strip()
+                if not stripped or stripped.startswith("#"):
+                    continue
+                step += 1
+                command = text
+                for old, new in subst:
+                    command = command.replace(old, new)
+                base = os.path.join(outdir, f"{step:04d}")
+                with open(base + ".sh", "w", encoding="utf-8") as f:
+                    f.write(command)
+                match = COMMAND_RE.match(stripped)
+                if not match:
+                    continue
+                expect = expectation(stmts, i, f"{name}:{number}")
+                i += 1 + len(expect["headers"])
+                expect.update(line=f"{name}:{number}", kind=match.group(1), service=service)
+                with open(base + ".json", "w", encoding="utf-8") as f:
+                    json.dump(expect, f)
+    missing = set(SERVICES) - in_readme
     if missing:
-        raise ReadmeError(f"README.md: no ```sh demo block in section(s) {sorted(missing)}")
+        raise ReadmeError(f"README.md: no ```sh demo block for {sorted(missing)}")
     print(step)
 
 
-def expectation(stmts, i, number):
+def expectation(stmts, i, where):
     """The `# STATUS [BODY]` line at stmts[i] and the header lines after it."""
     if i >= len(stmts) or not EXPECT_RE.match(stmts[i][1].strip()):
         raise ReadmeError(
-            f"README.md:{number}: a command in a ```sh demo block must be followed "
+            f"{where}: a command in a ```sh demo block must be followed "
             "by an expectation line `# STATUS [BODY]`"
         )
     m = EXPECT_RE.match(stmts[i][1].strip())
@@ -225,6 +222,8 @@ def compare(want, got, path="$"):
         if missing or extra:
             parts = [f"missing {missing}"] * bool(missing) + [f"unexpected {extra}"] * bool(extra)
             return f"{path}: keys differ ({', '.join(parts)})"
+        if list(want) != list(got):
+            return f"{path}: keys in another order: the server writes {list(got)}"
         for key in want:
             diff = compare(want[key], got[key], f"{path}.{key}")
             if diff:
@@ -265,7 +264,7 @@ def check(expect_file, status, body_file, headers_file):
             try:
                 pattern = parse_pattern(want)
             except ValueError as e:
-                problems.append(f"README.md:{expect['line']}: the expected body is not JSON: {e}")
+                problems.append(f"{expect['line']}: the expected body is not JSON: {e}")
                 pattern = None
             if pattern is not None:
                 try:
@@ -298,9 +297,10 @@ def check(expect_file, status, body_file, headers_file):
 
 def main(argv):
     try:
-        if len(argv) >= 3 and argv[0] == "extract":
-            values = dict(arg.split("=", 1) for arg in argv[3:])
-            extract(argv[1], argv[2], values)
+        if len(argv) >= 3 and argv[0] == "extract" and "--" in argv:
+            sep = argv.index("--")
+            values = dict(arg.split("=", 1) for arg in argv[sep + 1 :])
+            extract(argv[1], argv[2:sep], values)
             return 0
         if len(argv) == 5 and argv[0] == "check":
             return check(argv[1], argv[2], argv[3], argv[4])

@@ -337,7 +337,7 @@ fn binary_prints_its_address_serves_and_logs_each_request() {
     for want in [" | 200 | ", " | 404 | "] {
         line.clear();
         out.read_line(&mut line).unwrap();
-        assert!(line.starts_with("[handwire] "), "{line}");
+        assert!(line.starts_with("[router-demo] "), "{line}");
         assert!(line.contains(want), "{line}");
         assert!(line.contains(" 127.0.0.1 | GET "), "{line}");
     }
@@ -531,6 +531,31 @@ fn trace_shows_a_next_chain_with_the_token_and_an_abort_chain_without() {
     child.wait().unwrap();
 }
 
+#[test]
+fn with_trace_the_request_log_line_follows_its_trace_as_the_logger_finishes_last() {
+    let (mut child, mut out, _, addr) = start_binary(&["--quiet", "--trace"]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let without = rt.block_on(get(Proto::H1, addr, "/index"));
+    assert_eq!(without.status, StatusCode::FORBIDDEN);
+    let mut lines = Vec::new();
+    // The abort walk is 14 trace lines; the request log line comes next.
+    while lines.len() < 15 {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "{lines:?}");
+        lines.push(line.trim_end().to_string());
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(lines[0], "[trace] GET /index (5 handlers)");
+    assert_eq!(lines[13], "[trace] => 403", "{lines:#?}");
+    assert!(
+        lines[..14].iter().all(|l| l.starts_with("[trace]")),
+        "{lines:#?}"
+    );
+    assert!(lines[14].starts_with("[router-demo] "), "{lines:#?}");
+    assert!(lines[14].contains(" | 403 | "), "{lines:#?}");
+}
+
 #[tokio::test]
 async fn login_json_body_must_be_an_object_without_repeated_keys_else_90400() {
     let srv = demo_server().await;
@@ -637,7 +662,7 @@ fn a_body_over_the_limit_is_413_and_reaches_the_request_log() {
     assert_eq!(&status, b"HTTP/1.1 413");
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    assert!(line.starts_with("[handwire] "), "{line}");
+    assert!(line.starts_with("[router-demo] "), "{line}");
     assert!(line.contains(" | 413 | "), "{line}");
     assert!(line.contains("POST    \"/login\""), "{line}");
     child.kill().unwrap();

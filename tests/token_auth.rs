@@ -177,6 +177,49 @@ async fn register_with_existing_username_is_409_username_exists() {
 }
 
 #[tokio::test]
+async fn re_registering_a_taken_username_says_it_is_taken_whatever_else_is_wrong() {
+    let s = start().await;
+    s.register("frank", "password1").await;
+    // A second try with a password the policy refuses, and a bad email:
+    // the first thing to know is that the name is gone.
+    let again = s
+        .post(
+            "/auth/register",
+            json!({"username": "Frank", "password": "x", "email": "not-an-email"}),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.text());
+    assert_eq!(again.json(), json!({"error": "username exists"}));
+    // A free name with the same short password still hears about the password.
+    let fresh = s
+        .post(
+            "/auth/register",
+            json!({"username": "gina01", "password": "x"}),
+        )
+        .await;
+    assert_eq!(fresh.status, StatusCode::BAD_REQUEST, "{}", fresh.text());
+}
+
+#[tokio::test]
+async fn unknown_paths_and_methods_are_answered_in_the_services_json_shape() {
+    let s = start().await;
+    let nope = Client::new(Proto::H1)
+        .request(http::Method::GET, &s.url("/nope"), &[], "")
+        .await;
+    assert_eq!(nope.status, StatusCode::NOT_FOUND);
+    assert_eq!(nope.json(), json!({"error": "no route for GET /nope"}));
+    let wrong = Client::new(Proto::H1)
+        .request(http::Method::GET, &s.url("/login"), &[], "")
+        .await;
+    assert_eq!(wrong.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(
+        wrong.json(),
+        json!({"error": "method GET not allowed on /login"})
+    );
+    assert_eq!(wrong.header("allow"), Some("POST"));
+}
+
+#[tokio::test]
 async fn register_is_409_for_a_username_or_email_differing_only_in_case() {
     let s = start().await;
     let body = |u: &str, e: &str| json!({"username": u, "password": "password1", "email": e});

@@ -13,38 +13,50 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use handwire::cli::Args;
-use handwire::config::parse_duration_setting;
-use handwire::services::greeter::config::Config;
+use handwire::cli::{self, Args, Command, EnvVar, Flag, Usage};
+use handwire::config::{self, parse_duration_setting};
+use handwire::services::greeter::config::{Config, ConfigError};
 use handwire::services::greeter::Greeter;
 use handwire::web::log;
 use handwire::web::server::{shutdown_signal, Options};
 
-const USAGE: &str = "usage: greeter [--config PATH]   (default ./config.yaml)";
-
 /// Environment variable holding the shutdown grace period (Go notation).
 const GRACE_VAR: &str = "GREETER_SHUTDOWN_GRACE";
 
+const USAGE: Usage = Usage {
+    program: "greeter",
+    about: "the greeting service over HTTP and gRPC (Area A); addresses, time-outs and the \
+            database come from the config file",
+    synopsis: &["[--config PATH]"],
+    flags: &[Flag::value(
+        "config",
+        "PATH",
+        Some("config.yaml, in the working directory"),
+        "the YAML configuration (server.http, server.grpc, data)",
+    )],
+    env: &[EnvVar {
+        name: GRACE_VAR,
+        default: Some("10s"),
+        help: "how long requests may finish after SIGTERM",
+    }],
+};
+
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    let args = match Args::parse(argv, &["config"]) {
-        Ok(args) if args.positional.is_empty() => args,
-        Ok(args) => {
-            return fail(&format!(
-                "unexpected argument {:?}\n{USAGE}",
-                args.positional[0]
-            ))
+    log::set_service_name("greeter");
+    let args = match Args::command(std::env::args().skip(1), USAGE.flags, 0) {
+        Ok(Command::Help) => {
+            print!("{}", cli::help(&USAGE));
+            return ExitCode::SUCCESS;
         }
-        Err(e) => return fail(&format!("{e}\n{USAGE}")),
+        Ok(Command::Run(args)) => args,
+        Err(e) => return fail(&e.to_string()),
     };
     let path = PathBuf::from(args.get("config").unwrap_or("config.yaml"));
     let config = match Config::load(&path) {
         Ok(c) => c,
-        Err(e) => return fail(&format!("config {}: {e}", path.display())),
+        // The read error names the path (and the directory) itself.
+        Err(e @ ConfigError::File(config::Error::Read { .. })) => return fail(&e.to_string()),
+        Err(e) => return fail(&format!("{}: {e}", path.display())),
     };
     let mut options = Options::default();
     if let Ok(text) = std::env::var(GRACE_VAR) {

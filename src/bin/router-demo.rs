@@ -4,19 +4,54 @@
 //! its handler chain. `--shutdown-grace DURATION` (default 10s) bounds how
 //! long in-flight requests may finish after SIGTERM. `GET /metrics` serves
 //! Prometheus metrics; `--no-metrics` turns them off (the load script
-//! compares both).
+//! compares both). `--help` lists it all.
 
 use std::process::ExitCode;
 
-use handwire::cli::Args;
+use handwire::cli::{self, Args, Command, Flag, Usage};
 use handwire::config::parse_duration_setting;
 use handwire::services::router_demo::{self, DemoOptions};
 use handwire::web::log;
 use handwire::web::metrics::{Kind, Metrics};
-use handwire::web::server::{self, Options};
+use handwire::web::server::{self, Options, ServerError};
+
+const DEFAULT_ADDR: &str = "0.0.0.0:8000";
+
+const USAGE: Usage = Usage {
+    program: "router-demo",
+    about: "the Gin-style routing and middleware demo (Area B)",
+    synopsis: &[
+        "[--addr HOST:PORT] [--redirect-target URL] [--shutdown-grace DURATION] [--quiet] [--trace] [--no-metrics]",
+    ],
+    flags: &[
+        Flag::value(
+            "addr",
+            "HOST:PORT",
+            Some(DEFAULT_ADDR),
+            "where to listen; :PORT is every interface",
+        ),
+        Flag::value(
+            "redirect-target",
+            "URL",
+            Some("https://www.example.com/"),
+            "where GET /remove redirects (301)",
+        ),
+        Flag::value(
+            "shutdown-grace",
+            "DURATION",
+            Some("10s"),
+            "how long requests may finish after SIGTERM",
+        ),
+        Flag::switch("quiet", "do not print the route table at start-up"),
+        Flag::switch("trace", "log each request's walk of its handler chain"),
+        Flag::switch("no-metrics", "do not count requests (no GET /metrics)"),
+    ],
+    env: &[],
+};
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    log::set_service_name("router-demo");
     match run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -27,19 +62,31 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), String> {
-    let args = Args::parse_with_switches(
-        std::env::args().skip(1),
-        &["addr", "redirect-target", "shutdown-grace"],
-        &["quiet", "trace", "no-metrics"],
-    )
-    .map_err(|e| e.to_string())?;
-    let addr = args.get("addr").unwrap_or("0.0.0.0:8000");
+    let args =
+        match Args::command(std::env::args().skip(1), USAGE.flags, 0).map_err(|e| e.to_string())? {
+            Command::Help => {
+                print!("{}", cli::help(&USAGE));
+                return Ok(());
+            }
+            Command::Run(args) => args,
+        };
+    // Every setting is checked before anything is printed or bound.
+    let addr = cli::listen_addr("--addr", args.get("addr").unwrap_or(DEFAULT_ADDR))?;
+    let mut options = Options::default();
+    if let Some(text) = args.get("shutdown-grace") {
+        options.shutdown_grace = parse_duration_setting("--shutdown-grace", text)?;
+    }
     let mut opts = DemoOptions::default();
     if let Some(t) = args.get("redirect-target") {
         opts.redirect_target = t.to_string();
     }
+    let listener = server::bind(&addr).await.map_err(|e| match &e {
+        ServerError::Bind { source, .. } => {
+            format!("--addr: {e}{}", cli::addr_in_use_hint(source, "--addr"))
+        }
+        _ => e.to_string(),
+    })?;
     let mut engine = router_demo::engine(opts).map_err(|e| format!("bad route table: {e}"))?;
-    let mut options = Options::default();
     if !args.has("no-metrics") {
         let metrics = Metrics::new();
         engine
@@ -49,10 +96,6 @@ async fn run() -> Result<(), String> {
     }
     engine.study_mode(args.has("trace"), args.has("quiet"));
     let app = engine.build();
-    if let Some(text) = args.get("shutdown-grace") {
-        options.shutdown_grace = parse_duration_setting("--shutdown-grace", text)?;
-    }
-    let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     log::announce(&format!("router-demo listening on http://{local}"));
     server::serve(listener, app, options, server::shutdown_signal())

@@ -16,17 +16,15 @@
 //! Environment: `TOKEN_AUTH_SECRET` (≥ 32 bytes, signs tokens; required to
 //! serve) and `TOKEN_AUTH_ENC_KEY` (64 hex digits, seals provider tokens;
 //! required when the config file names OAuth providers).
-//!
-//! `GET /metrics` serves Prometheus metrics (`docs/observability.md`).
 
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use handwire::cli::Args;
-use handwire::config::parse_duration_setting;
-use handwire::services::token_auth::config::FileConfig;
+use handwire::cli::{self, Args, Command, EnvVar, Flag, Usage};
+use handwire::config::{self, parse_duration_setting};
+use handwire::services::token_auth::config::{ConfigError, FileConfig};
 use handwire::services::token_auth::oauth::cipher::ENC_KEY_VAR;
 use handwire::services::token_auth::passwords::{Passwords, DEFAULT_COST};
 use handwire::services::token_auth::routes;
@@ -35,13 +33,82 @@ use handwire::services::token_auth::store::{NewUser, StoreError};
 use handwire::services::token_auth::user::{check_username, Role};
 use handwire::web::log;
 use handwire::web::metrics::{Kind, Metrics};
-use handwire::web::server::{self, Options};
+use handwire::web::server::{self, Options, ServerError};
 
 const DEFAULT_ADDR: &str = "0.0.0.0:8000";
 const DEFAULT_DB: &str = "token-auth.db";
 
+const USAGE: Usage = Usage {
+    program: "token-auth",
+    about: "the token authentication service (Area C)",
+    synopsis: &[
+        "[--addr HOST:PORT] [--db PATH|postgres://…] [--redis redis://…] [--shared-timeout DURATION]",
+        "    [--config PATH] [--shutdown-grace DURATION] [--quiet] [--trace]",
+        "create-admin --username NAME [--db PATH|postgres://…]   (password read from stdin)",
+    ],
+    flags: &[
+        Flag::value(
+            "addr",
+            "HOST:PORT",
+            Some(DEFAULT_ADDR),
+            "where to listen; :PORT is every interface",
+        ),
+        Flag::value(
+            "db",
+            "PATH",
+            Some("token-auth.db, in the working directory"),
+            "SQLite file, or postgres://… (built with --features cluster)",
+        ),
+        Flag::value(
+            "redis",
+            "URL",
+            None,
+            "redis://… for login limits and OAuth states shared by instances",
+        ),
+        Flag::value(
+            "shared-timeout",
+            "DURATION",
+            Some("1s"),
+            "bound on every PostgreSQL / Redis call",
+        ),
+        Flag::value(
+            "config",
+            "PATH",
+            None,
+            "YAML file naming OAuth providers (oauth: …)",
+        ),
+        Flag::value(
+            "shutdown-grace",
+            "DURATION",
+            Some("10s"),
+            "how long requests may finish after SIGTERM",
+        ),
+        Flag::value(
+            "username",
+            "NAME",
+            None,
+            "create-admin: the admin's name",
+        ),
+        Flag::switch("quiet", "do not print the route table at start-up"),
+        Flag::switch("trace", "log each request's walk of its handler chain"),
+    ],
+    env: &[
+        EnvVar {
+            name: SECRET_VAR,
+            default: None,
+            help: "signing secret, at least 32 bytes; required to serve",
+        },
+        EnvVar {
+            name: ENC_KEY_VAR,
+            default: None,
+            help: "64 hex digits sealing provider tokens; required with OAuth providers",
+        },
+    ],
+};
+
 #[tokio::main]
 async fn main() -> ExitCode {
+    log::set_service_name("token-auth");
     match run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -52,20 +119,14 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), String> {
-    let args = Args::parse_with_switches(
-        std::env::args().skip(1),
-        &[
-            "addr",
-            "db",
-            "redis",
-            "shared-timeout",
-            "config",
-            "username",
-            "shutdown-grace",
-        ],
-        &["quiet", "trace"],
-    )
-    .map_err(|e| e.to_string())?;
+    let args =
+        match Args::command(std::env::args().skip(1), USAGE.flags, 1).map_err(|e| e.to_string())? {
+            Command::Help => {
+                print!("{}", cli::help(&USAGE));
+                return Ok(());
+            }
+            Command::Run(args) => args,
+        };
     match args.positional.as_slice() {
         [] => serve(&args).await,
         [command] if command == "create-admin" => {
@@ -75,7 +136,7 @@ async fn run() -> Result<(), String> {
             create_admin(username, storage_settings(&args, Vec::new())?).await
         }
         other => Err(format!(
-            "unknown command {:?} (expected no command, or create-admin)",
+            "unknown command {:?} (expected no command, or create-admin; see --help)",
             other.join(" ")
         )),
     }
@@ -116,13 +177,25 @@ fn announce_storage(settings: &Settings) {
 }
 
 async fn serve(args: &Args) -> Result<(), String> {
+    // What can be checked without touching the disk is checked first, and
+    // AuthService::connect checks the secret's length before it opens or
+    // creates a database.
     let secret = std::env::var(SECRET_VAR).map_err(|_| {
         format!(
             "{SECRET_VAR} is not set: export at least 32 random bytes, e.g. `openssl rand -hex 32`"
         )
     })?;
+    let addr = cli::listen_addr("--addr", args.get("addr").unwrap_or(DEFAULT_ADDR))?;
+    let mut options = Options::default();
+    if let Some(text) = args.get("shutdown-grace") {
+        options.shutdown_grace = parse_duration_setting("--shutdown-grace", text)?;
+    }
     let config = match args.get("config") {
-        Some(path) => FileConfig::load(path.as_ref()).map_err(|e| format!("config {path}: {e}"))?,
+        // A read error names the path (and the directory) itself.
+        Some(path) => FileConfig::load(path.as_ref()).map_err(|e| match e {
+            ConfigError::File(config::Error::Read { .. }) => e.to_string(),
+            _ => format!("{path}: {e}"),
+        })?,
         None => FileConfig::default(),
     };
     let mut settings = storage_settings(args, secret.into_bytes())?;
@@ -137,6 +210,12 @@ async fn serve(args: &Args) -> Result<(), String> {
             );
         }
     }
+    let listener = server::bind(&addr).await.map_err(|e| match &e {
+        ServerError::Bind { source, .. } => {
+            format!("--addr: {e}{}", cli::addr_in_use_hint(source, "--addr"))
+        }
+        _ => e.to_string(),
+    })?;
 
     announce_storage(&settings);
     let service = AuthService::connect(settings)
@@ -152,16 +231,8 @@ async fn serve(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("bad route table: {e}"))?;
     engine.study_mode(args.has("trace"), args.has("quiet"));
     let app = engine.build();
-    let mut options = Options {
-        connection_gauge: Some(metrics.connections(Kind::Http)),
-        ..Options::default()
-    };
-    if let Some(text) = args.get("shutdown-grace") {
-        options.shutdown_grace = parse_duration_setting("--shutdown-grace", text)?;
-    }
+    options.connection_gauge = Some(metrics.connections(Kind::Http));
 
-    let addr = args.get("addr").unwrap_or(DEFAULT_ADDR);
-    let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     log::announce(&format!("token-auth listening on http://{local}"));
     // Draining begins with `/readyz` turning 503, then the listener closes.

@@ -173,6 +173,29 @@ fn unreadable_file_names_the_path_and_keeps_the_io_error() {
 }
 
 #[test]
+fn a_missing_relative_config_names_the_working_directory_and_the_flag_once() {
+    let e = load::<File>(Path::new("no-such-handwire.yaml")).unwrap_err();
+    let cwd = std::env::current_dir().unwrap();
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "cannot read config file no-such-handwire.yaml in {}: ",
+            cwd.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(" (give its path with --config PATH)"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches(&*cwd.display().to_string()).count(),
+        1,
+        "{text}"
+    );
+}
+
+#[test]
 fn a_duration_setting_error_names_the_setting_the_value_and_the_reason() {
     assert_eq!(
         parse_duration_setting("--shutdown-grace", "250ms"),

@@ -1,10 +1,10 @@
-//! The three services of the specification. Each is built on the framework
+//! The three services. Each is built on the framework
 //! ([`crate::web`]) and the protocol pieces ([`crate::protocol`]); none
 //! imports another.
 //!
 //! - [`greeter`]: Area A, `GET /helloworld/{name}` and `helloworld.v1.Greeter`
 //!   over hand-framed gRPC, users in SQLite, Kratos-style configuration.
-//! - [`router_demo`]: Area B, the Gin-style routes of spec §4.2.
+//! - [`router_demo`]: Area B, the Gin-style demo routes.
 //! - [`token_auth`]: Area C, HS256 access/refresh tokens, roles, blacklist,
 //!   login limits and OAuth sign-in.
 

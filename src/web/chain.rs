@@ -2,7 +2,7 @@
 //!
 //! A request is answered by an ordered list of handlers: global middleware,
 //! then the middleware of the route's groups, then the route handler
-//! (spec "Middleware and routing rules" 1). The [`Context`] walks that list
+//! (Gin's rule). The [`Context`] walks that list
 //! with an index, exactly like Gin's `Context.Next`:
 //!
 //! ```text
@@ -58,7 +58,7 @@ impl Handler {
     }
 
     /// The same handler under `name`.
-    pub fn with_name(mut self, name: &'static str) -> Handler {
+    pub(crate) fn with_name(mut self, name: &'static str) -> Handler {
         self.name = Some(name);
         self
     }
@@ -246,14 +246,42 @@ impl Context {
     }
 
     /// Record the walk of the chain from now on (see [`Trace`]).
-    pub fn start_trace(&mut self) {
+    pub(crate) fn start_trace(&mut self) {
         let header = format!("{} {}", self.method, self.uri.path());
         self.trace = Some(Box::new(Trace::new(header, self.handlers.len())));
     }
 
     /// The recorded walk, if tracing was started.
-    pub fn take_trace(&mut self) -> Option<Box<Trace>> {
+    pub(crate) fn take_trace(&mut self) -> Option<Box<Trace>> {
         self.trace.take()
+    }
+
+    /// Whether this request's walk is being traced.
+    pub(crate) fn is_tracing(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    /// While tracing, keep `line` (whole lines, `\n`-terminated) to be
+    /// written after the trace: the request logger finishes last, so its
+    /// line belongs below the walk it ends. Returns `line` back when not
+    /// tracing, for the caller to write.
+    pub fn hold_after_trace(&mut self, line: Vec<u8>) -> Option<Vec<u8>> {
+        match &mut self.trace {
+            Some(t) => {
+                t.held.extend_from_slice(&line);
+                None
+            }
+            None => Some(line),
+        }
+    }
+
+    /// Replace the response with an answer made before any chain ran (the
+    /// engine's 413, 408 and 400), so the chain's middleware see it.
+    pub(crate) fn set_response(&mut self, status: StatusCode, headers: HeaderMap, body: Bytes) {
+        self.response.status = status;
+        self.response.headers = headers;
+        self.response.body = DraftBody::One(body);
+        self.response.written = true;
     }
 
     /// Whether [`abort`](Self::abort) was called.
@@ -318,7 +346,7 @@ impl Context {
 
     /// The client's IP: the peer address. Forwarding headers are not
     /// trusted, because nothing here says which proxy may set them.
-    pub fn client_ip(&self) -> IpAddr {
+    pub(crate) fn client_ip(&self) -> IpAddr {
         self.remote.ip()
     }
 
@@ -334,7 +362,7 @@ impl Context {
 
     /// Like [`query`](Self::query), with `default` when the key is absent.
     /// A present but empty value is returned as is (Gin's `DefaultQuery`).
-    pub fn default_query(&self, name: &str, default: &str) -> String {
+    pub(crate) fn default_query(&self, name: &str, default: &str) -> String {
         self.query(name).unwrap_or_else(|| default.to_string())
     }
 
@@ -460,13 +488,19 @@ impl Context {
 pub struct Trace {
     text: String,
     depth: usize,
+    /// Log lines to write after the trace ([`Context::hold_after_trace`]).
+    held: Vec<u8>,
 }
 
 impl Trace {
     fn new(header: String, len: usize) -> Trace {
         let mut text = header;
         text.push_str(&format!(" ({len} handlers)"));
-        Trace { text, depth: 1 }
+        Trace {
+            text,
+            depth: 1,
+            held: Vec::new(),
+        }
     }
 
     fn line(&mut self, args: std::fmt::Arguments<'_>) {
@@ -529,6 +563,11 @@ impl Trace {
     pub fn text(&self) -> &str {
         &self.text
     }
+
+    /// The log lines held to follow the trace (the request log line).
+    pub fn held(&self) -> &[u8] {
+        &self.held
+    }
 }
 
 /// A handler as the trace shows it: `2 token_check`, or `#2` unnamed.
@@ -544,7 +583,7 @@ impl std::fmt::Display for Label<'_> {
 }
 
 /// Escape text for an HTML attribute or element.
-pub fn html_escape(s: &str) -> String {
+pub(crate) fn html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

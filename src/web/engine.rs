@@ -6,11 +6,13 @@
 //! that route; it does change the 404/405 chains, which are built last.)
 //! A bad route is an [`InsertError`] value; the binaries print it and exit.
 //!
-//! Dispatch reads the body (bounded by the body limit, 413 past it, and by the
-//! body time-out, 408 past it, with `Connection: close`), asks the matcher, and runs one of four chains through [`Context::next`]: the route's,
-//! a trailing-slash redirect, 405 (with `Allow`) or 404. The three fallbacks
-//! are prefixed by the global middleware too, so the logger and recovery see
-//! every request.
+//! Dispatch asks the matcher, reads the body (bounded by the body limit, 413
+//! past it, and by the body time-out, 408 past it, with `Connection: close`)
+//! and runs one of five chains through [`Context::next`]: the route's, a
+//! trailing-slash redirect, 405 (with `Allow`), 404, or the early answer
+//! (413, 408, 400 for a body that could not be read). The four fallbacks are
+//! prefixed by the global middleware too, so the logger and recovery see
+//! every request, and an engine without them ([`Engine::bare`]) logs nothing.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -93,7 +95,8 @@ impl Engine {
         e
     }
 
-    /// An engine with no middleware at all.
+    /// An engine with no middleware at all: it logs nothing, not even the
+    /// answers given before a chain runs (413, 408, 400).
     pub fn bare() -> Engine {
         Engine {
             router: Router::new(),
@@ -151,7 +154,7 @@ impl Engine {
 
     /// The route table, one line per route in registration order, as Gin's
     /// debug mode prints it: `GET    /index --> 4 handlers (logger, …)`.
-    pub fn route_table(&self) -> Vec<String> {
+    pub(crate) fn route_table(&self) -> Vec<String> {
         self.routes
             .iter()
             .map(|(method, path, chain)| {
@@ -264,6 +267,7 @@ impl Engine {
         });
         Arc::new(App {
             metered,
+            early: with_global(vec![named("early_answer", early_answer)]),
             not_found: with_global(self.no_route.clone()),
             method_not_allowed: with_global(self.no_method.clone()),
             redirect: with_global(vec![named("redirect", trailing_slash_redirect)]),
@@ -350,6 +354,8 @@ struct Metered {
 pub struct App {
     router: Router<Route>,
     metered: Option<Metered>,
+    /// The chain of the answers given before the route's (413, 408, 400).
+    early: Arc<[Handler]>,
     not_found: Arc<[Handler]>,
     method_not_allowed: Arc<[Handler]>,
     redirect: Arc<[Handler]>,
@@ -373,6 +379,12 @@ impl App {
     /// Answer one request whose body is any [`hyper::body::Body`] (`http_body::Body`): what the
     /// server calls with hyper's `Incoming`, and what tests call with a
     /// `Full` or `Empty` body, no socket needed.
+    ///
+    /// Three steps: [`choose`](Self::choose) the chain (now, while `&self`
+    /// is at hand), then in the returned future [`read_body`] and run the
+    /// chain ([`run`]). A body that is too large, too slow or broken gets
+    /// its answer through the global middleware ([`answer_early`]), so the
+    /// logger and recovery see it as they see every other answer.
     pub fn handle<B>(
         &self,
         req: Request<B>,
@@ -383,132 +395,216 @@ impl App {
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
-        // The Arc<App> is not available here, only &self; the lookup needs
-        // the router for the whole request, so dispatch is done eagerly up to
-        // the point where the chain is chosen (cheap), and the rest is moved.
         let (parts, body) = req.into_parts();
-        let limit = self.body_limit;
-        let declared_too_large = parts
-            .headers
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok())
-            .is_some_and(|n| n > limit as u64);
-
-        let mut route_id = None;
-        let (chain, params, allow, tsr) = match self.router.lookup(&parts.method, parts.uri.path())
-        {
-            Lookup::Found { value, params } => {
-                route_id = Some(value.id);
-                (
-                    value.chain.clone(),
-                    PathParams::from_lookup(&value.names, parts.uri.path(), &params),
-                    None,
-                    None,
-                )
-            }
-            Lookup::RedirectTrailingSlash { location } => (
-                self.redirect.clone(),
-                PathParams::none(),
-                None,
-                Some(location),
-            ),
-            Lookup::MethodNotAllowed { allowed } => {
-                let allow = allowed
-                    .iter()
-                    .map(Method::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                (
-                    self.method_not_allowed.clone(),
-                    PathParams::none(),
-                    Some(allow),
-                    None,
-                )
-            }
-            Lookup::NotFound => (self.not_found.clone(), PathParams::none(), None, None),
+        let chosen = self.choose(&parts);
+        let read = ReadLimits {
+            bytes: self.body_limit,
+            time: self.body_timeout,
+            on_timeout: self.on_body_timeout,
         };
         let operation = self.metered.as_ref().map(|m| {
-            route_id
+            chosen
+                .route_id
                 .and_then(|id| m.routes.get(id))
                 .unwrap_or(&m.unmatched)
                 .clone()
         });
-        let trace = self.trace;
-        let (body_timeout, on_body_timeout) = (self.body_timeout, self.on_body_timeout);
+        let (early, trace) = (self.early.clone(), self.trace);
         Box::pin(async move {
             let start = Instant::now();
-            // Answers given before any chain runs still reach the request log.
-            let count = |resp: &Response<Body>| {
+            // Every answer is counted, those given before a chain included.
+            let count = |resp: Response<Body>| {
                 if let Some(op) = &operation {
                     op.observe_http(resp.status(), start.elapsed());
                 }
-            };
-            let early = |resp: Response<Body>| {
-                count(&resp);
-                middleware::log_request(
-                    log::stdout(),
-                    resp.status(),
-                    start.elapsed(),
-                    remote.ip(),
-                    &parts.method,
-                    &parts.uri,
-                );
                 resp
             };
-            if declared_too_large {
-                return early(too_large(limit));
-            }
-            // A body that is already complete (GET, or a test's `Full`) needs no clock.
-            let read = if body.is_end_stream() {
-                Ok(Ok(Bytes::new())) // nothing to read: no collect, no clock
-            } else {
-                tokio::time::timeout(body_timeout, Limited::new(body, limit).collect())
-                    .await
-                    .map(|collected| collected.map(|c| c.to_bytes()))
-            };
-            let Ok(read) = read else {
-                let mut resp = on_body_timeout(body_timeout);
-                resp.headers_mut()
-                    .insert(CONNECTION, http::HeaderValue::from_static("close"));
-                return early(resp);
-            };
-            let body = match read {
-                Ok(bytes) => bytes,
-                Err(e)
-                    if e.downcast_ref::<http_body_util::LengthLimitError>()
-                        .is_some() =>
-                {
-                    return early(too_large(limit));
+            let body = match read_body(&parts, body, read).await {
+                Ok(body) => body,
+                Err(answer) => {
+                    let c = Context::new(
+                        parts,
+                        Bytes::new(),
+                        remote,
+                        start,
+                        PathParams::none(),
+                        early,
+                    );
+                    return count(answer_early(c, answer, trace).await);
                 }
-                Err(e) => return early(bad_body(&e.to_string())),
             };
-            let mut c = Context::new(parts, body, remote, start, params, chain);
-            if trace {
-                c.start_trace();
-            }
-            if let Some(location) = tsr {
+            let mut c = Context::new(parts, body, remote, start, chosen.params, chosen.chain);
+            if let Some(location) = chosen.redirect_to {
                 c.set(TSR_LOCATION, location);
             }
-            if let Some(allow) = allow {
+            if let Some(allow) = chosen.allow {
                 c.set_header(ALLOW, &allow);
             }
-            c.next().await;
-            if let Some(mut t) = c.take_trace() {
-                t.finish(c.response_status());
-                log::stdout().line(|buf| {
-                    for line in t.text().lines() {
-                        buf.extend_from_slice(b"[trace] ");
-                        buf.extend_from_slice(line.as_bytes());
-                        buf.push(b'\n');
-                    }
-                });
-            }
-            let resp = into_response(c);
-            count(&resp);
-            resp
+            count(run(c, trace).await)
         })
     }
+
+    /// The chain for this request, as the router decides: the route's, the
+    /// trailing-slash redirect, 405 (with the methods to `Allow`) or 404.
+    fn choose(&self, parts: &http::request::Parts) -> Chosen {
+        let path = parts.uri.path();
+        let fallback = |chain: &Arc<[Handler]>| Chosen {
+            chain: chain.clone(),
+            params: PathParams::none(),
+            allow: None,
+            redirect_to: None,
+            route_id: None,
+        };
+        match self.router.lookup(&parts.method, path) {
+            Lookup::Found { value, params } => Chosen {
+                chain: value.chain.clone(),
+                params: PathParams::from_lookup(&value.names, path, &params),
+                allow: None,
+                redirect_to: None,
+                route_id: Some(value.id),
+            },
+            Lookup::RedirectTrailingSlash { location } => Chosen {
+                redirect_to: Some(location),
+                ..fallback(&self.redirect)
+            },
+            Lookup::MethodNotAllowed { allowed } => {
+                let allow = allowed.iter().map(Method::as_str).collect::<Vec<_>>();
+                Chosen {
+                    allow: Some(allow.join(", ")),
+                    ..fallback(&self.method_not_allowed)
+                }
+            }
+            Lookup::NotFound => fallback(&self.not_found),
+        }
+    }
+}
+
+/// What [`App::choose`] picked for one request.
+struct Chosen {
+    chain: Arc<[Handler]>,
+    params: PathParams,
+    /// For 405: the value of the `Allow` header.
+    allow: Option<String>,
+    /// For the trailing-slash redirect: where to.
+    redirect_to: Option<String>,
+    /// The route found, for its metrics series.
+    route_id: Option<usize>,
+}
+
+/// The bounds on reading a request body.
+#[derive(Clone, Copy)]
+struct ReadLimits {
+    bytes: usize,
+    time: Duration,
+    on_timeout: BodyTimeoutAnswer,
+}
+
+/// The whole body, or the answer to give instead (413, 408, 400).
+async fn read_body<B>(
+    parts: &http::request::Parts,
+    body: B,
+    limits: ReadLimits,
+) -> Result<Bytes, Response<Body>>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let declared_too_large = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|n| n > limits.bytes as u64);
+    if declared_too_large {
+        return Err(too_large(limits.bytes));
+    }
+    // A body that is already complete (GET, or a test's `Full`) needs no clock.
+    if body.is_end_stream() {
+        return Ok(Bytes::new());
+    }
+    let collect = Limited::new(body, limits.bytes).collect();
+    let Ok(read) = tokio::time::timeout(limits.time, collect).await else {
+        let mut resp = (limits.on_timeout)(limits.time);
+        resp.headers_mut()
+            .insert(CONNECTION, http::HeaderValue::from_static("close"));
+        return Err(resp);
+    };
+    match read {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(too_large(limits.bytes))
+        }
+        Err(e) => Err(bad_body(&e.to_string())),
+    }
+}
+
+/// Run `c`'s chain from the start; then the trace (and the log lines held
+/// behind it) if tracing, and the response.
+async fn run(mut c: Context, trace: bool) -> Response<Body> {
+    if trace {
+        c.start_trace();
+    }
+    c.next().await;
+    if let Some(mut t) = c.take_trace() {
+        t.finish(c.response_status());
+        log::stdout().line(|buf| {
+            for line in t.text().lines() {
+                buf.extend_from_slice(b"[trace] ");
+                buf.extend_from_slice(line.as_bytes());
+                buf.push(b'\n');
+            }
+            buf.extend_from_slice(t.held());
+        });
+    }
+    into_response(c)
+}
+
+/// Context key under which an answer given before the chain waits for
+/// [`early_answer`], the last handler of the early chain.
+const EARLY_ANSWER: &str = "handwire.early_answer";
+
+/// An answer made before any chain ran, held for [`early_answer`].
+struct EarlyAnswer {
+    status: StatusCode,
+    headers: http::HeaderMap,
+    body: Bytes,
+}
+
+/// Give `answer` through `c`'s chain (the global middleware, then
+/// [`early_answer`]): logged, traced and counted like any other answer.
+async fn answer_early(mut c: Context, answer: Response<Body>, trace: bool) -> Response<Body> {
+    let (head, body) = answer.into_parts();
+    // The engine's own answers are whole in memory: this does not wait.
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    c.set(
+        EARLY_ANSWER,
+        EarlyAnswer {
+            status: head.status,
+            headers: head.headers,
+            body,
+        },
+    );
+    run(c, trace).await
+}
+
+/// The last handler of the early chain: writes the held [`EarlyAnswer`].
+fn early_answer(c: &mut Context) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        let held = c
+            .get::<EarlyAnswer>(EARLY_ANSWER)
+            .map(|a| (a.status, a.headers.clone(), a.body.clone()));
+        if let Some((status, headers, body)) = held {
+            c.set_response(status, headers, body);
+        }
+    })
 }
 
 fn into_response(c: Context) -> Response<Body> {
@@ -521,7 +617,7 @@ fn into_response(c: Context) -> Response<Body> {
 
 /// A response with `body` serialized as JSON (`application/json`), for the
 /// answers given before any chain runs.
-pub fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
+pub(crate) fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
     // Serializing a plain struct or `Value` cannot fail; an empty object
     // is the fallback all the same.
     let text = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
@@ -612,6 +708,45 @@ mod tests {
         assert_eq!(resp.status(), StatusCode::OK);
         let body = resp.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(&body[..], b"hi 3");
+    }
+
+    #[tokio::test]
+    async fn answers_before_the_chain_go_through_the_global_middleware_only() {
+        use std::sync::Mutex;
+        static SEEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+        // A bare engine: no logger, so nothing logs; its own middleware
+        // sees the 413 as it sees any answer.
+        let mut e = Engine::bare();
+        e.use_middleware(named("watch", |c| {
+            Box::pin(async move {
+                c.next().await;
+                SEEN.lock().unwrap().push(c.response_status().as_u16());
+            })
+        }));
+        e.post(
+            "/upload",
+            named("never", |c| {
+                Box::pin(async move { c.string(StatusCode::OK, "stored") })
+            }),
+        )
+        .unwrap();
+        e.body_limit(4);
+        let app = e.build();
+        let req = Request::post("/upload")
+            .body(Full::new(Bytes::from("too long")))
+            .unwrap();
+        let resp = app.handle(req, remote()).await;
+        assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(
+            resp.headers()[CONTENT_TYPE],
+            "application/json; charset=utf-8"
+        );
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            &body[..],
+            br#"{"error":"request body too large (limit 4 bytes)"}"#
+        );
+        assert_eq!(*SEEN.lock().unwrap(), [413]);
     }
 
     #[tokio::test]

@@ -200,6 +200,22 @@ impl Shared {
     }
 }
 
+/// The name this process's request log lines start with, set once by a
+/// binary ([`set_service_name`]); `handwire` until then (tests, examples).
+static SERVICE_NAME: OnceLock<&'static str> = OnceLock::new();
+
+/// Name the service for the request log (`[router-demo] 2026/… | 200 | …`),
+/// so that lines of services side by side tell which one answered. The
+/// first call wins; call it at start-up.
+pub fn set_service_name(name: &'static str) {
+    let _ = SERVICE_NAME.set(name);
+}
+
+/// The name set by [`set_service_name`], else `handwire`.
+pub(crate) fn service_name() -> &'static str {
+    SERVICE_NAME.get().copied().unwrap_or("handwire")
+}
+
 /// The process-wide sink on stdout that the request logger, the gRPC access
 /// log and the services write to. Started on first use.
 pub fn stdout() -> &'static Sink {
@@ -243,7 +259,7 @@ pub fn message(tag: &str, args: std::fmt::Arguments<'_>) {
 /// Append `text` to `buf`, cut to at most `max` bytes (on a character
 /// boundary, marked with `…`), with control characters escaped so that user
 /// input cannot forge or break log lines.
-pub fn push_capped(buf: &mut Vec<u8>, text: &str, max: usize) {
+pub(crate) fn push_capped(buf: &mut Vec<u8>, text: &str, max: usize) {
     let mut used = 0;
     for ch in text.chars() {
         let len = if ch.is_control() { 4 } else { ch.len_utf8() };

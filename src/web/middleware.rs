@@ -34,30 +34,45 @@ pub const REDACTED_PARAMS: [&str; 6] = [
     "password",
 ];
 
-/// Logs one line per request after the rest of the chain has run:
-/// `[handwire] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello"`
+/// Logs one line per request after the rest of the chain has run, starting
+/// with the service's name ([`log::set_service_name`]):
+/// `[router-demo] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello"`
 ///
 /// The line goes to the process-wide [`log::stdout`] sink, so it costs no
 /// syscall here and a slow reader never blocks the request.
+///
+/// With `--trace` the line is held and written after the request's trace,
+/// since this outer handler is the last to finish.
 pub fn logger(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
         let start = Instant::now();
         c.next().await;
-        log_request(
-            log::stdout(),
-            c.response_status(),
-            start.elapsed(),
-            c.client_ip(),
-            c.method(),
-            c.uri(),
-        );
+        let (status, latency, ip) = (c.response_status(), start.elapsed(), c.client_ip());
+        if c.is_tracing() {
+            let mut line = Vec::new();
+            push_request_line(&mut line, status, latency, ip, c.method(), c.uri());
+            c.hold_after_trace(line);
+        } else {
+            log_request(log::stdout(), status, latency, ip, c.method(), c.uri());
+        }
     })
 }
 
-/// Write one request-log line to `sink` (also used for the answers the
-/// engine gives before any chain runs: 400, 413, 408).
+/// Write one request-log line to `sink`.
 pub fn log_request(
     sink: &log::Sink,
+    status: StatusCode,
+    latency: Duration,
+    ip: IpAddr,
+    method: &Method,
+    uri: &Uri,
+) {
+    sink.line(|buf| push_request_line(buf, status, latency, ip, method, uri));
+}
+
+/// Append one request-log line to `buf`.
+fn push_request_line(
+    buf: &mut Vec<u8>,
     status: StatusCode,
     latency: Duration,
     ip: IpAddr,
@@ -67,23 +82,23 @@ pub fn log_request(
     // The same text as `format!(" | {:3} | {:>12?} | {:>15} | {:<7} \"", …)`,
     // written without `core::fmt`, which was a tenth of the request's
     // user-space time in a profile of `GET /hello`.
-    sink.line(|buf| {
-        buf.extend_from_slice(b"[handwire] ");
-        timefmt::push_log_timestamp(buf, SystemTime::now());
-        buf.extend_from_slice(b" | ");
-        push_status(buf, status);
-        buf.extend_from_slice(b" | ");
-        push_latency(buf, latency);
-        buf.extend_from_slice(b" | ");
-        push_ip(buf, ip);
-        buf.extend_from_slice(b" | ");
-        let method = method.as_str();
-        buf.extend_from_slice(method.as_bytes());
-        buf.resize(buf.len() + 7usize.saturating_sub(method.len()), b' ');
-        buf.extend_from_slice(b" \"");
-        push_redacted_target(buf, uri, LOG_TARGET_MAX);
-        buf.extend_from_slice(b"\"\n");
-    });
+    buf.push(b'[');
+    buf.extend_from_slice(log::service_name().as_bytes());
+    buf.extend_from_slice(b"] ");
+    timefmt::push_log_timestamp(buf, SystemTime::now());
+    buf.extend_from_slice(b" | ");
+    push_status(buf, status);
+    buf.extend_from_slice(b" | ");
+    push_latency(buf, latency);
+    buf.extend_from_slice(b" | ");
+    push_ip(buf, ip);
+    buf.extend_from_slice(b" | ");
+    let method = method.as_str();
+    buf.extend_from_slice(method.as_bytes());
+    buf.resize(buf.len() + 7usize.saturating_sub(method.len()), b' ');
+    buf.extend_from_slice(b" \"");
+    push_redacted_target(buf, uri, LOG_TARGET_MAX);
+    buf.extend_from_slice(b"\"\n");
 }
 
 /// The status as three digits (what `{:3}` prints for 100–999).

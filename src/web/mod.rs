@@ -11,6 +11,9 @@
 //! - [`engine`]: Gin-style route registration, groups, dispatch, 404/405.
 //! - [`health`]: `GET /healthz` (liveness) and `GET /readyz` (readiness).
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
+//! - [`reply`]: handlers returning `Result`, whose error becomes the response.
+//! - [`peer`]: the client address of the call being served (a task-local).
+//! - [`ratelimit`]: a per-client sliding-window limit.
 //! - [`log`]: the one log sink: buffered, drained off the runtime, never blocking.
 //! - [`metrics`]: Prometheus counters and histograms, `GET /metrics`.
 //! - [`bind`]: JSON / form / multipart / query binding with required fields.
@@ -31,6 +34,7 @@ pub mod middleware;
 pub mod path_params;
 pub mod peer;
 pub mod ratelimit;
+pub mod reply;
 pub mod router;
 pub mod server;
 pub mod timefmt;

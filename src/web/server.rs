@@ -182,51 +182,7 @@ pub async fn serve(
     opts: Options,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServerError> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    match (opts.http1, opts.http2) {
-        (true, true) => {}
-        (true, false) => builder = builder.http1_only(),
-        (false, true) => builder = builder.http2_only(),
-        (false, false) => return Err(ServerError::NoProtocol),
-    }
-    // hyper's own header clock starts at the first byte and restarts after
-    // each response, which would cap the idle time at the header time-out;
-    // the connection's clocks do both jobs instead, so it is off.
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .keep_alive(true)
-        .header_read_timeout(None)
-        // Bytes read ahead of the request being served (pipelined requests
-        // of a client that does not read its answers) stop at 128 KiB per
-        // connection, not hyper's ~400 KiB; a head still has room for the
-        // 64 KiB path the engine accepts.
-        .max_buf_size(PIPELINE_BUFFER);
-    // Both PINGs and the idle clock, on purpose: the idle clock closes live
-    // connections nobody uses; PINGs find dead peers while a request is in
-    // flight, when the idle clock does not run.
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(opts.h2_keep_alive_interval)
-        .keep_alive_timeout(opts.h2_keep_alive_timeout)
-        // The rest of the h2 settings, each chosen rather than inherited:
-        // - 200 concurrent streams per connection (hyper's default, stated):
-        //   h2load -m10 and gRPC clients stay far below it, and it bounds
-        //   the work one connection can queue.
-        .max_concurrent_streams(200)
-        // - Windows of 1 MiB per stream and 2 MiB per connection instead of
-        //   the protocol's 64 KiB: a 4 MiB gRPC message arrives without
-        //   stalling on WINDOW_UPDATE round trips, while the memory a slow
-        //   reader can pin stays bounded by the body limits.
-        .initial_stream_window_size(1 << 20)
-        .initial_connection_window_size(2 << 20)
-        // - Header lists up to 16 KiB (CONTINUATION floods end there).
-        .max_header_list_size(16 << 10)
-        // - Rapid reset (CVE-2023-44487): at most 20 streams opened and reset
-        //   before the server accepted them, then GOAWAY.
-        .max_pending_accept_reset_streams(20);
-
+    let builder = connection_builder(&opts)?;
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
     // Every open connection's clocks, to take the stalest back at the cap.
@@ -333,7 +289,64 @@ pub async fn serve(
     }
     drop(listener);
     let _ = stop.send(true);
-    let drained = tokio::time::timeout(opts.shutdown_grace, async {
+    drain(connections, opts.shutdown_grace).await;
+    Ok(())
+}
+
+/// The HTTP/1.1 + HTTP/2 connection builder with the protocols `opts`
+/// allows and every h2 setting chosen (not inherited).
+fn connection_builder(opts: &Options) -> Result<auto::Builder<TokioExecutor>, ServerError> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    match (opts.http1, opts.http2) {
+        (true, true) => {}
+        (true, false) => builder = builder.http1_only(),
+        (false, true) => builder = builder.http2_only(),
+        (false, false) => return Err(ServerError::NoProtocol),
+    }
+    // hyper's own header clock starts at the first byte and restarts after
+    // each response, which would cap the idle time at the header time-out;
+    // the connection's clocks do both jobs instead, so it is off.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        .header_read_timeout(None)
+        // Bytes read ahead of the request being served (pipelined requests
+        // of a client that does not read its answers) stop at 128 KiB per
+        // connection, not hyper's ~400 KiB; a head still has room for the
+        // 64 KiB path the engine accepts.
+        .max_buf_size(PIPELINE_BUFFER);
+    // Both PINGs and the idle clock, on purpose: the idle clock closes live
+    // connections nobody uses; PINGs find dead peers while a request is in
+    // flight, when the idle clock does not run.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(opts.h2_keep_alive_interval)
+        .keep_alive_timeout(opts.h2_keep_alive_timeout)
+        // The rest of the h2 settings, each chosen rather than inherited:
+        // - 200 concurrent streams per connection (hyper's default, stated):
+        //   h2load -m10 and gRPC clients stay far below it, and it bounds
+        //   the work one connection can queue.
+        .max_concurrent_streams(200)
+        // - Windows of 1 MiB per stream and 2 MiB per connection instead of
+        //   the protocol's 64 KiB: a 4 MiB gRPC message arrives without
+        //   stalling on WINDOW_UPDATE round trips, while the memory a slow
+        //   reader can pin stays bounded by the body limits.
+        .initial_stream_window_size(1 << 20)
+        .initial_connection_window_size(2 << 20)
+        // - Header lists up to 16 KiB (CONTINUATION floods end there).
+        .max_header_list_size(16 << 10)
+        // - Rapid reset (CVE-2023-44487): at most 20 streams opened and reset
+        //   before the server accepted them, then GOAWAY.
+        .max_pending_accept_reset_streams(20);
+    Ok(builder)
+}
+
+/// After the accept loop: let the open connections finish for at most
+/// `grace`, then close whatever is left.
+async fn drain(mut connections: JoinSet<()>, grace: Duration) {
+    let drained = tokio::time::timeout(grace, async {
         while connections.join_next().await.is_some() {}
     })
     .await;
@@ -343,12 +356,11 @@ pub async fn serve(
             format_args!(
                 "shutdown: {} connection(s) still open after {:?}, closing them",
                 connections.len(),
-                opts.shutdown_grace
+                grace
             ),
         );
         connections.shutdown().await;
     }
-    Ok(())
 }
 
 /// Most bytes hyper buffers per HTTP/1 connection (request heads and

@@ -312,6 +312,15 @@ pub fn check_name(name: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// Both use cases, as the transports share them: one `Arc<Usecases>` is
+/// handed to the HTTP routes and the gRPC methods alike.
+pub struct Usecases {
+    /// SayHello.
+    pub greeter: GreeterUsecase,
+    /// UserRegister and UserList.
+    pub users: UserUsecase,
+}
+
 /// Longest accepted username, in UTF-8 bytes. 64 covers any real handle or
 /// e-mail-style login, and keeps a duplicate-name message (which quotes the
 /// name) short.

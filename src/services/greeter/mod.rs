@@ -26,16 +26,16 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::cli;
 use crate::protocol::gateway::{openapi, Gateway, GatewayError};
 use crate::protocol::grpc::descriptor::ProtoError;
-use crate::protocol::grpc::frame::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::protocol::grpc::health::{Health, ServingStatus};
 use crate::web::engine::App;
 use crate::web::health::Probe;
 use crate::web::metrics::{self, Metrics};
 use crate::web::router::InsertError;
 use crate::web::server::{self, ServerError};
-use biz::{GreeterRepo, GreeterUsecase, UserRepo, UserUsecase};
+use biz::{GreeterRepo, GreeterUsecase, Usecases, UserRepo, UserUsecase};
 use config::{Config, Driver};
 use data::{Data, DataError, GreeterStore, UserStore};
 
@@ -69,7 +69,13 @@ impl fmt::Display for GreeterError {
         match self {
             GreeterError::Data(e) => write!(f, "{e}"),
             GreeterError::Shared(e) => write!(f, "{e}"),
-            GreeterError::Bind { key, error } => write!(f, "{key}: {error}"),
+            GreeterError::Bind { key, error } => {
+                write!(f, "{key}: {error}")?;
+                if let ServerError::Bind { source, .. } = error {
+                    f.write_str(&cli::addr_in_use_hint(source, key))?;
+                }
+                Ok(())
+            }
             GreeterError::Proto(e) => write!(f, "embedded proto file: {e}"),
             GreeterError::Gateway(e) => write!(f, "HTTP routes from the proto: {e}"),
             GreeterError::Route(e) => write!(f, "HTTP routes: {e}"),
@@ -191,15 +197,15 @@ impl Greeter {
                 sizes,
             );
         }
-        let greeter = Arc::new(GreeterUsecase::new(stores.greetings));
-        let users = Arc::new(
-            UserUsecase::new(stores.users)
+        let usecases = Arc::new(Usecases {
+            greeter: GreeterUsecase::new(stores.greetings),
+            users: UserUsecase::new(stores.users)
                 .limit_registrations(config.limits.registrations_per_minute),
-        );
+        });
         let health = Arc::new(Health::new());
         health.set_serving_status(api::SERVICE, ServingStatus::Serving);
         let files = api::parsed_files().map_err(GreeterError::Proto)?;
-        let methods = rpc::methods(greeter.clone(), users, DEFAULT_MAX_MESSAGE_SIZE);
+        let methods = rpc::methods(&usecases);
         let gateway =
             Gateway::new(&files, api::SERVICE, &methods).map_err(GreeterError::Gateway)?;
         let document = openapi::document(&gateway, &api::openapi_info());
@@ -208,7 +214,7 @@ impl Greeter {
             Arc::new(document),
             config.server.http.timeout,
             &metrics,
-            readiness(&health, &greeter),
+            readiness(&health, &usecases),
         )
         .map_err(GreeterError::Route)?;
         let grpc_server = grpc::server(
@@ -325,15 +331,19 @@ impl Greeter {
 }
 
 /// `/readyz`: not draining, and the store answers.
-fn readiness(health: &Arc<Health>, greeter: &Arc<GreeterUsecase>) -> Probe {
-    let (health, greeter) = (health.clone(), greeter.clone());
+fn readiness(health: &Arc<Health>, usecases: &Arc<Usecases>) -> Probe {
+    let (health, usecases) = (health.clone(), usecases.clone());
     Arc::new(move || {
-        let (health, greeter) = (health.clone(), greeter.clone());
+        let (health, usecases) = (health.clone(), usecases.clone());
         Box::pin(async move {
             if health.is_shutdown() {
                 return Err("draining: the server is shutting down".to_string());
             }
-            greeter.ready().await.map_err(|e| e.message().to_string())
+            usecases
+                .greeter
+                .ready()
+                .await
+                .map_err(|e| e.message().to_string())
         })
     })
 }

@@ -14,11 +14,12 @@
 
 use std::sync::Arc;
 
+use super::api::method;
 use super::api::{
     HelloReply, HelloRequest, User, UserListRequest, UserListResponse, UserRegisterRequest,
     UserRegisterResponse,
 };
-use super::biz::{self, GreeterUsecase, UserUsecase};
+use super::biz::{self, Usecases};
 use crate::protocol::gateway::{typed, Failure, UnaryMethod};
 use crate::protocol::grpc::frame::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::protocol::grpc::Code;
@@ -68,69 +69,65 @@ pub fn user_list_reply(users: Vec<biz::User>, max: usize) -> Result<UserListResp
     Ok(reply)
 }
 
-/// The Greeter's methods by name; `max_message_size` bounds the `UserList` reply.
-pub fn methods(
-    greeter: Arc<GreeterUsecase>,
-    users: Arc<UserUsecase>,
-    max_message_size: usize,
-) -> Vec<(&'static str, UnaryMethod)> {
-    let u = users.clone();
-    let g = greeter.clone();
+/// The Greeter's methods, by their names in [`method`]: each one a named
+/// function over the use cases both transports share.
+pub fn methods(usecases: &Arc<Usecases>) -> Vec<(&'static str, UnaryMethod)> {
     vec![
-        (
-            "SayHello",
-            typed(move |req: HelloRequest| {
-                let greeter = g.clone();
-                async move {
-                    let message = greeter.say_hello(&req.name).await.map_err(failure_of)?;
-                    Ok(HelloReply { message })
-                }
-            }),
-        ),
-        (
-            "SayHelloAgain",
-            typed(move |req: HelloRequest| {
-                let greeter = greeter.clone();
-                async move {
-                    let message = greeter
-                        .say_hello_again(&req.name)
-                        .await
-                        .map_err(failure_of)?;
-                    Ok(HelloReply { message })
-                }
-            }),
-        ),
-        (
-            "UserRegister",
-            typed(move |req: UserRegisterRequest| {
-                let users = u.clone();
-                async move {
-                    users
-                        .register(&req.username, &req.password)
-                        .await
-                        .map_err(failure_of)?;
-                    Ok(UserRegisterResponse {
-                        result: "success".into(),
-                    })
-                }
-            }),
-        ),
-        (
-            "UserList",
-            typed(move |req: UserListRequest| {
-                let users = users.clone();
-                async move {
-                    let (list, next) = users
-                        .list_page(req.page_size, &req.page_token)
-                        .await
-                        .map_err(failure_of)?;
-                    let mut reply = user_list_reply(list, max_message_size)?;
-                    reply.next_page_token = next;
-                    Ok(reply)
-                }
-            }),
-        ),
+        (method::SAY_HELLO, bind(usecases, say_hello)),
+        (method::SAY_HELLO_AGAIN, bind(usecases, say_hello_again)),
+        (method::USER_REGISTER, bind(usecases, user_register)),
+        (method::USER_LIST, bind(usecases, user_list)),
     ]
+}
+
+/// `f` as a method of the table, handed the shared use cases on each call.
+fn bind<Req, Resp, F, Fut>(usecases: &Arc<Usecases>, f: F) -> UnaryMethod
+where
+    Req: prost::Message + Default + 'static,
+    Resp: prost::Message + 'static,
+    F: Fn(Arc<Usecases>, Req) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Resp, Failure>> + Send + 'static,
+{
+    let usecases = usecases.clone();
+    typed(move |req| f(usecases.clone(), req))
+}
+
+async fn say_hello(uc: Arc<Usecases>, req: HelloRequest) -> Result<HelloReply, Failure> {
+    let message = uc.greeter.say_hello(&req.name).await.map_err(failure_of)?;
+    Ok(HelloReply { message })
+}
+
+async fn say_hello_again(uc: Arc<Usecases>, req: HelloRequest) -> Result<HelloReply, Failure> {
+    let message = uc
+        .greeter
+        .say_hello_again(&req.name)
+        .await
+        .map_err(failure_of)?;
+    Ok(HelloReply { message })
+}
+
+async fn user_register(
+    uc: Arc<Usecases>,
+    req: UserRegisterRequest,
+) -> Result<UserRegisterResponse, Failure> {
+    uc.users
+        .register(&req.username, &req.password)
+        .await
+        .map_err(failure_of)?;
+    Ok(UserRegisterResponse {
+        result: "success".into(),
+    })
+}
+
+async fn user_list(uc: Arc<Usecases>, req: UserListRequest) -> Result<UserListResponse, Failure> {
+    let (users, next) = uc
+        .users
+        .list_page(req.page_size, &req.page_token)
+        .await
+        .map_err(failure_of)?;
+    let mut reply = user_list_reply(users, DEFAULT_MAX_MESSAGE_SIZE)?;
+    reply.next_page_token = next;
+    Ok(reply)
 }
 
 #[cfg(test)]

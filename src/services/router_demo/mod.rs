@@ -1,4 +1,4 @@
-//! Area B: the router-demo routes of spec §4.2, and nothing else.
+//! Area B: the router-demo routes (the Gin tutorial's), and nothing else.
 //!
 //! Every route is registered through the core [`Engine`], so this file is
 //! also a catalogue of the mechanics: path and query parameters, binding with
@@ -20,7 +20,7 @@ use crate::web::router::InsertError;
 /// Where `/remove` redirects to when `--redirect-target` is not given.
 pub const DEFAULT_REDIRECT_TARGET: &str = "https://www.example.com/";
 
-/// Context key the global middleware stores its value under (spec: `middle`).
+/// Context key the global middleware stores its value under (`middle`, as in Gin's tutorial).
 pub const MIDDLE_KEY: &str = "middle";
 
 /// The value the global middleware stores under [`MIDDLE_KEY`].
@@ -41,7 +41,7 @@ impl Default for DemoOptions {
     }
 }
 
-/// The login form of spec §2.4: both fields required, from JSON, form,
+/// The login form: both fields required, from JSON, form,
 /// multipart or query.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -59,7 +59,7 @@ impl Validate for Login {
     }
 }
 
-/// Build the demo engine with every route of spec §4.2.
+/// Build the demo engine with every route (the table in docs/router-demo.md).
 pub fn engine(opts: DemoOptions) -> Result<Engine, InsertError> {
     let mut e = Engine::new();
     e.use_middleware(named("global_middleware", store_middle));
@@ -150,8 +150,8 @@ fn food(c: &mut Context) -> BoxFuture<'_, ()> {
     })
 }
 
-/// Spec §4.2.1: 200 either way; `code` 90200 with the data, or 90400 with the
-/// validation message.
+/// 200 either way (the status is not the error channel here): `code` 90200
+/// with the data, or 90400 with the validation message.
 fn login(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
         let body = match bind::<Login>(c) {
@@ -188,7 +188,7 @@ fn global(c: &mut Context) -> BoxFuture<'_, ()> {
     })
 }
 
-/// Route middleware of `/index` (spec §4.2.2): no or empty `token` header
+/// Route middleware of `/index`: no or empty `token` header
 /// aborts with 403 before the handler runs; any value passes.
 fn require_token(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {

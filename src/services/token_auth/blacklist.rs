@@ -1,4 +1,4 @@
-//! Revoked tokens: the blacklist of spec §3, and its periodic pruning.
+//! Revoked tokens: the blacklist a logout writes to, and its periodic pruning.
 //!
 //! A JWT is valid until its `exp` by construction, so logging out cannot
 //! "delete" it; instead its `jti` is stored until that `exp`, and every

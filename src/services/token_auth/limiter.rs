@@ -1,6 +1,6 @@
 //! Login throttling: attempt rate limits, captcha hint and account lock-out.
 //!
-//! Three rules from spec §8, each against a different attack:
+//! Three rules, each against a different attack:
 //!
 //! * **Rate**: at most 5 attempts per sliding minute per client IP and per
 //!   username. Guessing many passwords for one account, or many accounts from
@@ -39,7 +39,7 @@ pub struct LimitPolicy {
 }
 
 impl Default for LimitPolicy {
-    /// The values of spec §8: 5 per minute, captcha after 3, lock after 10 for 30 minutes.
+    /// The service's values: 5 per minute, captcha after 3, lock after 10 for 30 minutes.
     fn default() -> LimitPolicy {
         LimitPolicy {
             attempts: 5,

@@ -1,4 +1,4 @@
-//! Authentication and authorization as chain middleware (spec §5.4, §5.5).
+//! Authentication and authorization as chain middleware: who is calling, then whether they may.
 //!
 //! Routes that need a caller are registered behind two handlers, in this
 //! order: [`authenticate`] proves *who* is calling (bearer access token,
@@ -9,7 +9,7 @@
 //! aborts the chain with a 401/403 JSON body on failure, so the route handler
 //! never runs for a refused request.
 //!
-//! The bodies are fixed strings (spec §7); the precise reason a token was
+//! The bodies are fixed strings (the table in docs/token-auth.md); the precise reason a token was
 //! refused goes to the log, not to the caller.
 
 use crate::protocol::jwt::JwtError;
@@ -19,7 +19,8 @@ use crate::services::token_auth::tokens::{self, Claims, TokenKind};
 use crate::services::token_auth::user::{Role, User};
 use crate::web::chain::{named, Context, Handler};
 use crate::web::log;
-use http::header::WWW_AUTHENTICATE;
+use crate::web::reply::ErrorResponse;
+use http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use http::StatusCode;
 use serde_json::json;
 use std::sync::Arc;
@@ -95,6 +96,90 @@ pub fn store_failure(c: &mut Context, what: &str, e: &StoreError) {
     }
 }
 
+/// Why a route refused or failed a request, as a value: what a route
+/// handler returns with `?` ([`crate::web::reply::fallible`]), and the
+/// response it becomes (every body is `{"error": …}`).
+#[derive(Debug)]
+pub enum ApiError {
+    /// `status` with `{"error": message}`.
+    Refused {
+        /// The HTTP status.
+        status: StatusCode,
+        /// The `error` text.
+        message: String,
+    },
+    /// 429 with `Retry-After: retry_after` (seconds) and `{"error": message}`.
+    Limited {
+        /// Seconds until a retry can pass.
+        retry_after: u64,
+        /// The `error` text.
+        message: &'static str,
+    },
+    /// `status` with a JSON body of its own (the 401 with `captcha_required`).
+    Json {
+        /// The HTTP status.
+        status: StatusCode,
+        /// The whole body.
+        body: serde_json::Value,
+    },
+    /// A store call failed: 503 when the store is unavailable, else 500;
+    /// see [`store_failure`].
+    Store {
+        /// What was being done, for the log.
+        what: &'static str,
+        /// The store's error.
+        error: StoreError,
+    },
+    /// Something on our side failed: logged, answered 500.
+    Internal {
+        /// What was being done, for the log.
+        what: &'static str,
+        /// The cause, for the log only.
+        cause: String,
+    },
+}
+
+impl ApiError {
+    /// `status` with `{"error": message}`.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError::Refused {
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// For `map_err`: a failed store call while doing `what`.
+    pub fn store(what: &'static str) -> impl FnOnce(StoreError) -> ApiError {
+        move |error| ApiError::Store { what, error }
+    }
+
+    /// For `map_err`: an internal failure while doing `what`.
+    pub fn internal<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> ApiError {
+        move |cause| ApiError::Internal {
+            what,
+            cause: cause.to_string(),
+        }
+    }
+}
+
+impl ErrorResponse for ApiError {
+    fn respond(self, c: &mut Context) {
+        match self {
+            ApiError::Refused { status, message } => fail(c, status, &message),
+            ApiError::Limited {
+                retry_after,
+                message,
+            } => {
+                c.set_header(RETRY_AFTER, &retry_after.to_string());
+                fail(c, StatusCode::TOO_MANY_REQUESTS, message);
+            }
+            ApiError::Json { status, body } => c.abort_with_json(status, body),
+            ApiError::Store { what, error } => store_failure(c, what, &error),
+            ApiError::Internal { what, cause } => internal(c, what, &cause),
+        }
+    }
+}
+
 /// Abort with 401, `message`, and a `WWW-Authenticate` challenge (RFC 6750 §3).
 fn unauthorized(c: &mut Context, message: &str, token_was_sent: bool) {
     let challenge = if token_was_sent {
@@ -107,8 +192,8 @@ fn unauthorized(c: &mut Context, message: &str, token_was_sent: bool) {
 }
 
 /// The token of an `Authorization: Bearer <token>` header. The scheme is
-/// matched exactly as the spec writes it: `Bearer`, one space, a token.
-pub fn bearer_token(c: &Context) -> Option<&str> {
+/// matched exactly: `Bearer`, one space, a token.
+pub(crate) fn bearer_token(c: &Context) -> Option<&str> {
     let value = c.header("authorization")?;
     let token = value.strip_prefix("Bearer ")?;
     (!token.is_empty()).then_some(token)

@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
-/// Cost required by spec §8; the binary always uses it.
+/// The bcrypt cost of every stored password (about a quarter second per
+/// hash); the binary always uses it.
 pub const DEFAULT_COST: u32 = 12;
 /// Shortest accepted password, in characters.
 pub const PASSWORD_MIN: usize = 8;

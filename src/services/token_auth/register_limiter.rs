@@ -3,8 +3,8 @@
 //!
 //! Registration is the one unauthenticated route that writes a row and runs
 //! bcrypt (cost 12, a few hundred milliseconds of one core). Without a limit
-//! one script can fill the user table or keep every core hashing. The spec
-//! names no number; 10 a minute is far above what a person signing up needs
+//! one script can fill the user table or keep every core hashing. No rule
+//! names a number; 10 a minute is far above what a person signing up needs
 //! (one attempt, a few retries after a taken name) and far below a flood.
 //!
 //! Every well-formed registration request counts, whether it then succeeds,

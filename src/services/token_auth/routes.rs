@@ -1,4 +1,4 @@
-//! The HTTP routes of the token-auth service (spec §4.3) on the core engine.
+//! The HTTP routes of the token-auth service on the core engine.
 //!
 //! | Method | Path                              | Guard                 |
 //! |--------|-----------------------------------|-----------------------|
@@ -12,22 +12,23 @@
 //! | GET    | `/api/user/profile`               | authenticate, any role|
 //! | GET    | `/api/admin/users`                | authenticate, admin   |
 //!
-//! Handlers are plain functions taking the shared [`AuthService`]; failures
-//! are `{"error": "..."}` bodies. Responses carrying tokens are marked
+//! Handlers are plain functions taking the shared [`AuthService`] and
+//! returning `Result<(), ApiError>`: each failure is a `?`, and the error
+//! becomes the `{"error": "..."}` answer ([`crate::web::reply`]). Responses carrying tokens are marked
 //! `Cache-Control: no-store` (RFC 6749 §5.1).
 
 use crate::protocol::jwt::JwtError;
 use crate::services::token_auth::limiter::Admission;
 use crate::services::token_auth::middleware::{
-    self, authenticate, claims, fail, internal, require_role, store_failure, ANY_ROLE,
+    self, authenticate, claims, fail, require_role, ApiError, ANY_ROLE, NOT_LOGGED_IN,
     STORE_UNAVAILABLE, TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
 };
-use crate::services::token_auth::oauth::state::StateError;
 use crate::services::token_auth::oauth::{Callback, OAuthError};
 use crate::services::token_auth::passwords::Passwords;
+use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::service::AuthService;
 use crate::services::token_auth::store::{NewUser, StoreError};
-use crate::services::token_auth::tokens::{self, TokenKind};
+use crate::services::token_auth::tokens::{self, Claims, TokenKind};
 use crate::services::token_auth::user::{check_email, check_username, Role, User, USERNAME_MAX};
 use crate::types::BoxFuture;
 use crate::web::bind;
@@ -35,8 +36,9 @@ use crate::web::chain::{named, Context, Handler};
 use crate::web::engine::Engine;
 use crate::web::health;
 use crate::web::log;
+use crate::web::reply::fallible;
 use crate::web::router::InsertError;
-use http::header::{CACHE_CONTROL, RETRY_AFTER};
+use http::header::CACHE_CONTROL;
 use http::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -57,17 +59,24 @@ pub const ACCOUNT_LOCKED: &str =
 pub const TOO_MANY_REGISTRATIONS: &str = "too many registrations, try again in 1 minute";
 /// 409 on registration with a taken username.
 pub const USERNAME_EXISTS: &str = "username exists";
+/// 409 on registration with a taken email.
+pub const EMAIL_EXISTS: &str = "email exists";
 /// 400 when the OAuth callback's state does not verify.
 pub const INVALID_STATE: &str = "invalid state";
 
-type Route = for<'a> fn(Arc<AuthService>, &'a mut Context) -> BoxFuture<'a, ()>;
+type Route = for<'a> fn(Arc<AuthService>, &'a mut Context) -> BoxFuture<'a, Reply>;
+
+/// What a route returns: `Ok` once it has answered, or the error that
+/// becomes the answer ([`ApiError`], through [`fallible`]).
+type Reply = Result<(), ApiError>;
 
 fn route(service: &Arc<AuthService>, name: &'static str, f: Route) -> Handler {
     let service = Arc::clone(service);
-    named(name, move |c| f(Arc::clone(&service), c))
+    fallible(name, move |c| f(Arc::clone(&service), c))
 }
 
-/// The engine with every route of the service.
+/// The engine with every route of the service. Unknown paths and methods
+/// answer in the service's JSON shape, `{"error": …}`, like every other error.
 pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
     let mut e = Engine::new();
     e.body_limit(BODY_LIMIT);
@@ -79,6 +88,18 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
             Box::pin(async move { service.ready().await })
         }),
     )?;
+    e.no_route(vec![named("not_found", |c| {
+        Box::pin(async move {
+            let message = format!("no route for {} {}", c.method(), c.path());
+            fail(c, StatusCode::NOT_FOUND, &message);
+        })
+    })]);
+    e.no_method(vec![named("method_not_allowed", |c| {
+        Box::pin(async move {
+            let message = format!("method {} not allowed on {}", c.method(), c.path());
+            fail(c, StatusCode::METHOD_NOT_ALLOWED, &message);
+        })
+    })]);
     e.post("/login", route(&service, "login", login))?;
     e.post("/auth/token", route(&service, "simple_login", simple_login))?;
     e.post("/auth/register", route(&service, "register", register))?;
@@ -114,17 +135,14 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
 }
 
 /// Parse the body as a JSON object of type `T` (the crate's one JSON
-/// policy, [`bind::json_object`]: objects only, no repeated keys); on
-/// failure answer 400.
-fn json_body<T: DeserializeOwned>(c: &mut Context) -> Option<T> {
-    match bind::json_object(c.body()) {
-        Ok(value) => Some(value),
-        Err(e) => {
-            let message = format!("request body must be a JSON object: {e}");
-            fail(c, StatusCode::BAD_REQUEST, &message);
-            None
-        }
-    }
+/// policy, [`bind::json_object`]: objects only, no repeated keys); 400 if not.
+fn json_body<T: DeserializeOwned>(c: &Context) -> Result<T, ApiError> {
+    bind::json_object(c.body()).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("request body must be a JSON object: {e}"),
+        )
+    })
 }
 
 /// Write a token-bearing JSON response.
@@ -133,11 +151,13 @@ fn tokens_json(c: &mut Context, status: StatusCode, value: &impl serde::Serializ
     c.json(status, value);
 }
 
-fn send_pair(c: &mut Context, service: &AuthService, user: &User, status: StatusCode) {
-    match service.tokens.issue_pair(user) {
-        Ok(pair) => tokens_json(c, status, &pair),
-        Err(e) => internal(c, "issuing tokens", &e),
-    }
+fn send_pair(c: &mut Context, service: &AuthService, user: &User, status: StatusCode) -> Reply {
+    let pair = service
+        .tokens
+        .issue_pair(user)
+        .map_err(ApiError::internal("issuing tokens"))?;
+    tokens_json(c, status, &pair);
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -146,103 +166,94 @@ struct Credentials {
     password: String,
 }
 
-/// Run the limiter and the password check. On success the user; otherwise
-/// the failure response has been written.
-async fn check_credentials(service: &AuthService, c: &mut Context) -> Option<User> {
-    let creds: Credentials = json_body(c)?;
-    // A limiter that cannot be read refuses: the limit must hold (503).
-    let admission = match service.limiter.admit(c.client_ip(), &creds.username).await {
-        Ok(admission) => admission,
-        Err(e) => {
-            store_failure(c, "login limiter", &e);
-            return None;
-        }
-    };
+/// 429 for a refused admission, with its `Retry-After`.
+fn admitted(admission: Admission, too_many: &'static str) -> Result<(), ApiError> {
     match admission {
-        Admission::Allowed => {}
-        Admission::TooManyAttempts { retry_after } => {
-            c.set_header(RETRY_AFTER, &retry_after.to_string());
-            fail(c, StatusCode::TOO_MANY_REQUESTS, TOO_MANY_ATTEMPTS);
-            return None;
-        }
-        Admission::Locked { retry_after } => {
-            c.set_header(RETRY_AFTER, &retry_after.to_string());
-            fail(c, StatusCode::TOO_MANY_REQUESTS, ACCOUNT_LOCKED);
-            return None;
-        }
-    }
-    // Names that cannot exist skip the lookup, not the hashing.
-    let found = if creds.username.chars().count() <= USERNAME_MAX {
-        match service.store.credentials(&creds.username).await {
-            Ok(found) => found,
-            Err(e) => {
-                store_failure(c, "loading credentials", &e);
-                return None;
-            }
-        }
-    } else {
-        None
-    };
-    let (user, hash) = match found {
-        Some((user, hash)) => (Some(user), Some(hash)),
-        None => (None, None),
-    };
-    let matches = match service.passwords.verify(creds.password, hash).await {
-        Ok(matches) => matches,
-        Err(e) => {
-            internal(c, "verifying password", &e);
-            return None;
-        }
-    };
-    match user.filter(|_| matches) {
-        Some(user) => {
-            // No tokens unless the failure count was reset where every
-            // instance sees it.
-            if let Err(e) = service.limiter.record_success(&creds.username).await {
-                store_failure(c, "login limiter", &e);
-                return None;
-            }
-            Some(user)
-        }
-        None => {
-            // A failure that cannot be counted is not answered as a plain
-            // 401: the lock must not be dodged by a limiter outage.
-            let outcome = match service.limiter.record_failure(&creds.username).await {
-                Ok(outcome) => outcome,
-                Err(e) => {
-                    store_failure(c, "login limiter", &e);
-                    return None;
-                }
-            };
-            let body = if outcome.captcha_required {
-                json!({ "error": BAD_CREDENTIALS, "captcha_required": true })
-            } else {
-                json!({ "error": BAD_CREDENTIALS })
-            };
-            c.abort_with_json(StatusCode::UNAUTHORIZED, body);
-            None
-        }
+        Admission::Allowed => Ok(()),
+        Admission::TooManyAttempts { retry_after } => Err(ApiError::Limited {
+            retry_after,
+            message: too_many,
+        }),
+        Admission::Locked { retry_after } => Err(ApiError::Limited {
+            retry_after,
+            message: ACCOUNT_LOCKED,
+        }),
     }
 }
 
+/// The login limits, then the password check: the user whose credentials
+/// these are. A limiter that cannot be read or written refuses (503): the
+/// limits must hold, also when the shared store is down.
+async fn check_credentials(service: &AuthService, c: &Context) -> Result<User, ApiError> {
+    let creds: Credentials = json_body(c)?;
+    let admission = service
+        .limiter
+        .admit(c.client_ip(), &creds.username)
+        .await
+        .map_err(ApiError::store("login limiter"))?;
+    admitted(admission, TOO_MANY_ATTEMPTS)?;
+    // Names that cannot exist skip the lookup, not the hashing.
+    let found = if creds.username.chars().count() <= USERNAME_MAX {
+        service
+            .store
+            .credentials(&creds.username)
+            .await
+            .map_err(ApiError::store("loading credentials"))?
+    } else {
+        None
+    };
+    let (user, hash) = found.unzip();
+    let matches = service
+        .passwords
+        .verify(creds.password, hash)
+        .await
+        .map_err(ApiError::internal("verifying password"))?;
+    if let Some(user) = user.filter(|_| matches) {
+        // No tokens unless the failure count was reset where every
+        // instance sees it.
+        service
+            .limiter
+            .record_success(&creds.username)
+            .await
+            .map_err(ApiError::store("login limiter"))?;
+        return Ok(user);
+    }
+    // A failure that cannot be counted is not answered as a plain 401:
+    // the lock must not be dodged by a limiter outage.
+    let outcome = service
+        .limiter
+        .record_failure(&creds.username)
+        .await
+        .map_err(ApiError::store("login limiter"))?;
+    let body = if outcome.captcha_required {
+        json!({ "error": BAD_CREDENTIALS, "captcha_required": true })
+    } else {
+        json!({ "error": BAD_CREDENTIALS })
+    };
+    Err(ApiError::Json {
+        status: StatusCode::UNAUTHORIZED,
+        body,
+    })
+}
+
 /// `POST /login` `{username, password}` → token object.
-fn login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
+fn login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
-        if let Some(user) = check_credentials(&service, c).await {
-            send_pair(c, &service, &user, StatusCode::OK);
-        }
+        let user = check_credentials(&service, c).await?;
+        send_pair(c, &service, &user, StatusCode::OK)
     })
 }
 
 /// `POST /auth/token` `{username, password}` → `{token}` valid 24 hours.
-fn simple_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
+fn simple_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
-        if let Some(user) = check_credentials(&service, c).await {
-            match service.tokens.issue_simple(&user) {
-                Ok(token) => tokens_json(c, StatusCode::OK, &json!({ "token": token })),
-                Err(e) => internal(c, "issuing token", &e),
-            }
-        }
+        let user = check_credentials(&service, c).await?;
+        let token = service
+            .tokens
+            .issue_simple(&user)
+            .map_err(ApiError::internal("issuing token"))?;
+        tokens_json(c, StatusCode::OK, &json!({ "token": token }));
+        Ok(())
     })
 }
 
@@ -254,54 +265,52 @@ struct Registration {
     email: Option<String>,
 }
 
-/// The first registration field that breaks its rule, as the 400 message.
-fn registration_problem(username: &str, password: &str, email: Option<&str>) -> Option<String> {
-    if let Err(e) = check_username(username) {
-        return Some(e.to_string());
-    }
-    if let Err(e) = Passwords::check_policy(password) {
-        return Some(e.to_string());
-    }
-    email
-        .and_then(|e| check_email(e).err())
-        .map(|e| e.to_string())
-}
-
 /// `POST /auth/register` `{username, password, email?}` → 201 token object;
 /// 429 past the per-IP registration limit, checked before any bcrypt work.
-fn register(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
+/// A taken username is said first: a second registration under the same
+/// name answers 409 whatever else is wrong with it.
+fn register(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
-        let Some(reg) = json_body::<Registration>(c) else {
-            return;
-        };
+        let reg: Registration = json_body(c)?;
         // Before validation and bcrypt: a refused request costs nothing.
-        if let Admission::TooManyAttempts { retry_after } | Admission::Locked { retry_after } =
-            service.register_limiter.admit(c.client_ip())
-        {
-            c.set_header(RETRY_AFTER, &retry_after.to_string());
-            return fail(c, StatusCode::TOO_MANY_REQUESTS, TOO_MANY_REGISTRATIONS);
+        let admission = service.register_limiter.admit(c.client_ip());
+        admitted(admission, TOO_MANY_REGISTRATIONS)?;
+        let bad = |e: &dyn std::fmt::Display| ApiError::new(StatusCode::BAD_REQUEST, e.to_string());
+        check_username(&reg.username).map_err(|e| bad(&e))?;
+        let taken = service
+            .store
+            .credentials(&reg.username)
+            .await
+            .map_err(ApiError::store("looking up username"))?;
+        if taken.is_some() {
+            return Err(ApiError::new(StatusCode::CONFLICT, USERNAME_EXISTS));
         }
+        Passwords::check_policy(&reg.password).map_err(|e| bad(&e))?;
         let email = reg.email.filter(|e| !e.is_empty());
-        if let Some(message) = registration_problem(&reg.username, &reg.password, email.as_deref())
-        {
-            return fail(c, StatusCode::BAD_REQUEST, &message);
+        if let Some(email) = &email {
+            check_email(email).map_err(|e| bad(&e))?;
         }
-        let password_hash = match service.passwords.hash(reg.password).await {
-            Ok(hash) => hash,
-            Err(e) => return internal(c, "hashing password", &e),
-        };
+        let password_hash = service
+            .passwords
+            .hash(reg.password)
+            .await
+            .map_err(ApiError::internal("hashing password"))?;
         let new = NewUser {
             username: reg.username,
             password_hash,
             email,
             role: Role::User,
         };
-        match service.store.create_user(new).await {
-            Ok(user) => send_pair(c, &service, &user, StatusCode::CREATED),
-            Err(StoreError::UsernameTaken) => fail(c, StatusCode::CONFLICT, USERNAME_EXISTS),
-            Err(StoreError::EmailTaken) => fail(c, StatusCode::CONFLICT, "email exists"),
-            Err(e) => store_failure(c, "creating user", &e),
-        }
+        // Two registrations racing for one name: the store's unique index decides.
+        let user = service.store.create_user(new).await.map_err(|e| match e {
+            StoreError::UsernameTaken => ApiError::new(StatusCode::CONFLICT, USERNAME_EXISTS),
+            StoreError::EmailTaken => ApiError::new(StatusCode::CONFLICT, EMAIL_EXISTS),
+            error => ApiError::Store {
+                what: "creating user",
+                error,
+            },
+        })?;
+        send_pair(c, &service, &user, StatusCode::CREATED)
     })
 }
 
@@ -310,57 +319,70 @@ struct RefreshRequest {
     refresh_token: String,
 }
 
+/// 401 for a token that does not verify: expired, or anything else.
+fn refused_token(e: JwtError) -> ApiError {
+    match e {
+        JwtError::Expired => ApiError::new(StatusCode::UNAUTHORIZED, TOKEN_EXPIRED),
+        _ => ApiError::new(StatusCode::UNAUTHORIZED, TOKEN_INVALID),
+    }
+}
+
 /// `POST /auth/refresh` `{refresh_token}` → a new token object.
-fn refresh(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
+fn refresh(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
-        let Some(req) = json_body::<RefreshRequest>(c) else {
-            return;
-        };
-        let claims = match service
+        let req: RefreshRequest = json_body(c)?;
+        let claims = service
             .tokens
             .verify(&req.refresh_token, TokenKind::Refresh)
-        {
-            Ok(claims) => claims,
-            Err(JwtError::Expired) => return fail(c, StatusCode::UNAUTHORIZED, TOKEN_EXPIRED),
-            Err(_) => return fail(c, StatusCode::UNAUTHORIZED, TOKEN_INVALID),
-        };
+            .map_err(refused_token)?;
         // The token itself is not looked up here: a listed (used or logged
         // out) refresh token is caught below as a second use.
-        match service.blacklist.family_revoked(&claims).await {
-            Ok(false) => {}
-            Ok(true) => return fail(c, StatusCode::UNAUTHORIZED, TOKEN_REVOKED),
-            Err(e) => return store_failure(c, "blacklist lookup", &e),
+        let family_revoked = service
+            .blacklist
+            .family_revoked(&claims)
+            .await
+            .map_err(ApiError::store("blacklist lookup"))?;
+        if family_revoked {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, TOKEN_REVOKED));
         }
         // Reload the user: the new access token carries the current role.
         // The token must name the account it was issued for (same key).
-        let user = match service.store.user_by_id(claims.user_id).await {
-            Ok(Some(user)) if tokens::issued_for(&claims, &user) => user,
-            Ok(_) => return fail(c, StatusCode::UNAUTHORIZED, TOKEN_INVALID),
-            Err(e) => return store_failure(c, "loading user", &e),
-        };
+        let user = service
+            .store
+            .user_by_id(claims.user_id)
+            .await
+            .map_err(ApiError::store("loading user"))?
+            .filter(|user| tokens::issued_for(&claims, user))
+            .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, TOKEN_INVALID))?;
         // Rotation: the refresh token works once. Listing it is atomic, so
         // of two concurrent uses exactly one is first; a later use means the
         // token leaked, and its whole family is revoked.
-        match service.blacklist.use_refresh_token(&claims).await {
-            Ok(true) => match service.tokens.issue_pair_in(&user, &claims.fam) {
-                Ok(pair) => tokens_json(c, StatusCode::OK, &pair),
-                Err(e) => internal(c, "issuing tokens", &e),
-            },
-            Ok(false) => {
-                log::message(
-                    "token-auth",
-                    format_args!(
-                        "refresh token of user {} used twice: its family is revoked",
-                        user.id
-                    ),
-                );
-                match service.blacklist.revoke_family(&claims).await {
-                    Ok(()) => fail(c, StatusCode::UNAUTHORIZED, TOKEN_REVOKED),
-                    Err(e) => store_failure(c, "revoking token family", &e),
-                }
-            }
-            Err(e) => store_failure(c, "using refresh token", &e),
+        let first_use = service
+            .blacklist
+            .use_refresh_token(&claims)
+            .await
+            .map_err(ApiError::store("using refresh token"))?;
+        if !first_use {
+            log::message(
+                "token-auth",
+                format_args!(
+                    "refresh token of user {} used twice: its family is revoked",
+                    user.id
+                ),
+            );
+            service
+                .blacklist
+                .revoke_family(&claims)
+                .await
+                .map_err(ApiError::store("revoking token family"))?;
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, TOKEN_REVOKED));
         }
+        let pair = service
+            .tokens
+            .issue_pair_in(&user, &claims.fam)
+            .map_err(ApiError::internal("issuing tokens"))?;
+        tokens_json(c, StatusCode::OK, &pair);
+        Ok(())
     })
 }
 
@@ -370,24 +392,22 @@ struct LogoutRequest {
     refresh_token: Option<String>,
 }
 
+/// The caller [`authenticate`] let through, or 401.
+fn caller(c: &Context) -> Result<Claims, ApiError> {
+    claims(c)
+        .cloned()
+        .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, NOT_LOGGED_IN))
+}
+
 /// `POST /auth/logout` (authenticated), optional `{refresh_token}` → 200.
 /// The presented access token, and the refresh token if given, are revoked.
-fn logout(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
+fn logout(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
-        let Some(access) = claims(c).cloned() else {
-            return fail(
-                c,
-                StatusCode::UNAUTHORIZED,
-                crate::services::token_auth::middleware::NOT_LOGGED_IN,
-            );
-        };
+        let access = caller(c)?;
         let request = if c.body().iter().all(u8::is_ascii_whitespace) {
             LogoutRequest::default()
         } else {
-            let Some(req) = json_body::<LogoutRequest>(c) else {
-                return;
-            };
-            req
+            json_body::<LogoutRequest>(c)?
         };
         // Check the refresh token fully before revoking anything.
         let refresh = match request.refresh_token.as_deref() {
@@ -396,63 +416,75 @@ fn logout(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
                 Ok(claims) if claims.user_id == access.user_id => Some(claims),
                 Ok(_) => {
                     let message = "refresh_token belongs to another user";
-                    return fail(c, StatusCode::BAD_REQUEST, message);
+                    return Err(ApiError::new(StatusCode::BAD_REQUEST, message));
                 }
                 // An expired refresh token is already useless: nothing to revoke.
                 Err(JwtError::Expired) => None,
-                Err(_) => return fail(c, StatusCode::BAD_REQUEST, "refresh_token invalid"),
+                Err(_) => {
+                    return Err(ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "refresh_token invalid",
+                    ))
+                }
             },
         };
         // The tokens named, and their families: the refresh token of this
         // sign-in ends with it even when the caller did not send it.
         for claims in std::iter::once(&access).chain(refresh.as_ref()) {
-            if let Err(e) = service.blacklist.revoke(claims).await {
-                return store_failure(c, "revoking token", &e);
-            }
-            if let Err(e) = service.blacklist.revoke_family(claims).await {
-                return store_failure(c, "revoking token family", &e);
-            }
+            service
+                .blacklist
+                .revoke(claims)
+                .await
+                .map_err(ApiError::store("revoking token"))?;
+            service
+                .blacklist
+                .revoke_family(claims)
+                .await
+                .map_err(ApiError::store("revoking token family"))?;
         }
         c.json(StatusCode::OK, &json!({ "message": "logged out" }));
+        Ok(())
     })
 }
 
 /// `GET /api/user/profile` → `{user}` of the caller.
-fn profile(_service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
+fn profile(_service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
         // authenticate loaded the account for this request.
-        let Some(body) = middleware::user(c).map(|user| json!({ "user": user.public() })) else {
-            return fail(c, StatusCode::UNAUTHORIZED, middleware::NOT_LOGGED_IN);
-        };
+        let body = middleware::user(c)
+            .map(|user| json!({ "user": user.public() }))
+            .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, NOT_LOGGED_IN))?;
         c.json(StatusCode::OK, &body);
+        Ok(())
     })
 }
 
 /// `GET /api/admin/users` → `{users: [...]}`, no password hashes.
-fn list_users(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
+fn list_users(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
-        match service.store.list_users().await {
-            Ok(users) => {
-                let users: Vec<_> = users.iter().map(User::public).collect();
-                c.json(StatusCode::OK, &json!({ "users": users }));
-            }
-            Err(e) => store_failure(c, "listing users", &e),
-        }
+        let users = service
+            .store
+            .list_users()
+            .await
+            .map_err(ApiError::store("listing users"))?;
+        let users: Vec<_> = users.iter().map(User::public).collect();
+        c.json(StatusCode::OK, &json!({ "users": users }));
+        Ok(())
     })
 }
 
-/// Write the response for an OAuth failure.
-fn oauth_failure(c: &mut Context, error: &OAuthError) {
-    let status = match error {
+/// The answer to an OAuth failure; a failing provider is also logged.
+fn oauth_failure(c: &Context, error: OAuthError) -> ApiError {
+    let status = match &error {
         OAuthError::UnknownProvider => StatusCode::NOT_FOUND,
-        OAuthError::InvalidState => return fail(c, StatusCode::BAD_REQUEST, INVALID_STATE),
+        OAuthError::InvalidState => return ApiError::new(StatusCode::BAD_REQUEST, INVALID_STATE),
         OAuthError::Denied(_) | OAuthError::MissingCode => StatusCode::BAD_REQUEST,
         OAuthError::Provider(_) => StatusCode::BAD_GATEWAY,
         OAuthError::States(StateError::Unavailable(_)) => {
-            return fail(c, StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
+            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
         }
         OAuthError::States(_) => StatusCode::SERVICE_UNAVAILABLE,
-        OAuthError::Cipher(_) => return internal(c, "oauth", error),
+        OAuthError::Cipher(_) => return ApiError::internal("oauth")(error),
     };
     if status == StatusCode::BAD_GATEWAY {
         log::message(
@@ -460,49 +492,49 @@ fn oauth_failure(c: &mut Context, error: &OAuthError) {
             format_args!("{} {}: {error}", c.method(), c.path()),
         );
     }
-    fail(c, status, &error.to_string());
+    ApiError::new(status, error.to_string())
 }
 
 /// `GET /auth/oauth/:provider/login` → 302 to the provider.
-fn oauth_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
+fn oauth_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
-        let Some(oauth) = &service.oauth else {
-            return oauth_failure(c, &OAuthError::UnknownProvider);
-        };
+        let oauth = service
+            .oauth
+            .as_ref()
+            .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
         let name = c.param("provider").unwrap_or_default().to_owned();
-        match oauth.authorize_url(&name).await {
-            Ok(url) => {
-                c.set_header(CACHE_CONTROL, "no-store");
-                c.redirect(StatusCode::FOUND, &url);
-            }
-            Err(e) => oauth_failure(c, &e),
-        }
+        let url = oauth
+            .authorize_url(&name)
+            .await
+            .map_err(|e| oauth_failure(c, e))?;
+        c.set_header(CACHE_CONTROL, "no-store");
+        c.redirect(StatusCode::FOUND, &url);
+        Ok(())
     })
 }
 
 /// `GET /auth/oauth/:provider/callback?code&state` → token object.
-fn oauth_callback(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, ()> {
+fn oauth_callback(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
-        let Some(oauth) = &service.oauth else {
-            return oauth_failure(c, &OAuthError::UnknownProvider);
-        };
+        let oauth = service
+            .oauth
+            .as_ref()
+            .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
         let name = c.param("provider").unwrap_or_default().to_owned();
         let callback = Callback {
             code: c.query("code"),
             state: c.query("state"),
             error: c.query("error"),
         };
-        let signed_in = match oauth.complete(&name, callback).await {
-            Ok(signed_in) => signed_in,
-            Err(e) => return oauth_failure(c, &e),
-        };
-        let stored = service
+        let signed_in = oauth
+            .complete(&name, callback)
+            .await
+            .map_err(|e| oauth_failure(c, e))?;
+        let user = service
             .store
             .sign_in_with_provider(signed_in.identity, signed_in.username_hint)
-            .await;
-        match stored {
-            Ok(user) => send_pair(c, &service, &user, StatusCode::OK),
-            Err(e) => store_failure(c, "storing provider sign-in", &e),
-        }
+            .await
+            .map_err(ApiError::store("storing provider sign-in"))?;
+        send_pair(c, &service, &user, StatusCode::OK)
     })
 }

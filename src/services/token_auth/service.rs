@@ -4,7 +4,7 @@
 //! hasher, blacklist, login limiter, optional OAuth — and is shared by the
 //! route handlers behind an `Arc`. [`Settings`] is everything that varies
 //! between the binary and tests: the binary reads the environment and uses
-//! the spec's values (bcrypt cost 12, system clock); tests inject a manual
+//! the service's values (bcrypt cost 12, system clock); tests inject a manual
 //! clock and a cheap bcrypt cost where the cost is not what they test.
 //!
 //! Secrets come from the environment, never from files in the repository:
@@ -17,9 +17,10 @@ use crate::services::token_auth::clock::{Clock, SystemClock};
 use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
 use crate::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
 use crate::services::token_auth::oauth::cipher::{CipherError, TokenCipher, ENC_KEY_VAR};
-use crate::services::token_auth::oauth::state::{StateStore, STATE_CAPACITY};
+use crate::services::token_auth::oauth::state::StateStore;
 use crate::services::token_auth::oauth::OAuth;
 use crate::services::token_auth::passwords::{PasswordError, Passwords, DEFAULT_COST};
+use crate::services::token_auth::pending::STATE_CAPACITY;
 use crate::services::token_auth::register_limiter::{RegisterLimiter, RegisterPolicy};
 use crate::services::token_auth::store::{Store, StoreError};
 use crate::services::token_auth::tokens::{TokenError, Tokens};
@@ -49,7 +50,7 @@ pub struct Settings {
     /// Longest wait for PostgreSQL or Redis on any one call; past it the
     /// request is answered 503.
     pub shared_timeout: Duration,
-    /// bcrypt cost; the spec (and the binary) use 12.
+    /// bcrypt cost; the binary uses 12.
     pub bcrypt_cost: u32,
     /// Login throttling numbers.
     pub limits: LimitPolicy,
@@ -79,7 +80,7 @@ impl fmt::Debug for Settings {
 }
 
 impl Settings {
-    /// The spec's settings: cost 12, default limits (login 5 a minute per IP
+    /// The service's settings: cost 12, default limits (login 5 a minute per IP
     /// and username, registration 10 a minute per IP), system clock, no OAuth,
     /// maintenance every minute.
     pub fn new(secret: impl Into<Vec<u8>>, db_path: impl Into<PathBuf>) -> Settings {
@@ -307,6 +308,7 @@ impl AuthService {
     /// before serving, or from `spawn_blocking`. For PostgreSQL and Redis
     /// use [`connect`](Self::connect).
     pub fn open(settings: Settings) -> Result<AuthService, SetupError> {
+        check_secret(&settings)?;
         let backends = Backends::local(&settings)?;
         AuthService::assemble(settings, backends)
     }
@@ -314,6 +316,7 @@ impl AuthService {
     /// [`open`](Self::open), with the state where `settings` puts it:
     /// PostgreSQL and Redis when named, else the SQLite file and memory.
     pub async fn connect(settings: Settings) -> Result<AuthService, SetupError> {
+        check_secret(&settings)?;
         let backends = Backends::connect(&settings).await?;
         tokio::task::spawn_blocking(move || AuthService::assemble(settings, backends))
             .await
@@ -321,7 +324,10 @@ impl AuthService {
     }
 
     /// The service over `backends`.
-    pub fn assemble(settings: Settings, backends: Backends) -> Result<AuthService, SetupError> {
+    pub(crate) fn assemble(
+        settings: Settings,
+        backends: Backends,
+    ) -> Result<AuthService, SetupError> {
         let clock = settings.clock;
         let tokens =
             Tokens::new(&settings.secret, Arc::clone(&clock)).map_err(SetupError::Secret)?;
@@ -402,6 +408,14 @@ impl AuthService {
             }
         })
     }
+}
+
+/// A secret too short to sign with is refused before any database is
+/// opened or created: a start-up that fails leaves nothing behind.
+fn check_secret(settings: &Settings) -> Result<(), SetupError> {
+    Tokens::new(&settings.secret, Arc::clone(&settings.clock))
+        .map(drop)
+        .map_err(SetupError::Secret)
 }
 
 #[cfg(test)]

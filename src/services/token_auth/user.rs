@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// Longest accepted username, in characters (spec §8).
+/// Longest accepted username, in characters.
 pub const USERNAME_MAX: usize = 50;
 /// Shortest accepted username, in characters.
 pub const USERNAME_MIN: usize = 3;
-/// Longest accepted email address, in characters (spec §8).
+/// Longest accepted email address, in characters.
 pub const EMAIL_MAX: usize = 100;
 
 /// What a user may do. Carried in the access token's `role` claim.
@@ -164,7 +164,7 @@ pub fn check_username(username: &str) -> Result<(), UserError> {
 
 /// Check an email address: at most 100 characters, one `@` with text on
 /// both sides, no whitespace. Deliverability is not this service's business.
-pub fn check_email(email: &str) -> Result<(), UserError> {
+pub(crate) fn check_email(email: &str) -> Result<(), UserError> {
     if email.chars().count() > EMAIL_MAX {
         return Err(UserError::EmailTooLong);
     }

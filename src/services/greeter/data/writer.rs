@@ -194,7 +194,7 @@ impl Counters {
     }
 
     /// Counts one write handed to the queue.
-    pub fn submitted(&self) {
+    pub(crate) fn submitted(&self) {
         self.submitted.fetch_add(1, Ordering::Relaxed);
     }
 

@@ -1,5 +1,5 @@
 //! Sign-in through an identity provider: the OAuth 2.0 authorization-code
-//! flow of spec §5.7, with PKCE.
+//! flow (WeChat-style field names: `appid`, `secret`, `openid`), with PKCE.
 //!
 //! 1. [`OAuth::authorize_url`]: remember a new state and PKCE verifier, and
 //!    build the provider URL the browser is redirected to.
@@ -16,21 +16,20 @@ pub mod client;
 pub mod form;
 pub mod pkce;
 pub mod state;
-pub mod trust;
 
 use crate::services::token_auth::backend::PendingSignIns;
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
+use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::store::ProviderIdentity;
 use cipher::{CipherError, TokenCipher};
 use client::{ProviderClient, ProviderError};
 use sha2::{Digest, Sha256};
-use state::StateError;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-/// Longest provider user id accepted (spec §8).
+/// Longest provider user id accepted (longer ids are refused).
 const OPENID_MAX: usize = 100;
 
 /// Why a sign-in failed.

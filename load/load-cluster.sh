@@ -1,4 +1,4 @@
-# Sourced by bench/load.sh (uses its start/stop/wrk_run/median/spread and
+# Sourced by load/load.sh (uses its start/stop/wrk_run/median/spread and
 # $tmp, $bin, $rounds, $secs, $u, $results): token-auth as two instances on
 # one PostgreSQL + Redis (feature `cluster`), next to one instance on SQLite,
 # so the cost of the shared blacklist check and of the shared login limiter

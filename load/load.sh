@@ -31,7 +31,7 @@
 # default: what src/services/greeter/data/ sets, else SQLite's FULL),
 # LOAD_PORT_BASE (default 18500), LOAD_NO_BUILD=1 (skip cargo build),
 # LOAD_PIN=0 (no taskset), LOAD_CLUSTER=0 (skip the PostgreSQL + Redis run,
-# bench/load-cluster.sh), LOAD_ONLY=cluster (only that run). Needs wrk,
+# load/load-cluster.sh), LOAD_ONLY=cluster (only that run). Needs wrk,
 # h2load (nghttp2-client) and curl; the cluster run also postgresql and
 # redis-server (skipped, saying so, without them).
 set -euo pipefail
@@ -439,7 +439,7 @@ fi # LOAD_ONLY
 
 # ---- token-auth: several instances on PostgreSQL + Redis ---------------------------
 if [ "${LOAD_CLUSTER:-1}" != 0 ]; then
-	. bench/load-cluster.sh
+	. load/load-cluster.sh
 fi
 
 # ---- the table -------------------------------------------------------------------
