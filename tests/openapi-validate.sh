@@ -11,7 +11,7 @@ venv="${HANDWIRE_VENV:-target/venv}"
 version="0.7.1"
 mkdir -p "$(dirname "$venv")"
 # Tests run in parallel: one installs, the others wait for it.
-exec 9>"$venv.lock" 2>/dev/null && command -v flock >/dev/null && flock 9
+{ exec 9>"$venv.lock"; } 2>/dev/null && command -v flock >/dev/null && flock 9
 if ! "$venv/bin/python" -c 'import openapi_spec_validator' 2>/dev/null; then
   if ! { python3 -m venv "$venv" >&2 &&
          "$venv/bin/pip" install --quiet --disable-pip-version-check \
