@@ -315,3 +315,14 @@ async fn a_method_without_a_rule_is_not_exposed() {
         assert_eq!(reply.status.as_u16(), 404, "{path}");
     }
 }
+
+#[tokio::test]
+async fn a_trailing_slash_redirects_as_on_the_engines_router() {
+    let s = library().await;
+    let reply = call(s.addr, Method::GET, "/v1/books/1/?tags=a", "").await;
+    assert_eq!(reply.status.as_u16(), 301);
+    assert_eq!(reply.header("location"), Some("/v1/books/1?tags=a"));
+    let reply = call(s.addr, Method::POST, "/v1/shelves/1/books/", "{}").await;
+    assert_eq!(reply.status.as_u16(), 307);
+    assert_eq!(reply.header("location"), Some("/v1/shelves/1/books"));
+}

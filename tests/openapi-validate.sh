@@ -9,6 +9,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 venv="${HANDWIRE_VENV:-target/venv}"
 version="0.7.1"
+mkdir -p "$(dirname "$venv")"
+# Tests run in parallel: one installs, the others wait for it.
+{ exec 9>"$venv.lock"; } 2>/dev/null && command -v flock >/dev/null && flock 9
 if ! "$venv/bin/python" -c 'import openapi_spec_validator' 2>/dev/null; then
   if ! { python3 -m venv "$venv" >&2 &&
          "$venv/bin/pip" install --quiet --disable-pip-version-check \
@@ -17,6 +20,7 @@ if ! "$venv/bin/python" -c 'import openapi_spec_validator' 2>/dev/null; then
     exit 3
   fi
 fi
+exec 9>&-
 status=0
 for file in "$@"; do
   if ! "$venv/bin/python" -m openapi_spec_validator "$file"; then

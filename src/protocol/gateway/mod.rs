@@ -12,8 +12,9 @@
 //! Route choice: the request's last segment loses a `:verb` only if some
 //! route declares that verb ([`template::split_path`]); then the first
 //! route of the request's method whose template matches wins, in proto
-//! order. No match for the method but one for another: 405 with `Allow`;
-//! none at all: 404.
+//! order. Else, as the engine's router: a redirect when the path with one
+//! trailing slash more or less has a route of the method; a 405 with
+//! `Allow` when other methods match; a 404.
 //!
 //! - [`template`]: the path-template grammar of `google/api/http.proto`.
 //! - [`routes`]: rules → routes, body/query/path → input JSON.
@@ -107,6 +108,9 @@ impl std::error::Error for GatewayError {}
 pub enum Found<'g> {
     /// This route, with its variables' values (or why they do not decode).
     Route(&'g Route, Result<Vec<String>, template::MatchError>),
+    /// No route, but the path with one trailing slash more or less has
+    /// one of this method: redirect there (301 for GET, else 307).
+    Redirect(String),
     /// Routes of other methods match: the `Allow` header value.
     MethodNotAllowed(String),
     /// Nothing matches.
@@ -230,8 +234,8 @@ impl Gateway {
 
     /// Which route serves `method` on the raw `path`, in the order
     /// described in the module documentation.
-    pub fn find(&self, method: &http::Method, path: &str) -> Found<'_> {
-        let path = template::split_path(path, |v| self.verbs.contains(v));
+    pub fn find(&self, method: &http::Method, raw: &str) -> Found<'_> {
+        let path = template::split_path(raw, |v| self.verbs.contains(v));
         let mut allowed = BTreeSet::new();
         for route in &self.routes {
             if let Some(values) = route.template.matches(&path) {
@@ -241,11 +245,35 @@ impl Gateway {
                 allowed.insert(route.http_method.as_str());
             }
         }
+        if let Some(location) = self.trailing_slash_redirect(method, raw) {
+            return Found::Redirect(location);
+        }
         if allowed.is_empty() {
             Found::NotFound
         } else {
             Found::MethodNotAllowed(allowed.into_iter().collect::<Vec<_>>().join(", "))
         }
+    }
+
+    /// The other form of `path` (one trailing slash more or less) if a
+    /// route of `method` matches it, as the engine's router offers; never
+    /// for `/` nor towards `//…` or `/\…`, which browsers read as a host.
+    fn trailing_slash_redirect(&self, method: &http::Method, path: &str) -> Option<String> {
+        if path.len() <= 1 {
+            return None;
+        }
+        let other = match path.strip_suffix('/') {
+            Some(without) => without.to_owned(),
+            None => format!("{path}/"),
+        };
+        if matches!(other.as_bytes().get(1), Some(b'/' | b'\\')) {
+            return None;
+        }
+        let split = template::split_path(&other, |v| self.verbs.contains(v));
+        self.routes
+            .iter()
+            .any(|r| r.http_method == method && r.template.matches(&split).is_some())
+            .then_some(other)
     }
 
     /// Answers one request (the engine's fallback chain calls this).
@@ -255,6 +283,18 @@ impl Gateway {
             Found::NotFound => {
                 let message = format!("no route for {} {}", c.method(), c.path());
                 return fail(c, StatusCode::NOT_FOUND, "NOT_FOUND", &message);
+            }
+            Found::Redirect(mut location) => {
+                if let Some(q) = c.uri().query() {
+                    location.push('?');
+                    location.push_str(q);
+                }
+                let status = if c.method() == http::Method::GET {
+                    StatusCode::MOVED_PERMANENTLY
+                } else {
+                    StatusCode::TEMPORARY_REDIRECT
+                };
+                return c.redirect(status, &location);
             }
             Found::MethodNotAllowed(allow) => {
                 c.set_header(ALLOW, &allow);

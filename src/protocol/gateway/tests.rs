@@ -47,6 +47,7 @@ fn find(g: &Gateway, method: Method, path: &str) -> String {
         Found::Route(r, Ok(values)) => format!("{} {values:?}", r.method),
         Found::Route(r, Err(e)) => format!("{} error {}", r.method, e.message),
         Found::MethodNotAllowed(allow) => format!("405 {allow}"),
+        Found::Redirect(location) => format!("redirect {location}"),
         Found::NotFound => "404".into(),
     }
 }
@@ -77,6 +78,19 @@ fn custom_verbs_reach_only_routes_that_declare_them() {
         ),
         (Method::GET, "/v1/users:batchGet", "BatchGet []"),
         (Method::GET, "/v1/users", "404"),
+        // Trailing slashes redirect as on the engine's router, never to `//`.
+        (Method::GET, "/v1/users/a/", "redirect /v1/users/a"),
+        (
+            Method::GET,
+            "/v1/users:batchGet/",
+            "redirect /v1/users:batchGet",
+        ),
+        (
+            Method::POST,
+            "/v1/users/a:undelete/",
+            "redirect /v1/users/a:undelete",
+        ),
+        (Method::GET, "//v1/users/a/", "404"),
         (Method::DELETE, "/v1/users/a", "405 GET"),
         (
             Method::GET,

@@ -30,6 +30,7 @@
 //! that need not be in the set is `google/protobuf/descriptor.proto` (every
 //! protobuf runtime has it built in; only `extend` refers to it).
 
+mod http_option;
 mod lexer;
 mod parser;
 

@@ -368,6 +368,12 @@ mod tests {
             message: "expected ';'".into(),
         };
         let route = InsertError::MissingLeadingSlash { path: "x".into() };
+        let gateway = GatewayError {
+            file: "helloworld/v1/greeter.proto".into(),
+            line: 22,
+            method: "helloworld.v1.Greeter.SayHello".into(),
+            message: "unknown field `nam` in message HelloRequest".into(),
+        };
         let cases = [
             (
                 GreeterError::Data(DataError::Closed),
@@ -385,6 +391,7 @@ mod tests {
                 bind_error().to_string(),
             ),
             (GreeterError::Proto(proto.clone()), proto.to_string()),
+            (GreeterError::Gateway(gateway.clone()), gateway.to_string()),
             (GreeterError::Route(route.clone()), route.to_string()),
             (GreeterError::Serve(bind_error()), bind_error().to_string()),
         ];

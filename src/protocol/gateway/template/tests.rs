@@ -239,3 +239,40 @@ fn split_path_takes_the_verb_only_when_declared() {
     let p = split_path("/", |_| true);
     assert_eq!((p.segments, p.verb), (vec![], None));
 }
+
+#[test]
+fn random_templates_and_paths_never_panic_and_accepted_literal_templates_match_themselves() {
+    // A small LCG: deterministic, no dependency.
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: usize| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) as usize % n
+    };
+    let alphabet: Vec<char> = "/{}=*.:%ab_1-~é \\".chars().collect();
+    let mut accepted = 0;
+    for _ in 0..20_000 {
+        let len = 1 + next(12);
+        let mut text: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
+        if next(2) == 0 {
+            text.insert(0, '/');
+        }
+        let Ok(t) = Template::parse(&text) else {
+            continue;
+        };
+        accepted += 1;
+        let path: String = (0..next(12))
+            .map(|_| alphabet[next(alphabet.len())])
+            .collect();
+        let _ = t.matches(&split_path(&format!("/{path}"), |v| t.verb() == Some(v)));
+        let _ = t.openapi_path();
+        let literal_only = !text.contains(['{', '*', '%']);
+        if literal_only {
+            let own = split_path(&text, |v| t.verb() == Some(v));
+            assert!(
+                matches!(t.matches(&own), Some(Ok(_))),
+                "{text:?} does not match itself"
+            );
+        }
+    }
+    assert!(accepted > 100, "only {accepted} random templates parsed");
+}

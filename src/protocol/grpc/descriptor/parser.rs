@@ -12,7 +12,7 @@ use prost_types::{
 };
 
 use super::lexer::Tok;
-use super::{json_name, scalar_type, HttpRule, MethodHttpRule, ProtoError, WELL_KNOWN_IMPORTS};
+use super::{json_name, scalar_type, MethodHttpRule, ProtoError, WELL_KNOWN_IMPORTS};
 
 pub(super) struct Parser<'a> {
     pub(super) file: &'a str,
@@ -20,13 +20,6 @@ pub(super) struct Parser<'a> {
     pub(super) pos: usize,
     /// The `google.api.http` rules found so far.
     pub(super) rules: Vec<MethodHttpRule>,
-}
-
-/// A text-format value inside an option's `{ ... }` literal.
-enum Literal {
-    Str(String),
-    Message(Vec<(String, usize, Literal)>),
-    Other(Tok),
 }
 
 impl Parser<'_> {
@@ -44,42 +37,42 @@ impl Parser<'_> {
         }
     }
 
-    fn line(&self) -> usize {
+    pub(super) fn line(&self) -> usize {
         self.tokens.get(self.pos).map_or(0, |t| t.1)
     }
 
-    fn peek(&self) -> Option<&Tok> {
+    pub(super) fn peek(&self) -> Option<&Tok> {
         self.tokens.get(self.pos).map(|t| &t.0)
     }
 
-    fn next(&mut self, what: &str) -> Result<Tok, ProtoError> {
+    pub(super) fn next(&mut self, what: &str) -> Result<Tok, ProtoError> {
         let tok = self.tokens.get(self.pos).map(|t| t.0.clone());
         self.pos += 1;
         tok.ok_or_else(|| self.error(format!("unexpected end of file, expected {what}")))
     }
 
-    fn sym(&mut self, c: char) -> Result<(), ProtoError> {
+    pub(super) fn sym(&mut self, c: char) -> Result<(), ProtoError> {
         match self.next(&format!("`{c}`"))? {
             Tok::Sym(s) if s == c => Ok(()),
             other => Err(self.error(format!("expected `{c}`, found {other}"))),
         }
     }
 
-    fn ident(&mut self, what: &str) -> Result<String, ProtoError> {
+    pub(super) fn ident(&mut self, what: &str) -> Result<String, ProtoError> {
         match self.next(what)? {
             Tok::Ident(s) => Ok(s),
             other => Err(self.error(format!("expected {what}, found {other}"))),
         }
     }
 
-    fn keyword(&mut self, kw: &str) -> Result<(), ProtoError> {
+    pub(super) fn keyword(&mut self, kw: &str) -> Result<(), ProtoError> {
         match self.next(&format!("`{kw}`"))? {
             Tok::Ident(s) if s == kw => Ok(()),
             other => Err(self.error(format!("expected `{kw}`, found {other}"))),
         }
     }
 
-    fn eat_ident(&mut self, kw: &str) -> bool {
+    pub(super) fn eat_ident(&mut self, kw: &str) -> bool {
         if matches!(self.peek(), Some(Tok::Ident(s)) if s == kw) {
             self.pos += 1;
             true
@@ -88,7 +81,7 @@ impl Parser<'_> {
         }
     }
 
-    fn eat_sym(&mut self, c: char) -> bool {
+    pub(super) fn eat_sym(&mut self, c: char) -> bool {
         if self.peek() == Some(&Tok::Sym(c)) {
             self.pos += 1;
             true
@@ -494,170 +487,6 @@ impl Parser<'_> {
             });
         }
         Ok(s)
-    }
-
-    /// `option (google.api.http) = { get: "/v1/x" body: "*" ... };`, the
-    /// only method option understood.
-    fn method_option(&mut self, service: &str, method: &str) -> Result<(), ProtoError> {
-        self.keyword("option")?;
-        let line = self.line();
-        let named_http = self.eat_sym('(')
-            && matches!(self.peek(), Some(Tok::Ident(n)) if n == "google.api.http")
-            && {
-                self.pos += 1;
-                self.eat_sym(')')
-            };
-        if !named_http {
-            return Err(self.error(format!(
-                "method {method}: only `option (google.api.http) = {{ ... }};` is supported"
-            )));
-        }
-        if self
-            .rules
-            .iter()
-            .any(|r| r.service == service && r.method == method)
-        {
-            return Err(self.error(format!("method {method}: (google.api.http) given twice")));
-        }
-        self.sym('=')?;
-        self.sym('{')?;
-        let fields = self.literal_fields()?;
-        self.sym(';')?;
-        let rule = self.http_rule(method, fields, line, true)?;
-        self.rules.push(MethodHttpRule {
-            service: service.to_owned(),
-            method: method.to_owned(),
-            rule,
-        });
-        Ok(())
-    }
-
-    /// The `key: value` / `key { ... }` pairs of a text-format message, up
-    /// to and including its closing `}`.
-    fn literal_fields(&mut self) -> Result<Vec<(String, usize, Literal)>, ProtoError> {
-        let mut fields = Vec::new();
-        loop {
-            if self.eat_sym('}') {
-                return Ok(fields);
-            }
-            if self.eat_sym(',') || self.eat_sym(';') {
-                continue;
-            }
-            let line = self.line();
-            let key = self.ident("a field name")?;
-            let colon = self.eat_sym(':');
-            let value = if self.eat_sym('{') {
-                Literal::Message(self.literal_fields()?)
-            } else if !colon {
-                return Err(self.error(format!("expected `:` or `{{` after {key}")));
-            } else {
-                match self.next("a value")? {
-                    Tok::Str(mut s) => {
-                        // Adjacent strings concatenate, as in text format.
-                        while let Some(Tok::Str(more)) = self.peek().cloned() {
-                            s.push_str(&more);
-                            self.pos += 1;
-                        }
-                        Literal::Str(s)
-                    }
-                    other => Literal::Other(other),
-                }
-            };
-            fields.push((key, line, value));
-        }
-    }
-
-    fn http_rule(
-        &self,
-        method: &str,
-        fields: Vec<(String, usize, Literal)>,
-        line: usize,
-        top: bool,
-    ) -> Result<HttpRule, ProtoError> {
-        let at = |line: usize, message: String| ProtoError {
-            file: self.file.to_owned(),
-            line,
-            message: format!("method {method}: (google.api.http): {message}"),
-        };
-        let mut rule = HttpRule {
-            line,
-            ..Default::default()
-        };
-        for (key, line, value) in fields {
-            let pattern = ["get", "put", "post", "delete", "patch"].contains(&key.as_str());
-            match (key.as_str(), value) {
-                (_, Literal::Str(path)) if pattern => {
-                    if !rule.method.is_empty() {
-                        return Err(at(
-                            line,
-                            format!(
-                                "`{key}` after `{}`: one pattern per rule",
-                                rule.method.to_lowercase()
-                            ),
-                        ));
-                    }
-                    rule.method = key.to_uppercase();
-                    rule.path = path;
-                    rule.line = line;
-                }
-                ("custom", Literal::Message(custom)) => {
-                    if !rule.method.is_empty() {
-                        return Err(at(
-                            line,
-                            "`custom` after another pattern: one pattern per rule".into(),
-                        ));
-                    }
-                    for (k, l, v) in custom {
-                        match (k.as_str(), v) {
-                            ("kind", Literal::Str(s)) => rule.method = s,
-                            ("path", Literal::Str(s)) => rule.path = s,
-                            _ => {
-                                return Err(at(
-                                    l,
-                                    format!("custom: unknown or non-string field `{k}`"),
-                                ))
-                            }
-                        }
-                    }
-                    if rule.method.is_empty() || rule.path.is_empty() {
-                        return Err(at(line, "custom needs both `kind` and `path`".into()));
-                    }
-                    rule.line = line;
-                }
-                ("body", Literal::Str(s)) => rule.body = s,
-                ("response_body", Literal::Str(s)) => rule.response_body = s,
-                ("selector", Literal::Str(_)) => {}
-                ("additional_bindings", Literal::Message(inner)) if top => {
-                    let binding = self.http_rule(method, inner, line, false)?;
-                    rule.additional_bindings.push(binding);
-                }
-                ("additional_bindings", _) if !top => {
-                    return Err(at(
-                        line,
-                        "additional_bindings may not nest (one level only)".into(),
-                    ))
-                }
-                (_, Literal::Other(tok)) => {
-                    return Err(at(
-                        line,
-                        format!("`{key}`: unknown field, or {tok} is not a string"),
-                    ))
-                }
-                (_, _) => {
-                    return Err(at(
-                        line,
-                        format!("unknown field `{key}` or value of the wrong kind"),
-                    ))
-                }
-            }
-        }
-        if rule.method.is_empty() {
-            return Err(at(
-                line,
-                "no pattern (get, put, post, delete, patch or custom)".into(),
-            ));
-        }
-        Ok(rule)
     }
 }
 

@@ -274,3 +274,44 @@ fn extension_numbers_of_a_known_type_are_empty() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn nested_types_enums_and_imports_are_served_and_well_known_imports_dropped() {
+    use crate::protocol::grpc::descriptor::{parse_files, GOOGLE_API_FILES};
+    let shop = "syntax = \"proto3\"; package shop.v1; import \"google/api/annotations.proto\";\n\
+                enum Color { RED = 0; }\n\
+                message Item { message Price { int64 cents = 1; } enum Size { S = 0; } Price p = 1; }\n\
+                service Shop { rpc Get (Item) returns (Item) { option (google.api.http) = { get: \"/i\" }; } }";
+    let [a, h] = GOOGLE_API_FILES;
+    let files = parse_files(&[("shop.proto", shop), a, h]).unwrap();
+    let r = Reflection::new(files.into_iter().map(|f| f.descriptor).collect()).unwrap();
+    for symbol in [
+        "shop.v1.Color",
+        "shop.v1.Item.Price",
+        "shop.v1.Item.Price.cents",
+        "shop.v1.Item.Size",
+        "shop.v1.Shop.Get",
+    ] {
+        let names = file_names(ask(&r, MessageRequest::FileContainingSymbol(s(symbol))));
+        assert_eq!(names[0], "shop.proto", "{symbol}");
+        // The imports come along, transitively; descriptor.proto is not one.
+        let mut rest = names[1..].to_vec();
+        rest.sort();
+        assert_eq!(
+            rest,
+            ["google/api/annotations.proto", "google/api/http.proto"],
+            "{symbol}"
+        );
+    }
+    let names = file_names(ask(
+        &r,
+        MessageRequest::FileContainingSymbol(s("google.api.HttpRule")),
+    ));
+    assert_eq!(names, ["google/api/http.proto"]);
+    let annotations = r.file("google/api/annotations.proto").unwrap();
+    assert_eq!(annotations.dependency, ["google/api/http.proto"]);
+    assert!(
+        annotations.extension.is_empty(),
+        "the extend of descriptor.proto types is dropped"
+    );
+}
