@@ -232,8 +232,26 @@ async fn the_greeter_counts_grpc_calls_by_method_and_its_group_commit_batches() 
             format!("Hello {name}")
         );
     }
+    // Over HTTP the proto-declared route counts under its template, not
+    // under the unmatched label of the engine's fallback it is served from.
+    for name in ["d", "e"] {
+        let reply = support::greeter::call(
+            g.http,
+            http::Method::GET,
+            &format!("/helloworld/{name}"),
+            "",
+        )
+        .await;
+        assert_eq!(reply.status, http::StatusCode::OK);
+    }
     let text = metrics_text(g.http).await;
     let s = Samples::parse(&python, &text);
+    let http_route = [("kind", "http"), ("operation", "/helloworld/{name}")];
+    assert_eq!(
+        s.value("server_requests_seconds_count", &http_route),
+        Some(2.0),
+        "{text}"
+    );
     let say = [
         ("kind", "grpc"),
         ("operation", "/helloworld.v1.Greeter/SayHello"),
@@ -250,11 +268,11 @@ async fn the_greeter_counts_grpc_calls_by_method_and_its_group_commit_batches() 
         Some(3.0),
         "{text}"
     );
-    // Each SayHello stores one greeting: the batches hold three writes in all.
+    // Each SayHello stores one greeting: the batches hold five writes in all.
     assert_eq!(s.family_type("greeter_store_batch_size"), Some("histogram"));
     assert_eq!(
         s.value("greeter_store_batch_size_sum", &[]),
-        Some(3.0),
+        Some(5.0),
         "{text}"
     );
     let grpc_open = s.value("server_connections", &[("kind", "grpc")]);

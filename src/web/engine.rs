@@ -27,7 +27,7 @@ use hyper::body::Incoming;
 use crate::types::{self, Body, BoxError, BoxFuture};
 use crate::web::chain::{named, Context, Handler};
 use crate::web::log;
-use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
+use crate::web::metrics::{Kind, Metrics, Operation, OPERATION_KEY, UNMATCHED};
 use crate::web::middleware;
 use crate::web::path_params::{self, PathParams};
 use crate::web::router::{InsertError, Lookup, Router};
@@ -412,9 +412,11 @@ impl App {
         let (early, trace) = (self.early.clone(), self.trace);
         Box::pin(async move {
             let start = Instant::now();
-            // Every answer is counted, those given before a chain included.
+            // Every answer is counted, those given before a chain included;
+            // under the operation a self-routing handler named, if any.
             let count = |resp: Response<Body>| {
-                if let Some(op) = &operation {
+                let named = resp.extensions().get::<Served>().map(|s| &s.0);
+                if let Some(op) = named.or(operation.as_ref()) {
                     op.observe_http(resp.status(), start.elapsed());
                 }
                 resp
@@ -607,11 +609,20 @@ fn early_answer(c: &mut Context) -> BoxFuture<'_, ()> {
     })
 }
 
+/// The operation a handler named under [`OPERATION_KEY`], carried from its
+/// context to the count.
+#[derive(Clone)]
+struct Served(Arc<Operation>);
+
 fn into_response(c: Context) -> Response<Body> {
+    let served = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
     let draft = c.response;
     let mut resp = Response::new(types::full(draft.body.freeze()));
     *resp.status_mut() = draft.status;
     *resp.headers_mut() = draft.headers;
+    if let Some(op) = served {
+        resp.extensions_mut().insert(Served(op));
+    }
     resp
 }
 

@@ -299,6 +299,13 @@ struct Extra {
     histogram: Arc<Histogram>,
 }
 
+/// Context key under which a handler that routes by itself (the greeter's
+/// proto-declared routes, served behind the engine's fallback) puts the
+/// `Arc<Operation>` of the route it served; the engine counts the request
+/// under it instead of [`UNMATCHED`]. The handler makes its operations once
+/// (one per route template), never from the raw path.
+pub const OPERATION_KEY: &str = "metrics.operation";
+
 /// The registry of one process (or one test's server): every operation,
 /// the connection gauges, the added histograms; rendered on `GET /metrics`.
 pub struct Metrics {

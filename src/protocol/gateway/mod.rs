@@ -41,6 +41,7 @@ use crate::protocol::grpc::descriptor::ParsedFile;
 use crate::protocol::grpc::{Code, Frame};
 use crate::types::BoxFuture;
 use crate::web::chain::Context;
+use crate::web::metrics::{Kind, Metrics, Operation, OPERATION_KEY};
 pub use codec::Pool;
 pub use error::{error_body, http_status, ErrorBody, Failure};
 pub use routes::{BodyRule, Route};
@@ -122,6 +123,9 @@ pub struct Gateway {
     pool: Pool,
     routes: Vec<Route>,
     verbs: HashSet<String>,
+    /// Each route's metrics series (by route index), once [`Gateway::meter`]
+    /// was called.
+    operations: Vec<Arc<Operation>>,
 }
 
 impl Gateway {
@@ -219,7 +223,20 @@ impl Gateway {
             pool,
             routes,
             verbs,
+            operations: Vec::new(),
         })
+    }
+
+    /// Count the requests of each route in `metrics`, labelled with the
+    /// route's template (`/helloworld/{name}`): the gateway serves behind
+    /// the engine's fallback, where the engine alone would count them all
+    /// as unmatched.
+    pub fn meter(&mut self, metrics: &Metrics) {
+        self.operations = self
+            .routes
+            .iter()
+            .map(|r| metrics.operation(Kind::Http, r.template.source()))
+            .collect();
     }
 
     /// The routes, in proto order.
@@ -279,7 +296,13 @@ impl Gateway {
     /// Answers one request (the engine's fallback chain calls this).
     pub async fn serve(&self, c: &mut Context) {
         let (route, values) = match self.find(c.method(), c.path()) {
-            Found::Route(route, values) => (route, values),
+            Found::Route(route, values) => {
+                let index = self.routes.iter().position(|r| std::ptr::eq(r, route));
+                if let Some(op) = index.and_then(|i| self.operations.get(i)) {
+                    c.set(OPERATION_KEY, op.clone());
+                }
+                (route, values)
+            }
             Found::NotFound => {
                 let message = format!("no route for {} {}", c.method(), c.path());
                 return fail(c, StatusCode::NOT_FOUND, "NOT_FOUND", &message);

@@ -206,8 +206,9 @@ impl Greeter {
         health.set_serving_status(api::SERVICE, ServingStatus::Serving);
         let files = api::parsed_files().map_err(GreeterError::Proto)?;
         let methods = rpc::methods(&usecases);
-        let gateway =
+        let mut gateway =
             Gateway::new(&files, api::SERVICE, &methods).map_err(GreeterError::Gateway)?;
+        gateway.meter(&metrics);
         let document = openapi::document(&gateway, &api::openapi_info());
         let http_app = http::app(
             Arc::new(gateway),
