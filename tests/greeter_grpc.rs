@@ -30,18 +30,7 @@ where
     Req: Message + Send + Sync + 'static,
     Resp: Message + Default + Send + Sync + 'static,
 {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.unwrap();
-    let path = http::uri::PathAndQuery::from_static(method);
-    let codec = tonic_prost::ProstCodec::<Req, Resp>::default();
-    grpc.unary(tonic::Request::new(req), path, codec)
-        .await
-        .map(|r| r.into_inner())
+    support::grpc::call(addr, method, req).await
 }
 
 const SAY_HELLO: &str = "/helloworld.v1.Greeter/SayHello";

@@ -47,25 +47,16 @@ async fn registrations_past_the_limit_from_one_address_are_refused_over_http_and
     assert_eq!(refused.json()["reason"], "TOO_MANY_REGISTRATIONS");
 
     // gRPC from the same address shares the count.
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", g.grpc))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.unwrap();
-    let codec = tonic_prost::ProstCodec::<UserRegisterRequest, UserRegisterResponse>::default();
-    let status = grpc
-        .unary(
-            tonic::Request::new(UserRegisterRequest {
-                username: "user4".into(),
-                password: "pw".into(),
-            }),
-            http::uri::PathAndQuery::from_static("/helloworld.v1.Greeter/UserRegister"),
-            codec,
-        )
-        .await
-        .unwrap_err();
+    let status = support::grpc::call::<_, UserRegisterResponse>(
+        g.grpc,
+        "/helloworld.v1.Greeter/UserRegister",
+        UserRegisterRequest {
+            username: "user4".into(),
+            password: "pw".into(),
+        },
+    )
+    .await
+    .unwrap_err();
     assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status}");
 
     // Another client is served; nothing refused was stored.

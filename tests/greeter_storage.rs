@@ -92,30 +92,18 @@ async fn user_list_is_paged_by_page_size_and_page_token_over_http() {
 async fn an_empty_user_list_request_is_the_first_page_over_grpc() {
     let g = start().await;
     insert_users(&g.db, 1500);
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", g.grpc))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
+    let mut grpc = support::grpc::client(g.grpc).await;
     let mut page_token = String::new();
     let mut sizes = Vec::new();
     loop {
-        grpc.ready().await.unwrap();
-        let codec = tonic_prost::ProstCodec::<UserListRequest, UserListResponse>::default();
         let req = UserListRequest {
             page_size: if sizes.is_empty() { 0 } else { 1000 },
             page_token: page_token.clone(),
         };
-        let reply = grpc
-            .unary(
-                tonic::Request::new(req),
-                http::uri::PathAndQuery::from_static("/helloworld.v1.Greeter/UserList"),
-                codec,
-            )
-            .await
-            .unwrap()
-            .into_inner();
+        let reply: UserListResponse =
+            support::grpc::call_on(&mut grpc, "/helloworld.v1.Greeter/UserList", req)
+                .await
+                .unwrap();
         sizes.push(reply.users.len());
         page_token = reply.next_page_token;
         if page_token.is_empty() {

@@ -437,7 +437,11 @@ async fn a_user_registered_through_greeter_a_is_listed_by_greeter_b() {
         )
     );
     // B lists first, so its answer is cached and must be invalidated.
-    assert_eq!(list(b.http).await, (200, json!({ "users": [] })));
+    // One page (AIP-158); the last page's next token is empty.
+    assert_eq!(
+        list(b.http).await,
+        (200, json!({ "users": [], "nextPageToken": "" }))
+    );
     assert_eq!(
         register(a.http, "ann", "pw").await,
         (200, json!({ "result": "success" }))
@@ -446,7 +450,7 @@ async fn a_user_registered_through_greeter_a_is_listed_by_greeter_b() {
         list(b.http).await,
         (
             200,
-            json!({ "users": [{ "username": "ann", "password": "pw" }] })
+            json!({ "users": [{ "username": "ann", "password": "pw" }], "nextPageToken": "" })
         )
     );
     assert_eq!(register(b.http, "bob", "pw2").await.0, 200);
@@ -457,7 +461,7 @@ async fn a_user_registered_through_greeter_a_is_listed_by_greeter_b() {
             json!({ "users": [
                 { "username": "ann", "password": "pw" },
                 { "username": "bob", "password": "pw2" },
-            ] })
+            ], "nextPageToken": "" })
         )
     );
 }
@@ -571,7 +575,7 @@ async fn redis_killed_gives_503_with_the_documented_body_and_recovers_after_rest
         json!({ "users": [
             { "username": "ann", "password": "pw" },
             { "username": "bob", "password": "pw2" },
-        ] })
+        ], "nextPageToken": "" })
     );
 }
 

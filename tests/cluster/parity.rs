@@ -303,6 +303,6 @@ async fn the_postgres_schema_refuses_what_the_sqlite_schema_refuses() {
     let _again = postgres_store(&pg.url(), TIMEOUT).await.expect("again");
     assert_eq!(
         pg.psql("SELECT string_agg(version::text, ',') FROM token_auth.schema_migrations"),
-        "1"
+        "1,2"
     );
 }

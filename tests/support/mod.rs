@@ -8,6 +8,7 @@
 //! * [`disk`] — a small tmpfs to fill, for disk-full tests (root only).
 //! * [`alloc`] — a counting global allocator for the allocation tests.
 //! * [`greeter`] — start the greeter with a temporary SQLite file.
+//! * [`grpc`] — the one tonic client: unary calls by method path.
 //! * [`token_auth`] — start the token-auth service with a manual clock.
 //! * [`py`] — the Python tools of `tests/py-tools.sh` (prometheus_client).
 //! * [`servers`] — private PostgreSQL and Redis servers for the scale-out tests.
@@ -24,6 +25,7 @@ pub mod bin;
 pub mod disk;
 pub mod fake_provider;
 pub mod greeter;
+pub mod grpc;
 pub mod http;
 pub mod py;
 pub mod servers;
