@@ -7,7 +7,8 @@
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
 //! - [`path_params`]: a route's parameters, held as ranges of the path.
-//! - [`engine`]: Gin-style route registration, groups, dispatch, 404/405.
+//! - [`engine`]: Gin-style route registration and groups.
+//! - [`app`]: the frozen engine serving requests: dispatch, 404/405, early answers.
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
 //! - [`reply`]: handlers returning `Result`, whose error becomes the response.
 //! - [`log`]: the one log sink: buffered, drained off the runtime, never blocking.
@@ -17,6 +18,7 @@
 //!
 //! Nothing here knows about a service.
 
+pub mod app;
 pub mod bind;
 pub mod chain;
 pub mod clocks;
