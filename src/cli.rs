@@ -225,7 +225,7 @@ impl Args {
 
     /// Like [`parse`](Self::parse), also accepting the value-less
     /// `switches` (`--quiet`, `--trace`).
-    pub fn parse_with_switches(
+    pub(crate) fn parse_with_switches(
         args: impl IntoIterator<Item = String>,
         known: &[&str],
         switches: &[&str],

@@ -219,7 +219,7 @@ async fn pg(pool: &PgPool, timeout: Duration) -> Result<PgClient, Unavailable> {
 /// Whether `e` says the server (not the statement) is the problem: the
 /// connection is gone, the server is shutting down or starting, or out of
 /// resources. Such errors are answered 503, others 500.
-pub fn pg_is_unavailable(e: &tokio_postgres::Error) -> bool {
+pub(crate) fn pg_is_unavailable(e: &tokio_postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }
@@ -236,7 +236,7 @@ pub fn pg_is_unavailable(e: &tokio_postgres::Error) -> bool {
 }
 
 /// `e` as [`Unavailable`].
-pub fn pg_unavailable(e: &tokio_postgres::Error) -> Unavailable {
+pub(crate) fn pg_unavailable(e: &tokio_postgres::Error) -> Unavailable {
     Unavailable {
         server: Server::Postgres,
         reason: pg_detail(e),
@@ -245,7 +245,7 @@ pub fn pg_unavailable(e: &tokio_postgres::Error) -> Unavailable {
 
 /// The driver's message with the server's own text when there is one
 /// (tokio-postgres' `Display` says only "db error").
-pub fn pg_detail(e: &tokio_postgres::Error) -> String {
+pub(crate) fn pg_detail(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {}", db.code().code(), db.message()),
         None => match std::error::Error::source(e) {

@@ -287,7 +287,7 @@ fn into_response(c: Context) -> Response<Body> {
 
 /// A response with `body` serialized as JSON (`application/json`), for the
 /// answers given before any chain runs.
-pub fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
+pub(crate) fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
     // Serializing a plain struct or `Value` cannot fail; an empty object
     // is the fallback all the same.
     let text = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());

@@ -217,7 +217,7 @@ fn from_fields<T: DeserializeOwned>(
 
 /// Split `type/subtype; k=v; k2="v 2"` into the lower-cased media type and
 /// its parameters (quotes removed).
-pub fn split_media_type(value: &str) -> (String, Vec<(String, String)>) {
+pub(crate) fn split_media_type(value: &str) -> (String, Vec<(String, String)>) {
     let mut parts = value.split(';');
     let mime = parts.next().unwrap_or("").trim().to_ascii_lowercase();
     let params = parts

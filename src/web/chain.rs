@@ -58,7 +58,7 @@ impl Handler {
     }
 
     /// The same handler under `name`.
-    pub fn with_name(mut self, name: &'static str) -> Handler {
+    pub(crate) fn with_name(mut self, name: &'static str) -> Handler {
         self.name = Some(name);
         self
     }
@@ -246,18 +246,18 @@ impl Context {
     }
 
     /// Record the walk of the chain from now on (see [`Trace`]).
-    pub fn start_trace(&mut self) {
+    pub(crate) fn start_trace(&mut self) {
         let header = format!("{} {}", self.method, self.uri.path());
         self.trace = Some(Box::new(Trace::new(header, self.handlers.len())));
     }
 
     /// The recorded walk, if tracing was started.
-    pub fn take_trace(&mut self) -> Option<Box<Trace>> {
+    pub(crate) fn take_trace(&mut self) -> Option<Box<Trace>> {
         self.trace.take()
     }
 
     /// Whether this request's walk is being traced.
-    pub fn is_tracing(&self) -> bool {
+    pub(crate) fn is_tracing(&self) -> bool {
         self.trace.is_some()
     }
 
@@ -346,7 +346,7 @@ impl Context {
 
     /// The client's IP: the peer address. Forwarding headers are not
     /// trusted, because nothing here says which proxy may set them.
-    pub fn client_ip(&self) -> IpAddr {
+    pub(crate) fn client_ip(&self) -> IpAddr {
         self.remote.ip()
     }
 
@@ -362,7 +362,7 @@ impl Context {
 
     /// Like [`query`](Self::query), with `default` when the key is absent.
     /// A present but empty value is returned as is (Gin's `DefaultQuery`).
-    pub fn default_query(&self, name: &str, default: &str) -> String {
+    pub(crate) fn default_query(&self, name: &str, default: &str) -> String {
         self.query(name).unwrap_or_else(|| default.to_string())
     }
 
@@ -583,7 +583,7 @@ impl std::fmt::Display for Label<'_> {
 }
 
 /// Escape text for an HTML attribute or element.
-pub fn html_escape(s: &str) -> String {
+pub(crate) fn html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

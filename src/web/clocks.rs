@@ -89,7 +89,7 @@ impl Activity {
 
     /// A request head has arrived; the returned guard ends the request when
     /// dropped (attach it to the response body with [`Tracked`]).
-    pub fn request_started(self: &Arc<Self>, version: http::Version) -> InFlight {
+    pub(crate) fn request_started(self: &Arc<Self>, version: http::Version) -> InFlight {
         let mut st = self.lock();
         st.in_flight += 1;
         st.requests += 1;

@@ -28,7 +28,8 @@ use crate::web::path_params;
 use crate::web::router::{InsertError, Router};
 
 // The serving half's names, where the engine's users have always found them.
-pub use crate::web::app::{json_response, App, BodyTimeoutAnswer};
+pub(crate) use crate::web::app::json_response;
+pub use crate::web::app::{App, BodyTimeoutAnswer};
 
 /// Default request body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
@@ -141,7 +142,7 @@ impl Engine {
 
     /// The route table, one line per route in registration order, as Gin's
     /// debug mode prints it: `GET    /index --> 4 handlers (logger, …)`.
-    pub fn route_table(&self) -> Vec<String> {
+    pub(crate) fn route_table(&self) -> Vec<String> {
         self.routes
             .iter()
             .map(|(method, path, chain)| {

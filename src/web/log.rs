@@ -204,7 +204,7 @@ pub fn set_service_name(name: &'static str) {
 }
 
 /// The name set by [`set_service_name`], else `handwire`.
-pub fn service_name() -> &'static str {
+pub(crate) fn service_name() -> &'static str {
     SERVICE_NAME.get().copied().unwrap_or("handwire")
 }
 
@@ -251,7 +251,7 @@ pub fn message(tag: &str, args: std::fmt::Arguments<'_>) {
 /// Append `text` to `buf`, cut to at most `max` bytes (on a character
 /// boundary, marked with `…`), with control characters escaped so that user
 /// input cannot forge or break log lines.
-pub fn push_capped(buf: &mut Vec<u8>, text: &str, max: usize) {
+pub(crate) fn push_capped(buf: &mut Vec<u8>, text: &str, max: usize) {
     let mut used = 0;
     for ch in text.chars() {
         let len = if ch.is_control() { 4 } else { ch.len_utf8() };

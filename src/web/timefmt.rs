@@ -23,7 +23,7 @@ pub fn log_timestamp(t: SystemTime) -> String {
 
 /// Append [`log_timestamp`] of `t` to `buf`. The text changes once a
 /// second, so each thread keeps the last one and formats only on a new second.
-pub fn push_log_timestamp(buf: &mut Vec<u8>, t: SystemTime) {
+pub(crate) fn push_log_timestamp(buf: &mut Vec<u8>, t: SystemTime) {
     use std::cell::RefCell;
     thread_local! {
         static LAST: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
@@ -42,7 +42,7 @@ pub fn push_log_timestamp(buf: &mut Vec<u8>, t: SystemTime) {
 }
 
 /// Format Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
-pub fn rfc3339(unix: i64) -> String {
+pub(crate) fn rfc3339(unix: i64) -> String {
     let days = unix.div_euclid(86_400);
     let secs = unix.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);

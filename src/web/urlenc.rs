@@ -21,7 +21,7 @@ fn hex(b: u8) -> Option<u8> {
 /// `raw` when nothing was decoded, so callers allocate only for real escapes.
 /// The one unescaping loop of the crate: paths, queries, forms and
 /// `grpc-message` differ only in what they do with bytes that are not UTF-8.
-pub fn unescape(raw: &[u8], plus_is_space: bool) -> Cow<'_, [u8]> {
+pub(crate) fn unescape(raw: &[u8], plus_is_space: bool) -> Cow<'_, [u8]> {
     if !raw
         .iter()
         .any(|&b| b == b'%' || (plus_is_space && b == b'+'))
@@ -74,7 +74,7 @@ pub fn percent_decode(s: &str) -> Cow<'_, str> {
 }
 
 /// Decode a form or query component: `%XX` escapes and `+` as space.
-pub fn form_decode(s: &str) -> Cow<'_, str> {
+pub(crate) fn form_decode(s: &str) -> Cow<'_, str> {
     decode(s, true)
 }
 

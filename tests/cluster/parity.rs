@@ -18,9 +18,8 @@ use handwire::services::token_auth::clock::{Clock, ManualClock};
 use handwire::services::token_auth::cluster::{postgres_store, redis_state};
 use handwire::services::token_auth::config::Provider;
 use handwire::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
-use handwire::services::token_auth::oauth::state::{
-    Pending, StateStore, STATE_CAPACITY, STATE_TTL,
-};
+use handwire::services::token_auth::oauth::state::StateStore;
+use handwire::services::token_auth::pending::{Pending, STATE_CAPACITY, STATE_TTL};
 use handwire::services::token_auth::store::{
     NewUser, ProviderIdentity, Store, StoreError, NO_PASSWORD,
 };

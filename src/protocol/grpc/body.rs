@@ -97,12 +97,12 @@ fn grpc_response(body: Body) -> Response<Body> {
 }
 
 /// A successful unary response carrying one framed message.
-pub fn unary_response(framed: Bytes) -> Response<Body> {
+pub(crate) fn unary_response(framed: Bytes) -> Response<Body> {
     grpc_response(UnaryBody::new(framed).boxed_unsync())
 }
 
 /// A streaming response whose frames arrive through the returned sender.
-pub fn streaming_response(capacity: usize) -> (mpsc::Sender<Frame<Bytes>>, Response<Body>) {
+pub(crate) fn streaming_response(capacity: usize) -> (mpsc::Sender<Frame<Bytes>>, Response<Body>) {
     let (tx, body) = ChannelBody::channel(capacity);
     (tx, grpc_response(body.boxed_unsync()))
 }
@@ -117,7 +117,7 @@ pub fn trailers_only(status: &Status) -> Response<Body> {
 
 /// A response rejected at the HTTP level (wrong method or content-type):
 /// the HTTP status says why, and a gRPC status is added for gRPC clients.
-pub fn http_error(http_status: StatusCode, status: &Status) -> Response<Body> {
+pub(crate) fn http_error(http_status: StatusCode, status: &Status) -> Response<Body> {
     let mut response = Response::new(crate::types::empty());
     *response.status_mut() = http_status;
     status.write_to(response.headers_mut());

@@ -61,7 +61,7 @@ const CODES: [Code; 17] = [
 
 impl Code {
     /// The code for a `grpc-status` number; unknown numbers map to `Unknown`.
-    pub fn from_i32(n: i32) -> Code {
+    pub(crate) fn from_i32(n: i32) -> Code {
         usize::try_from(n)
             .ok()
             .and_then(|i| CODES.get(i).copied())
@@ -137,7 +137,7 @@ impl Status {
 
     /// Writes `grpc-status` and (when non-empty) `grpc-message` into
     /// `headers`; the message is capped at [`MAX_GRPC_MESSAGE`] encoded bytes.
-    pub fn write_to(&self, headers: &mut HeaderMap) {
+    pub(crate) fn write_to(&self, headers: &mut HeaderMap) {
         headers.insert("grpc-status", HeaderValue::from(self.code as u16));
         if !self.message.is_empty() {
             if let Ok(value) = HeaderValue::from_str(&capped_percent_encode(&self.message)) {
@@ -167,7 +167,7 @@ impl fmt::Display for Status {
 impl std::error::Error for Status {}
 
 /// Percent-encodes a `grpc-message` value as the gRPC HTTP/2 spec requires.
-pub fn percent_encode(text: &str) -> String {
+pub(crate) fn percent_encode(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for &b in text.as_bytes() {
         if (0x20..=0x7E).contains(&b) && b != b'%' {
@@ -184,7 +184,7 @@ pub const MAX_GRPC_MESSAGE: usize = 1024;
 
 /// `text` percent-encoded, cut so the result is at most [`MAX_GRPC_MESSAGE`]
 /// bytes: whole characters are kept while they and a final `…` fit.
-pub fn capped_percent_encode(text: &str) -> String {
+pub(crate) fn capped_percent_encode(text: &str) -> String {
     let encoded = percent_encode(text);
     if encoded.len() <= MAX_GRPC_MESSAGE {
         return encoded;

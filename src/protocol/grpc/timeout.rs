@@ -28,7 +28,7 @@ impl fmt::Display for TimeoutError {
 impl std::error::Error for TimeoutError {}
 
 /// Parses a `grpc-timeout` header value.
-pub fn parse_grpc_timeout(raw: &[u8]) -> Result<Duration, TimeoutError> {
+pub(crate) fn parse_grpc_timeout(raw: &[u8]) -> Result<Duration, TimeoutError> {
     let bad = || TimeoutError {
         value: String::from_utf8_lossy(raw).into_owned(),
     };
@@ -53,7 +53,10 @@ pub fn parse_grpc_timeout(raw: &[u8]) -> Result<Duration, TimeoutError> {
 }
 
 /// The deadline of a call: the smaller of the server's limit and the client's.
-pub fn effective_timeout(server: Option<Duration>, client: Option<Duration>) -> Option<Duration> {
+pub(crate) fn effective_timeout(
+    server: Option<Duration>,
+    client: Option<Duration>,
+) -> Option<Duration> {
     match (server, client) {
         (Some(s), Some(c)) => Some(s.min(c)),
         (s, c) => s.or(c),

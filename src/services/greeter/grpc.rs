@@ -29,7 +29,10 @@ pub const USER_LIST_GUARANTEED_USERS: usize = DEFAULT_MAX_MESSAGE_SIZE / biz::MA
 
 /// The `UserList` reply for `users`, or `RESOURCE_EXHAUSTED` when it would
 /// encode to more than `max` bytes.
-pub fn user_list_reply(users: Vec<biz::User>, max: usize) -> Result<UserListResponse, Status> {
+pub(crate) fn user_list_reply(
+    users: Vec<biz::User>,
+    max: usize,
+) -> Result<UserListResponse, Status> {
     let reply = UserListResponse {
         users: users
             .into_iter()
@@ -54,7 +57,7 @@ pub fn user_list_reply(users: Vec<biz::User>, max: usize) -> Result<UserListResp
 }
 
 /// Maps a use-case error to a gRPC status.
-pub fn status_of(e: biz::Error) -> Status {
+pub(crate) fn status_of(e: biz::Error) -> Status {
     let code = match e {
         biz::Error::InvalidArgument { .. } => Code::InvalidArgument,
         biz::Error::AlreadyExists { .. } => Code::AlreadyExists,

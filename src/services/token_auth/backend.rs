@@ -16,7 +16,7 @@
 //! refuses the request.
 
 use crate::services::token_auth::limiter::{Admission, FailureOutcome};
-use crate::services::token_auth::oauth::state::{Pending, StateError};
+use crate::services::token_auth::pending::{Pending, StateError};
 use crate::services::token_auth::store::{NewUser, ProviderIdentity, StoreError};
 use crate::services::token_auth::user::User;
 use crate::types::BoxFuture;

@@ -29,7 +29,7 @@
 //! one stops start-up instead of failing the first sign-in.
 
 use crate::config;
-use crate::services::token_auth::oauth::trust::{self, TrustError};
+use crate::services::token_auth::trust::{self, TrustError};
 use rustls::RootCertStore;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -59,7 +59,7 @@ impl Provider {
     }
 
     /// Parse a path segment.
-    pub fn from_name(name: &str) -> Option<Provider> {
+    pub(crate) fn from_name(name: &str) -> Option<Provider> {
         match name {
             "wechat" => Some(Provider::Wechat),
             "google" => Some(Provider::Google),
@@ -103,7 +103,7 @@ impl ProviderConfig {
     /// The roots this provider's `https://` endpoints are checked against:
     /// the built-in ones plus those of `ca_file`. Errors name the key, e.g.
     /// `oauth.github.ca_file: cannot read …`.
-    pub fn trusted_roots(&self, provider: Provider) -> Result<RootCertStore, ConfigError> {
+    pub(crate) fn trusted_roots(&self, provider: Provider) -> Result<RootCertStore, ConfigError> {
         trust::roots(self.ca_file.as_deref()).map_err(|source| ConfigError::CaFile {
             key: format!("oauth.{provider}.ca_file"),
             source,

@@ -6,7 +6,8 @@
 
 use crate::services::token_auth::backend::{Accounts, LoginLimits, PendingSignIns, Revocations};
 use crate::services::token_auth::limiter::{Admission, FailureOutcome, LoginLimiter};
-use crate::services::token_auth::oauth::state::{Pending, StateError, StateStore};
+use crate::services::token_auth::oauth::state::StateStore;
+use crate::services::token_auth::pending::{Pending, StateError};
 use crate::services::token_auth::store::{NewUser, ProviderIdentity, Store, StoreError};
 use crate::services::token_auth::user::User;
 use crate::types::BoxFuture;

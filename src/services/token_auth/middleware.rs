@@ -183,7 +183,7 @@ fn unauthorized(c: &mut Context, message: &str, token_was_sent: bool) {
 
 /// The token of an `Authorization: Bearer <token>` header. The scheme is
 /// matched exactly: `Bearer`, one space, a token.
-pub fn bearer_token(c: &Context) -> Option<&str> {
+pub(crate) fn bearer_token(c: &Context) -> Option<&str> {
     let value = c.header("authorization")?;
     let token = value.strip_prefix("Bearer ")?;
     (!token.is_empty()).then_some(token)

@@ -12,7 +12,9 @@
 //! - [`blacklist`]: revoked token ids and their pruning.
 //! - [`limiter`]: login rate limits, captcha hint, account lock-out.
 //! - [`register_limiter`]: registrations per client IP.
+//! - [`trust`]: the root certificates an identity provider is checked against.
 //! - [`config`]: the `--config` YAML (identity providers).
+//! - [`pending`]: a pending OAuth sign-in (state, provider, PKCE verifier).
 //! - [`oauth`]: the authorization-code flow with PKCE and sealed tokens.
 //! - [`backend`]: the storage seam, one trait per kind of state (users and
 //!   bindings, blacklist, login limits, pending sign-ins).
@@ -49,9 +51,11 @@ pub mod local;
 pub mod middleware;
 pub mod oauth;
 pub mod passwords;
+pub mod pending;
 pub mod register_limiter;
 pub mod routes;
 pub mod service;
 pub mod store;
 pub mod tokens;
+pub mod trust;
 pub mod user;

@@ -23,9 +23,9 @@ use crate::services::token_auth::middleware::{
     authenticate, claims, fail, require_role, ApiError, ANY_ROLE, NOT_LOGGED_IN, STORE_UNAVAILABLE,
     TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
 };
-use crate::services::token_auth::oauth::state::StateError;
 use crate::services::token_auth::oauth::{Callback, OAuthError};
 use crate::services::token_auth::passwords::Passwords;
+use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::service::AuthService;
 use crate::services::token_auth::store::{NewUser, StoreError};
 use crate::services::token_auth::tokens::{Claims, TokenKind};

@@ -17,9 +17,10 @@ use crate::services::token_auth::clock::{Clock, SystemClock};
 use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
 use crate::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
 use crate::services::token_auth::oauth::cipher::{CipherError, TokenCipher, ENC_KEY_VAR};
-use crate::services::token_auth::oauth::state::{StateStore, STATE_CAPACITY};
+use crate::services::token_auth::oauth::state::StateStore;
 use crate::services::token_auth::oauth::OAuth;
 use crate::services::token_auth::passwords::{PasswordError, Passwords, DEFAULT_COST};
+use crate::services::token_auth::pending::STATE_CAPACITY;
 use crate::services::token_auth::register_limiter::{RegisterLimiter, RegisterPolicy};
 use crate::services::token_auth::store::{Store, StoreError};
 use crate::services::token_auth::tokens::{TokenError, Tokens};
@@ -320,7 +321,10 @@ impl AuthService {
     }
 
     /// The service over `backends`.
-    pub fn assemble(settings: Settings, backends: Backends) -> Result<AuthService, SetupError> {
+    pub(crate) fn assemble(
+        settings: Settings,
+        backends: Backends,
+    ) -> Result<AuthService, SetupError> {
         let clock = settings.clock;
         let tokens =
             Tokens::new(&settings.secret, Arc::clone(&clock)).map_err(SetupError::Secret)?;

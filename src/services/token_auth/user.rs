@@ -159,7 +159,7 @@ pub fn check_username(username: &str) -> Result<(), UserError> {
 
 /// Check an email address: at most 100 characters, one `@` with text on
 /// both sides, no whitespace. Deliverability is not this service's business.
-pub fn check_email(email: &str) -> Result<(), UserError> {
+pub(crate) fn check_email(email: &str) -> Result<(), UserError> {
     if email.chars().count() > EMAIL_MAX {
         return Err(UserError::EmailTooLong);
     }

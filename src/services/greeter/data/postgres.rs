@@ -220,7 +220,7 @@ impl UserRepo for PgStore {
 
 /// `url` without its password, for the start-up line:
 /// `user@host:port/database`.
-pub fn describe(url: &str) -> String {
+pub(crate) fn describe(url: &str) -> String {
     let Ok(config) = url.parse::<tokio_postgres::Config>() else {
         return "(unparsable connection string)".into();
     };

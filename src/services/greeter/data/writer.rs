@@ -95,7 +95,7 @@ pub struct Counters {
 
 impl Counters {
     /// Counts one write handed to the queue.
-    pub fn submitted(&self) {
+    pub(crate) fn submitted(&self) {
         self.submitted.fetch_add(1, Ordering::Relaxed);
     }
 

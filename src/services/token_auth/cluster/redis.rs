@@ -28,7 +28,7 @@ use crate::services::token_auth::config::Provider;
 use crate::services::token_auth::limiter::{
     ip_key, user_key, Admission, FailureOutcome, LimitPolicy,
 };
-use crate::services::token_auth::oauth::state::{Pending, StateError, STATE_CAPACITY, STATE_TTL};
+use crate::services::token_auth::pending::{Pending, StateError, STATE_CAPACITY, STATE_TTL};
 use crate::services::token_auth::store::StoreError;
 use crate::types::BoxFuture;
 use redis::Script;

@@ -67,7 +67,7 @@ impl fmt::Debug for TokenCipher {
 
 impl TokenCipher {
     /// A cipher with the key given as 64 hex digits.
-    pub fn from_hex(hex: &str) -> Result<TokenCipher, CipherError> {
+    pub(crate) fn from_hex(hex: &str) -> Result<TokenCipher, CipherError> {
         let hex = hex.trim();
         if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(CipherError::BadKey);

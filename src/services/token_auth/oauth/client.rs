@@ -2,7 +2,7 @@
 //!
 //! Built on hyper-util's pooled client with a rustls connector: `https://`
 //! endpoints are certificate-checked against the roots the provider's config
-//! trusts (see [`super::trust`]) and negotiate HTTP/2 or HTTP/1.1 by ALPN;
+//! trusts (see [`crate::services::token_auth::trust`]) and negotiate HTTP/2 or HTTP/1.1 by ALPN;
 //! plain `http://` stays possible for local providers. A refused certificate
 //! is its own error, [`ProviderError::Untrusted`], so the log says what to fix.
 //!

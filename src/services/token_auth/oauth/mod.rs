@@ -16,16 +16,15 @@ pub mod client;
 pub mod form;
 pub mod pkce;
 pub mod state;
-pub mod trust;
 
 use crate::services::token_auth::backend::PendingSignIns;
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
+use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::store::ProviderIdentity;
 use cipher::{CipherError, TokenCipher};
 use client::{ProviderClient, ProviderError};
 use sha2::{Digest, Sha256};
-use state::StateError;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;

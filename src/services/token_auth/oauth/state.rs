@@ -11,41 +11,11 @@
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::Provider;
 use crate::services::token_auth::oauth::pkce::Pkce;
+use crate::services::token_auth::pending::{Pending, StateError, STATE_TTL};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-/// How long a sign-in may take, seconds.
-pub const STATE_TTL: u64 = 10 * 60;
-/// Most sign-ins pending at once.
-pub const STATE_CAPACITY: usize = 10_000;
-
-/// What is remembered about a sign-in between redirect and callback.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pending {
-    /// The provider the user was sent to.
-    pub provider: Provider,
-    /// PKCE verifier for the token exchange.
-    pub code_verifier: String,
-    issued_at: u64,
-}
-
-impl Pending {
-    /// A sign-in with `provider` and PKCE `code_verifier`, begun at `issued_at`.
-    pub fn new(provider: Provider, code_verifier: String, issued_at: u64) -> Pending {
-        Pending {
-            provider,
-            code_verifier,
-            issued_at,
-        }
-    }
-
-    /// When the sign-in began, Unix seconds.
-    pub fn issued_at(&self) -> u64 {
-        self.issued_at
-    }
-}
 
 /// A new sign-in with `provider` begun at `now`: the random `state` (256
 /// bits), what to remember under it, and what goes into the authorization
@@ -73,29 +43,6 @@ pub struct Started {
     /// The PKCE challenge for the authorization request.
     pub code_challenge: String,
 }
-
-/// Why a sign-in could not be started or looked up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StateError {
-    /// Too many sign-ins are pending.
-    Full,
-    /// The OS random source failed.
-    Random(String),
-    /// The shared store of pending sign-ins did not answer (HTTP 503).
-    Unavailable(String),
-}
-
-impl std::fmt::Display for StateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StateError::Full => write!(f, "too many sign-ins in progress, try again later"),
-            StateError::Random(e) => write!(f, "cannot read OS randomness: {e}"),
-            StateError::Unavailable(e) => write!(f, "pending sign-ins unavailable: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for StateError {}
 
 /// The pending sign-ins of one server process.
 pub struct StateStore {
@@ -128,7 +75,7 @@ impl StateStore {
         let now = self.clock.now();
         let mut map = self.lock();
         if map.len() >= self.capacity {
-            map.retain(|_, p| p.issued_at + STATE_TTL > now);
+            map.retain(|_, p| p.issued_at() + STATE_TTL > now);
             if map.len() >= self.capacity {
                 return Err(StateError::Full);
             }
@@ -141,13 +88,13 @@ impl StateStore {
     /// gone afterwards in every case.
     pub fn take(&self, state: &str) -> Option<Pending> {
         let pending = self.lock().remove(state)?;
-        (pending.issued_at + STATE_TTL > self.clock.now()).then_some(pending)
+        (pending.issued_at() + STATE_TTL > self.clock.now()).then_some(pending)
     }
 
     /// Drop expired sign-ins.
     pub fn prune(&self) {
         let now = self.clock.now();
-        self.lock().retain(|_, p| p.issued_at + STATE_TTL > now);
+        self.lock().retain(|_, p| p.issued_at() + STATE_TTL > now);
     }
 
     /// How many sign-ins are pending.

@@ -58,7 +58,7 @@ impl std::error::Error for TrustError {
 }
 
 /// Mozilla's root certificates, as compiled into this binary.
-pub fn builtin_roots() -> RootCertStore {
+pub(crate) fn builtin_roots() -> RootCertStore {
     RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     }

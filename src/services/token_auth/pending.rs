@@ -1,0 +1,63 @@
+//! A pending OAuth sign-in as the storage seam sees it: what is kept under a
+//! `state` between the redirect to the provider and the callback, and why
+//! keeping it can fail.
+//!
+//! These types sit below both [`super::backend`] (the `PendingSignIns`
+//! trait, with its memory and Redis sides) and [`super::oauth`] (which
+//! starts and completes sign-ins), so neither imports the other for them.
+
+use crate::services::token_auth::config::Provider;
+
+/// How long a sign-in may take, seconds.
+pub const STATE_TTL: u64 = 10 * 60;
+/// Most sign-ins pending at once.
+pub const STATE_CAPACITY: usize = 10_000;
+
+/// What is remembered about a sign-in between redirect and callback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// The provider the user was sent to.
+    pub provider: Provider,
+    /// PKCE verifier for the token exchange.
+    pub code_verifier: String,
+    issued_at: u64,
+}
+
+impl Pending {
+    /// A sign-in with `provider` and PKCE `code_verifier`, begun at `issued_at`.
+    pub fn new(provider: Provider, code_verifier: String, issued_at: u64) -> Pending {
+        Pending {
+            provider,
+            code_verifier,
+            issued_at,
+        }
+    }
+
+    /// When the sign-in began, Unix seconds.
+    pub fn issued_at(&self) -> u64 {
+        self.issued_at
+    }
+}
+
+/// Why a sign-in could not be started or looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateError {
+    /// Too many sign-ins are pending.
+    Full,
+    /// The OS random source failed.
+    Random(String),
+    /// The shared store of pending sign-ins did not answer (HTTP 503).
+    Unavailable(String),
+}
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateError::Full => write!(f, "too many sign-ins in progress, try again later"),
+            StateError::Random(e) => write!(f, "cannot read OS randomness: {e}"),
+            StateError::Unavailable(e) => write!(f, "pending sign-ins unavailable: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StateError {}
