@@ -176,7 +176,7 @@ impl Engine {
         }
     }
 
-    /// Trace every request's walk of its chain (see [`crate::web::chain::Trace`])
+    /// Trace every request's walk of its chain (see [`crate::web::trace::Trace`])
     /// to the log sink. Off by default; when off it costs one branch per
     /// handler.
     pub fn trace(&mut self, on: bool) {

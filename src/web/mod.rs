@@ -6,6 +6,7 @@
 //! - [`clocks`]: one connection's header and idle time-outs.
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
+//! - [`trace`]: the chain trace of `--trace`.
 //! - [`path_params`]: a route's parameters, held as ranges of the path.
 //! - [`engine`]: Gin-style route registration and groups.
 //! - [`app`]: the frozen engine serving requests: dispatch, 404/405, early answers.
@@ -30,4 +31,5 @@ pub mod reply;
 pub mod router;
 pub mod server;
 pub mod timefmt;
+pub mod trace;
 pub mod urlenc;
