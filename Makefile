@@ -59,7 +59,7 @@ test:
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
 	@$(MAKE) --no-print-directory test-grpcurl
-	@skipped="the scale-out suites (feature cluster, need postgresql + redis-server: make test-cluster)"; \
+	@skipped="the scale-out suites (not part of make test: make test-cluster runs them, with postgresql and redis-server)"; \
 	if [ -z "$${GRPCURL:-}" ] && ! command -v grpcurl >/dev/null 2>&1; then \
 		skipped="tests/grpcurl.sh (grpcurl not on PATH: make grpcurl); $$skipped"; \
 	fi; \

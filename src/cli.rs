@@ -71,7 +71,8 @@ pub struct Usage {
     /// One line: what it is.
     pub about: &'static str,
     /// The command lines it takes, without the program name
-    /// (`[--addr HOST:PORT] [--quiet]`).
+    /// (`[--addr HOST:PORT] [--quiet]`); a line starting with a space
+    /// continues the one before.
     pub synopsis: &'static [&'static str],
     /// Every option.
     pub flags: &'static [Flag],
@@ -84,7 +85,12 @@ pub struct Usage {
 pub fn help(usage: &Usage) -> String {
     let mut out = format!("{}: {}\n\nusage:\n", usage.program, usage.about);
     for line in usage.synopsis {
-        out.push_str(&format!("  {} {line}\n", usage.program));
+        // A line starting with a space continues the one before it.
+        let program = match line.strip_prefix(' ') {
+            Some(_) => " ".repeat(usage.program.len()),
+            None => usage.program.to_string(),
+        };
+        out.push_str(&format!("  {program} {}\n", line.trim_start()));
     }
     let column = |left: &str, help: &str, default: Option<&str>| {
         let default = default

@@ -43,7 +43,7 @@ const USAGE: Usage = Usage {
     about: "the token authentication service (Area C)",
     synopsis: &[
         "[--addr HOST:PORT] [--db PATH|postgres://…] [--redis redis://…] [--shared-timeout DURATION]",
-        "    [--config PATH] [--shutdown-grace DURATION] [--quiet] [--trace]",
+        " [--config PATH] [--shutdown-grace DURATION] [--quiet] [--trace]",
         "create-admin --username NAME [--db PATH|postgres://…]   (password read from stdin)",
     ],
     flags: &[

@@ -29,6 +29,7 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 
 use crate::types::BoxFuture;
 use crate::web::path_params::PathParams;
+use crate::web::trace::Trace;
 use crate::web::urlenc;
 
 /// The function inside a [`Handler`].
@@ -201,7 +202,10 @@ impl Context {
     pub fn next(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             if let Some(t) = &mut self.trace {
-                t.next_called(self.index, &self.handlers);
+                let at = usize::try_from(self.index).ok();
+                if let Some(h) = at.and_then(|i| self.handlers.get(i)) {
+                    t.next_called(self.index, h.name());
+                }
             }
             self.index += 1;
             let handlers = self.handlers.clone();
@@ -222,12 +226,12 @@ impl Context {
     async fn traced(&mut self, h: &Handler) {
         let index = self.index;
         if let Some(t) = &mut self.trace {
-            t.enter(index, h);
+            t.enter(index, h.name());
         }
         h.call(self).await;
         let aborted = self.is_aborted();
         if let Some(t) = &mut self.trace {
-            t.exit(index, h, aborted);
+            t.exit(index, h.name(), aborted);
         }
     }
 
@@ -236,7 +240,8 @@ impl Context {
     pub fn abort(&mut self) {
         let first = !self.index_is_aborted();
         if let (Some(t), true) = (&mut self.trace, first) {
-            t.abort_called(self.index, &self.handlers);
+            let names: Vec<_> = self.handlers.iter().map(Handler::name).collect();
+            t.abort_called(self.index, &names);
         }
         self.index = ABORT_INDEX;
     }
@@ -268,7 +273,7 @@ impl Context {
     pub fn hold_after_trace(&mut self, line: Vec<u8>) -> Option<Vec<u8>> {
         match &mut self.trace {
             Some(t) => {
-                t.held.extend_from_slice(&line);
+                t.hold(&line);
                 None
             }
             None => Some(line),
@@ -462,122 +467,6 @@ impl Context {
         } else {
             self.status(status);
             self.response.written = true;
-        }
-    }
-}
-
-/// The walk of one request's chain, for people studying the mechanics:
-/// each handler's enter and exit with its index and name, where `next()` was
-/// called and where `abort()` stopped the chain. Nesting is indentation, so
-/// a Next chain (each handler inside the one before) and a chain stopped by
-/// Abort look different at a glance:
-///
-/// ```text
-/// GET /index (4 handlers)
-///   enter 0 logger
-///     0 logger: next()
-///     enter 1 recovery
-///       1 recovery: next()
-///       enter 2 token_check
-///         2 token_check: abort() (3 index_handler will not run)
-///       exit  2 token_check [aborted]
-///     exit  1 recovery [aborted]
-///   exit  0 logger [aborted]
-/// => 403
-/// ```
-pub struct Trace {
-    text: String,
-    depth: usize,
-    /// Log lines to write after the trace ([`Context::hold_after_trace`]).
-    held: Vec<u8>,
-}
-
-impl Trace {
-    fn new(header: String, len: usize) -> Trace {
-        let mut text = header;
-        text.push_str(&format!(" ({len} handlers)"));
-        Trace {
-            text,
-            depth: 1,
-            held: Vec::new(),
-        }
-    }
-
-    fn line(&mut self, args: std::fmt::Arguments<'_>) {
-        use std::fmt::Write;
-        self.text.push('\n');
-        for _ in 0..self.depth {
-            self.text.push_str("  ");
-        }
-        let _ = self.text.write_fmt(args);
-    }
-
-    fn enter(&mut self, index: isize, h: &Handler) {
-        self.line(format_args!("enter {}", Label(index, h)));
-        self.depth += 1;
-    }
-
-    fn exit(&mut self, index: isize, h: &Handler, aborted: bool) {
-        self.depth = self.depth.saturating_sub(1);
-        let mark = if aborted { " [aborted]" } else { "" };
-        self.line(format_args!("exit  {}{mark}", Label(index, h)));
-    }
-
-    fn next_called(&mut self, index: isize, handlers: &[Handler]) {
-        if let Some(h) = usize::try_from(index).ok().and_then(|i| handlers.get(i)) {
-            self.line(format_args!("{}: next()", Label(index, h)));
-        }
-    }
-
-    fn abort_called(&mut self, index: isize, handlers: &[Handler]) {
-        let skipped: Vec<String> = usize::try_from(index + 1)
-            .map(|from| {
-                handlers
-                    .iter()
-                    .enumerate()
-                    .skip(from)
-                    .map(|(i, h)| Label(i as isize, h).to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let who = usize::try_from(index)
-            .ok()
-            .and_then(|i| handlers.get(i))
-            .map(|h| Label(index, h).to_string())
-            .unwrap_or_else(|| "engine".into());
-        let rest = if skipped.is_empty() {
-            String::from("nothing left to skip")
-        } else {
-            format!("{} will not run", skipped.join(", "))
-        };
-        self.line(format_args!("{who}: abort() ({rest})"));
-    }
-
-    /// Close the trace with the status the chain answered.
-    pub fn finish(&mut self, status: StatusCode) {
-        self.depth = 0;
-        self.line(format_args!("=> {}", status.as_u16()));
-    }
-
-    /// The trace as text, one step per line.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// The log lines held to follow the trace (the request log line).
-    pub fn held(&self) -> &[u8] {
-        &self.held
-    }
-}
-
-/// A handler as the trace shows it: `2 token_check`, or `#2` unnamed.
-struct Label<'h>(isize, &'h Handler);
-
-impl std::fmt::Display for Label<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.1.name() {
-            Some(name) => write!(f, "{} {name}", self.0),
-            None => write!(f, "#{}", self.0),
         }
     }
 }

@@ -7,8 +7,10 @@
 //! - [`clocks`]: one connection's header and idle time-outs.
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
+//! - [`trace`]: the chain trace of `--trace`.
 //! - [`path_params`]: a route's parameters, held as ranges of the path.
-//! - [`engine`]: Gin-style route registration, groups, dispatch, 404/405.
+//! - [`engine`]: Gin-style route registration and groups.
+//! - [`app`]: the frozen engine serving requests: dispatch, 404/405, early answers.
 //! - [`health`]: `GET /healthz` (liveness) and `GET /readyz` (readiness).
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
 //! - [`reply`]: handlers returning `Result`, whose error becomes the response.
@@ -22,6 +24,7 @@
 //!
 //! Nothing here knows about a service.
 
+pub mod app;
 pub mod bind;
 pub mod budget;
 pub mod chain;
@@ -38,4 +41,5 @@ pub mod reply;
 pub mod router;
 pub mod server;
 pub mod timefmt;
+pub mod trace;
 pub mod urlenc;
