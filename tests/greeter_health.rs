@@ -6,10 +6,12 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use handwire::protocol::grpc::health::{
-    HealthCheckRequest, HealthCheckResponse, HealthListRequest, HealthListResponse, ServingStatus,
+    Health, HealthCheckRequest, HealthCheckResponse, HealthListRequest, HealthListResponse,
+    ServingStatus,
 };
 use handwire::protocol::grpc::reflection::{
     MessageRequest, MessageResponse, ServerReflectionRequest, ServerReflectionResponse,
@@ -157,6 +159,28 @@ async fn draining_turns_every_status_not_serving_before_the_listeners_close() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(closed, "the gRPC listener closed after draining began");
+}
+
+#[tokio::test]
+async fn a_watch_ends_with_ok_at_its_maximum_age_and_the_client_may_watch_again() {
+    let mut b = handwire::protocol::grpc::Server::builder(Default::default());
+    Arc::new(Health::with_watch_max_age(Duration::from_millis(300))).register(&mut b);
+    let opts = handwire::web::server::Options {
+        http1: false,
+        ..Default::default()
+    };
+    let srv = support::app::start_with(Arc::new(b.build()), opts).await;
+    for _ in 0..2 {
+        let t0 = Instant::now();
+        let mut stream = watch(srv.addr, "").await;
+        assert_eq!(next(&mut stream).await, Some(ServingStatus::Serving));
+        assert_eq!(next(&mut stream).await, None, "ended with OK");
+        let lasted = t0.elapsed();
+        assert!(
+            lasted >= Duration::from_millis(250) && lasted < Duration::from_secs(3),
+            "{lasted:?}"
+        );
+    }
 }
 
 #[tokio::test]
