@@ -274,3 +274,39 @@ async fn token_auth_healthz_is_ok_and_readyz_turns_503_when_draining() {
         "liveness does not follow draining"
     );
 }
+
+#[tokio::test]
+async fn sigterm_to_the_greeter_binary_sends_not_serving_to_watchers_then_it_exits() {
+    let dir = support::greeter::TempDir::new("health-sigterm");
+    let db = dir.0.join("greeter.db");
+    let config = dir.0.join("config.yaml");
+    let text = support::greeter::config_text(&db.display().to_string(), "1s", "1s");
+    std::fs::write(&config, text).unwrap();
+    let config = config.display().to_string();
+    let (mut child, addrs) = support::bin::spawn_draining(
+        env!("CARGO_BIN_EXE_greeter"),
+        &["--config", &config],
+        &[("GREETER_SHUTDOWN_GRACE", "5s")],
+        2,
+    );
+    let grpc = addrs[1];
+    let mut stream = watch(grpc, "helloworld.v1.Greeter").await;
+    assert_eq!(next(&mut stream).await, Some(ServingStatus::Serving));
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    assert_eq!(next(&mut stream).await, Some(ServingStatus::NotServing));
+    assert_eq!(next(&mut stream).await, None, "the Watch ends with OK");
+    // With its last stream ended, the greeter exits well within its grace.
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(4), "still running");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(status.success(), "{status:?}");
+}
