@@ -6,10 +6,12 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use handwire::protocol::grpc::health::{
-    HealthCheckRequest, HealthCheckResponse, HealthListRequest, HealthListResponse, ServingStatus,
+    Health, HealthCheckRequest, HealthCheckResponse, HealthListRequest, HealthListResponse,
+    ServingStatus,
 };
 use handwire::protocol::grpc::reflection::{
     MessageRequest, MessageResponse, ServerReflectionRequest, ServerReflectionResponse,
@@ -160,6 +162,28 @@ async fn draining_turns_every_status_not_serving_before_the_listeners_close() {
 }
 
 #[tokio::test]
+async fn a_watch_ends_with_ok_at_its_maximum_age_and_the_client_may_watch_again() {
+    let mut b = handwire::protocol::grpc::Server::builder(Default::default());
+    Arc::new(Health::with_watch_max_age(Duration::from_millis(300))).register(&mut b);
+    let opts = handwire::web::server::Options {
+        http1: false,
+        ..Default::default()
+    };
+    let srv = support::app::start_with(Arc::new(b.build()), opts).await;
+    for _ in 0..2 {
+        let t0 = Instant::now();
+        let mut stream = watch(srv.addr, "").await;
+        assert_eq!(next(&mut stream).await, Some(ServingStatus::Serving));
+        assert_eq!(next(&mut stream).await, None, "ended with OK");
+        let lasted = t0.elapsed();
+        assert!(
+            lasted >= Duration::from_millis(250) && lasted < Duration::from_secs(3),
+            "{lasted:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn reflection_lists_the_health_service_and_serves_its_file() {
     let g = start().await;
     let mut grpc = client(g.grpc).await;
@@ -249,4 +273,40 @@ async fn token_auth_healthz_is_ok_and_readyz_turns_503_when_draining() {
         StatusCode::OK,
         "liveness does not follow draining"
     );
+}
+
+#[tokio::test]
+async fn sigterm_to_the_greeter_binary_sends_not_serving_to_watchers_then_it_exits() {
+    let dir = support::greeter::TempDir::new("health-sigterm");
+    let db = dir.0.join("greeter.db");
+    let config = dir.0.join("config.yaml");
+    let text = support::greeter::config_text(&db.display().to_string(), "1s", "1s");
+    std::fs::write(&config, text).unwrap();
+    let config = config.display().to_string();
+    let (mut child, addrs) = support::bin::spawn_draining(
+        env!("CARGO_BIN_EXE_greeter"),
+        &["--config", &config],
+        &[("GREETER_SHUTDOWN_GRACE", "5s")],
+        2,
+    );
+    let grpc = addrs[1];
+    let mut stream = watch(grpc, "helloworld.v1.Greeter").await;
+    assert_eq!(next(&mut stream).await, Some(ServingStatus::Serving));
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    assert_eq!(next(&mut stream).await, Some(ServingStatus::NotServing));
+    assert_eq!(next(&mut stream).await, None, "the Watch ends with OK");
+    // With its last stream ended, the greeter exits well within its grace.
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(4), "still running");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(status.success(), "{status:?}");
 }

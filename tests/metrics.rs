@@ -204,6 +204,12 @@ async fn ten_thousand_distinct_paths_add_no_series_to_the_metrics_body() {
 }
 
 async fn say_hello(addr: SocketAddr, name: &str) -> HelloReply {
+    call(addr, "/helloworld.v1.Greeter/SayHello", name)
+        .await
+        .unwrap()
+}
+
+async fn call(addr: SocketAddr, path: &str, name: &str) -> Result<HelloReply, tonic::Status> {
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
@@ -211,13 +217,12 @@ async fn say_hello(addr: SocketAddr, name: &str) -> HelloReply {
         .unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
     grpc.ready().await.unwrap();
-    let path = http::uri::PathAndQuery::from_static("/helloworld.v1.Greeter/SayHello");
+    let path = http::uri::PathAndQuery::try_from(path).unwrap();
     let codec = tonic_prost::ProstCodec::<HelloRequest, HelloReply>::default();
     let req = HelloRequest { name: name.into() };
     grpc.unary(tonic::Request::new(req), path, codec)
         .await
-        .unwrap()
-        .into_inner()
+        .map(|r| r.into_inner())
 }
 
 #[tokio::test]
@@ -243,6 +248,12 @@ async fn the_greeter_counts_grpc_calls_by_method_and_its_group_commit_batches() 
         )
         .await;
         assert_eq!(reply.status, http::StatusCode::OK);
+    }
+    // Unknown methods share one series, whatever their names.
+    for n in 0..4 {
+        let path = format!("/helloworld.v1.Greeter/NoSuchMethod{n}");
+        let err = call(g.grpc, &path, "x").await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::Unimplemented);
     }
     let text = metrics_text(g.http).await;
     let s = Samples::parse(&python, &text);
@@ -274,6 +285,21 @@ async fn the_greeter_counts_grpc_calls_by_method_and_its_group_commit_batches() 
         s.value("greeter_store_batch_size_sum", &[]),
         Some(5.0),
         "{text}"
+    );
+    let unmatched = [
+        ("kind", "grpc"),
+        ("operation", "unmatched"),
+        ("code", "12"),
+        ("reason", "UNIMPLEMENTED"),
+    ];
+    assert_eq!(
+        s.value("server_requests_code_total", &unmatched),
+        Some(4.0),
+        "{text}"
+    );
+    assert!(
+        !text.contains("NoSuchMethod"),
+        "raw paths never become labels"
     );
     let grpc_open = s.value("server_connections", &[("kind", "grpc")]);
     assert!(grpc_open.is_some(), "{text}");

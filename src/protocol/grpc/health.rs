@@ -23,9 +23,10 @@
 //! stream ends when its client resets it or the connection closes (the
 //! handler waits on [`Sink::closed`] as well as on changes, so nothing is
 //! held for a client that is gone). A live client is not held forever
-//! either: a `Watch` ends with OK after [`Health::watch_max_age`] (default
-//! [`DEFAULT_WATCH_MAX_AGE`]), and the protocol tells clients to start a
-//! new one after any status, OK included.
+//! either: a `Watch` ends with OK [`Health::watch_max_age`] (default
+//! [`DEFAULT_WATCH_MAX_AGE`]) after the call began, request or no request,
+//! and the protocol tells clients to start a new one after any status, OK
+//! included.
 //!
 //! The shipped `proto/grpc/health/v1/health.proto` is the upstream text.
 //! Its descriptor (for reflection) is built here by hand, because it uses a
@@ -206,7 +207,7 @@ impl Health {
     }
 
     /// A receiver of the status of `service` (SERVICE_UNKNOWN until set).
-    fn subscribe(self: &Arc<Self>, service: &str) -> Subscription {
+    fn subscribe(&self, service: &str) -> Subscription<'_> {
         let mut st = self.lock();
         let current = st
             .statuses
@@ -220,20 +221,28 @@ impl Health {
             .subscribe();
         Subscription {
             rx: Some(rx),
-            health: self.clone(),
+            health: self,
             service: service.to_owned(),
         }
     }
 
     /// `Watch`: the current status now, then each change, until the client
     /// goes, the server shuts down or the stream reaches its maximum age.
-    async fn watch(self: Arc<Self>, mut requests: Streaming, sink: Sink) -> Result<(), Status> {
+    async fn watch(self: Arc<Self>, requests: Streaming, sink: Sink) -> Result<(), Status> {
+        // The age counts from the call's start, so a client that opens a
+        // Watch and never sends its request is let go at the same moment.
+        let max_age = self.watch_max_age;
+        tokio::time::timeout(max_age, self.send_statuses(requests, &sink))
+            .await
+            .unwrap_or(Ok(()))
+    }
+
+    /// The body of `Watch`, without its maximum age.
+    async fn send_statuses(&self, mut requests: Streaming, sink: &Sink) -> Result<(), Status> {
         let request: HealthCheckRequest = requests.decode().await?.ok_or_else(|| {
             Status::unimplemented("Watch carried no request message (expected exactly one)")
         })?;
         let mut sub = self.subscribe(&request.service);
-        let age = tokio::time::sleep(self.watch_max_age);
-        tokio::pin!(age);
         let mut last = None;
         loop {
             let status = *sub.rx().borrow_and_update();
@@ -253,7 +262,6 @@ impl Health {
                 _ = sink.closed() => {
                     return Err(Status::new(Code::Cancelled, "client closed the stream"));
                 }
-                _ = &mut age => return Ok(()),
             }
         }
     }
@@ -306,19 +314,19 @@ impl State {
 
 /// One watcher's receiver; dropping it removes the service's channel when
 /// it was the last.
-struct Subscription {
+struct Subscription<'h> {
     rx: Option<watch::Receiver<ServingStatus>>,
-    health: Arc<Health>,
+    health: &'h Health,
     service: String,
 }
 
-impl Subscription {
+impl Subscription<'_> {
     fn rx(&mut self) -> &mut watch::Receiver<ServingStatus> {
         self.rx.as_mut().expect("present until drop")
     }
 }
 
-impl Drop for Subscription {
+impl Drop for Subscription<'_> {
     fn drop(&mut self) {
         drop(self.rx.take());
         let mut st = self.health.lock();

@@ -52,14 +52,12 @@ use super::body::{http_error, streaming_response, trailers_only, unary_response}
 use super::compression::{self, Encoding};
 use super::frame::{Frame, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
 use super::status::{Code, Status};
-pub use super::stream::{Sink, Streaming};
+pub use super::stream::{RequestBody, Sink, Streaming};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
 use crate::types::{Body, BoxError, BoxFuture};
 use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
 use crate::web::middleware::{panic_message, CatchUnwind};
 use crate::web::server::Service;
-
-pub use super::stream::RequestBody;
 
 /// A unary method: request message bytes in, the response message out
 /// *already framed* (5-byte prefix included, see [`Frame::encode_message`]),

@@ -4,6 +4,7 @@
 //! (compressed when the client takes gzip and a reply is over 1 KiB).
 
 use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::BodyExt;
 use hyper::body::Frame as HttpFrame;
 use tokio::sync::mpsc;
@@ -11,9 +12,10 @@ use tokio::sync::mpsc;
 use super::compression::{self, Encoding};
 use super::frame::{Decoder, Frame, FrameError};
 use super::status::{Code, Status};
+use crate::types::BoxError;
 
 /// The request body as the dispatcher sees it (boxed so tests can feed any body).
-pub type RequestBody = http_body_util::combinators::UnsyncBoxBody<Bytes, crate::types::BoxError>;
+pub type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// The request messages of a call, cut out of the body as they arrive.
 pub struct Streaming {
