@@ -242,3 +242,50 @@ async fn an_unknown_encoding_is_unimplemented_and_names_the_accepted_ones() {
     assert_eq!(reply.headers["grpc-accept-encoding"], "identity, gzip");
     assert_eq!(greetings_for(&g.db, "x"), 0, "the handler must not run");
 }
+
+#[tokio::test]
+async fn a_streaming_reply_over_1_kib_reaches_a_gzip_client_compressed() {
+    use handwire::protocol::grpc::reflection::{
+        MessageRequest, MessageResponse, ServerReflectionRequest, ServerReflectionResponse,
+    };
+    let g = start().await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", g.grpc))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel).accept_compressed(CompressionEncoding::Gzip);
+    grpc.ready().await.unwrap();
+    let codec =
+        tonic_prost::ProstCodec::<ServerReflectionRequest, ServerReflectionResponse>::default();
+    let path = http::uri::PathAndQuery::from_static(
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    );
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::FileContainingSymbol(
+            "grpc.reflection.v1.ServerReflection".into(),
+        )),
+    };
+    let requests = tonic::codegen::tokio_stream::iter(vec![request]);
+    let response = grpc
+        .streaming(tonic::Request::new(requests), path, codec)
+        .await
+        .unwrap();
+    assert_eq!(
+        response
+            .metadata()
+            .get("grpc-encoding")
+            .map(|v| v.to_str().unwrap()),
+        Some("gzip"),
+        "a streaming call to a gzip client says so in its headers"
+    );
+    let mut replies = response.into_inner();
+    let reply = replies.message().await.unwrap().unwrap();
+    assert!(reply.encoded_len() > 1024, "the reply is over 1 KiB");
+    let Some(MessageResponse::FileDescriptorResponse(files)) = reply.message_response else {
+        panic!("not a file: {reply:?}");
+    };
+    let fd = prost_types::FileDescriptorProto::decode(&files.file_descriptor_proto[0][..]).unwrap();
+    assert_eq!(fd.name(), "grpc/reflection/v1/reflection.proto");
+}
