@@ -27,6 +27,8 @@ server:
 data:
   database: { driver: sqlite3, source: "$tmp/greeter.db" }
   cache: { network: tcp, addr: 127.0.0.1:6379, read_timeout: 0.2s, write_timeout: 0.2s }
+# This script registers more users than one address may in a minute.
+limits: { registrations_per_minute: 0 }
 YAML
 
 "$bin" --config "$tmp/config.yaml" > "$tmp/out.log" 2> "$tmp/err.log" &
@@ -77,7 +79,7 @@ got="$(reflect "$addr" describe helloworld.v1.Greeter 2>&1)" || true
 has "describe service" "helloworld.v1.Greeter is a service:" "$got"
 has "describe SayHello" "rpc SayHello ( .helloworld.v1.HelloRequest ) returns ( .helloworld.v1.HelloReply );" "$got"
 has "describe UserRegister" "rpc UserRegister ( .helloworld.v1.UserRegisterRequest ) returns ( .helloworld.v1.UserRegisterResponse );" "$got"
-has "describe UserList" "rpc UserList ( .helloworld.v1.Empty ) returns ( .helloworld.v1.UserListResponse );" "$got"
+has "describe UserList" "rpc UserList ( .helloworld.v1.UserListRequest ) returns ( .helloworld.v1.UserListResponse );" "$got"
 got="$(reflect "$addr" describe helloworld.v1.UserListResponse 2>&1)" || true
 has "describe message" "repeated .helloworld.v1.User users = 1;" "$got"
 # The google/api files greeter.proto imports are served too.
