@@ -5,6 +5,16 @@
 //! huge paths, HTTP/2 floods at frame level, gRPC length-prefix lies, JWT
 //! forgeries. Each case is named after its attack and asserts the answer;
 //! after every case the server must still answer a normal request.
+//!
+//! Attacks that need more than a request and an answer have suites of their
+//! own beside this one: `hostile_protocol.rs` (protobuf, grpc-timeout, JWT
+//! claims, look-alike usernames, racing registrations), `disk_full.rs` (a
+//! full disk under token-auth and the greeter), `token_binding.rs` and
+//! `token_auth_rotation.rs` (tokens outliving or changing account, reused
+//! refresh tokens), `slow_readers.rs` (clients that never read, zero h2
+//! windows, 1,100 held connections), `greeter_storage.rs` and
+//! `greeter_limits.rs` (stored sizes, registration floods), `crash.rs`
+//! (kill -9 under load). docs/reliability.md lists each rule and its test.
 
 mod support;
 
