@@ -202,8 +202,15 @@ fn scalar_type(name: &str) -> Option<Type> {
 
 /// protoc's default JSON name: drop `_` and upper-case the letter after it.
 pub fn json_name(field: &str) -> String {
+    camel_case(field, false)
+}
+
+/// `field` with each `_` dropped and the letter after it upper-cased; the
+/// first letter too when `upper_first` (`user_tags` → `UserTags`, the name
+/// protoc gives a map's entry message).
+pub(crate) fn camel_case(field: &str, upper_first: bool) -> String {
     let mut out = String::with_capacity(field.len());
-    let mut upper = false;
+    let mut upper = upper_first;
     for c in field.chars() {
         if c == '_' {
             upper = true;

@@ -247,19 +247,9 @@ fn prune_state(state: &mut State, policy: &LimitPolicy, now: u64) {
     });
 }
 
-/// IPv4 as is (also when mapped into IPv6); IPv6 reduced to its /64.
-pub(crate) fn ip_key(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-                IpAddr::V6(prefix.into())
-            }
-        },
-    }
-}
+/// IPv4 as is (also when mapped into IPv6); IPv6 reduced to its /64: the
+/// key every per-client limit of the crate counts under.
+pub(crate) use crate::web::ratelimit::client_key as ip_key;
 
 /// Usernames are one account whatever their ASCII case (the store's rule),
 /// so `ANN` and `ann` share a window, a failure count and a lock.

@@ -296,7 +296,7 @@ impl Parser<'_> {
         let number = self.field_number(&name)?;
         self.no_field_options(&name)?;
         self.sym(';')?;
-        let entry_name = format!("{}Entry", upper_camel(&name));
+        let entry_name = format!("{}Entry", super::camel_case(&name, true));
         let entry_field = |n: &str, number: i32, ty: &str| {
             let mut f = FieldDescriptorProto {
                 name: Some(n.into()),
@@ -500,21 +500,4 @@ fn set_type(f: &mut FieldDescriptorProto, type_name: &str) {
             f.type_name = Some(type_name.to_owned());
         }
     }
-}
-
-/// `user_tags` → `UserTags`, the name protoc gives a map's entry message.
-fn upper_camel(field: &str) -> String {
-    let mut out = String::with_capacity(field.len());
-    let mut upper = true;
-    for c in field.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
