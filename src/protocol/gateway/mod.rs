@@ -41,7 +41,7 @@ use crate::protocol::grpc::descriptor::ParsedFile;
 use crate::protocol::grpc::{Code, Frame};
 use crate::types::BoxFuture;
 use crate::web::chain::Context;
-use crate::web::metrics::{Kind, Metrics, Operation, OPERATION_KEY};
+use crate::web::metrics::{Kind, Metrics, OPERATION_KEY};
 pub use codec::Pool;
 pub use error::{error_body, http_status, ErrorBody, Failure};
 pub use routes::{BodyRule, Route};
@@ -123,9 +123,6 @@ pub struct Gateway {
     pool: Pool,
     routes: Vec<Route>,
     verbs: HashSet<String>,
-    /// Each route's metrics series (by route index), once [`Gateway::meter`]
-    /// was called.
-    operations: Vec<Arc<Operation>>,
 }
 
 impl Gateway {
@@ -223,7 +220,6 @@ impl Gateway {
             pool,
             routes,
             verbs,
-            operations: Vec::new(),
         })
     }
 
@@ -232,11 +228,9 @@ impl Gateway {
     /// the engine's fallback, where the engine alone would count them all
     /// as unmatched.
     pub fn meter(&mut self, metrics: &Metrics) {
-        self.operations = self
-            .routes
-            .iter()
-            .map(|r| metrics.operation(Kind::Http, r.template.source()))
-            .collect();
+        for route in &mut self.routes {
+            route.operation = Some(metrics.operation(Kind::Http, route.template.source()));
+        }
     }
 
     /// The routes, in proto order.
@@ -297,8 +291,7 @@ impl Gateway {
     pub async fn serve(&self, c: &mut Context) {
         let (route, values) = match self.find(c.method(), c.path()) {
             Found::Route(route, values) => {
-                let index = self.routes.iter().position(|r| std::ptr::eq(r, route));
-                if let Some(op) = index.and_then(|i| self.operations.get(i)) {
+                if let Some(op) = &route.operation {
                     c.set(OPERATION_KEY, op.clone());
                 }
                 (route, values)

@@ -11,6 +11,8 @@
 //! field takes `?p=A&p=B`, keys naming no field are ignored (as Kratos),
 //! and the path's variables are set last: the path wins over query and body.
 
+use std::sync::Arc;
+
 use http::Method;
 use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FieldDescriptorProto};
@@ -22,6 +24,7 @@ use super::{Failure, GatewayError, UnaryMethod};
 use crate::protocol::grpc::descriptor::{HttpRule, MethodHttpRule};
 use crate::protocol::grpc::Code;
 use crate::web::bind;
+use crate::web::metrics::Operation;
 use crate::web::urlenc;
 
 /// Where the request body goes.
@@ -58,6 +61,8 @@ pub struct Route {
     /// The line alone.
     pub line: usize,
     pub(super) handler: UnaryMethod,
+    /// Its metrics series, once [`super::Gateway::meter`] was called.
+    pub(super) operation: Option<Arc<Operation>>,
 }
 
 /// Compiles the rule of one method (and its additional bindings).
@@ -155,6 +160,7 @@ fn compile_one(
         origin: String::new(),
         line: r.line,
         handler,
+        operation: None,
     })
 }
 
