@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use handwire::services::greeter::biz::{self, GreeterRepo, UserRepo};
-use handwire::services::greeter::data::cache::{CachedUsers, GEN_KEY, LIST_KEY_PREFIX};
+use handwire::services::greeter::data::cache::{list_key, CachedUsers, GEN_KEY};
 use handwire::services::greeter::data::postgres::PgStore;
 use http::Method;
 use serde_json::{json, Value};
@@ -203,9 +203,10 @@ async fn a_list_stored_late_under_the_generation_read_before_a_write_is_never_se
     let seen = seen.unwrap_or(0);
     // ...a write commits and moves the generation on...
     users.create("ann".into(), "pw".into()).await.unwrap();
-    // ...and only then does the slow reader store what it read.
+    // ...and only then does the slow reader store what it read, under the
+    // key of the page `list()` asks for.
     let () = redis::cmd("SET")
-        .arg(format!("{LIST_KEY_PREFIX}{seen}"))
+        .arg(list_key(seen, 0, usize::MAX))
         .arg("[]")
         .arg("EX")
         .arg(60)

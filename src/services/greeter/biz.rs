@@ -208,11 +208,6 @@ impl UserUsecase {
         Ok(user)
     }
 
-    /// All users, oldest first.
-    pub async fn list(&self) -> Result<Vec<User>, Error> {
-        self.repo.list().await
-    }
-
     /// One page of users, oldest first (AIP-158): `page_size` 0 means
     /// [`DEFAULT_PAGE_SIZE`], above [`MAX_PAGE_SIZE`] is read as the maximum,
     /// below 0 is refused; `page_token` is empty for the first page, else a

@@ -56,6 +56,20 @@ use crate::types::BoxFuture;
 pub const GEN_KEY: &str = "greeter:users:gen";
 /// The prefix of a cached list's key; the generation follows.
 pub const LIST_KEY_PREFIX: &str = "greeter:users:list:";
+
+/// What follows the generation in a cached page's key: the page asked for.
+fn page_suffix(after_id: i64, limit: usize) -> String {
+    format!(":{after_id}:{limit}")
+}
+
+/// The key of the page of `limit` users after `after_id` cached under
+/// `generation` (`UserRepo::list` is the page after 0 of `usize::MAX`).
+pub fn list_key(generation: i64, after_id: i64, limit: usize) -> String {
+    format!(
+        "{LIST_KEY_PREFIX}{generation}{}",
+        page_suffix(after_id, limit)
+    )
+}
 /// How long a cached list lives: the longest a list can be served stale when
 /// a write could not invalidate it.
 pub const LIST_TTL: Duration = Duration::from_secs(60);
@@ -163,9 +177,8 @@ impl UserRepo for CachedUsers {
 
     fn page(&self, after_id: i64, limit: usize) -> BoxFuture<'_, Result<Vec<User>, biz::Error>> {
         Box::pin(async move {
-            let page = format!(":{after_id}:{limit}");
             let mut read = self.read.key(GEN_KEY);
-            read.arg(LIST_KEY_PREFIX).arg(&page);
+            read.arg(LIST_KEY_PREFIX).arg(page_suffix(after_id, limit));
             let read = &read;
             let read = cluster::redis_call(self.timeout, || {
                 let mut conn = self.redis.clone();
@@ -184,7 +197,7 @@ impl UserRepo for CachedUsers {
             }
             let users = self.store.page(after_id, limit).await?;
             let mut set = redis::cmd("SET");
-            set.arg(format!("{LIST_KEY_PREFIX}{generation}{page}"))
+            set.arg(list_key(generation, after_id, limit))
                 .arg(encode(&users))
                 .arg("EX")
                 .arg(LIST_TTL.as_secs());
