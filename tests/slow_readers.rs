@@ -47,8 +47,20 @@ fn app() -> Arc<dyn Service> {
     e.build()
 }
 
-fn gauge() -> Arc<Gauge> {
-    Metrics::new().connections(Kind::Http)
+/// [`app`] with a write time-out of 300 ms, and the gauge of its open
+/// connections.
+async fn start_with_write_timeout_300ms() -> (support::app::TestServer, Arc<Gauge>) {
+    let open = Metrics::new().connections(Kind::Http);
+    let srv = support::app::start_with(
+        app(),
+        Options {
+            write_timeout: ms(300),
+            connection_gauge: Some(open.clone()),
+            ..Options::default()
+        },
+    )
+    .await;
+    (srv, open)
 }
 
 async fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) -> Duration {
@@ -62,16 +74,7 @@ async fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) -> Dur
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_pipelines_and_never_reads_is_closed_after_the_write_timeout() {
-    let open = gauge();
-    let srv = support::app::start_with(
-        app(),
-        Options {
-            write_timeout: ms(300),
-            connection_gauge: Some(open.clone()),
-            ..Options::default()
-        },
-    )
-    .await;
+    let (srv, open) = start_with_write_timeout_300ms().await;
     let mut clients = Vec::new();
     for _ in 0..20 {
         let mut conn = TcpStream::connect(srv.addr).await.unwrap();
@@ -117,16 +120,7 @@ async fn h2_zero_window(addr: std::net::SocketAddr, path: &str) -> tokio::task::
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_h2_stream_whose_window_never_opens_is_closed_after_the_write_timeout() {
-    let open = gauge();
-    let srv = support::app::start_with(
-        app(),
-        Options {
-            write_timeout: ms(300),
-            connection_gauge: Some(open.clone()),
-            ..Options::default()
-        },
-    )
-    .await;
+    let (srv, open) = start_with_write_timeout_300ms().await;
     let held = h2_zero_window(srv.addr, "/big").await;
     let t0 = Instant::now();
     tokio::time::timeout(Duration::from_secs(5), held)
