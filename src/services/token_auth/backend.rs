@@ -54,8 +54,13 @@ pub trait Revocations: Send + Sync {
         jti: &'a str,
         expired_at: u64,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Whether any of `jtis` is listed, in one look-up (a token and its
+    /// family on every authenticated request).
+    fn any_revoked<'a>(&'a self, jtis: &'a [&'a str]) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Whether `jti` is listed.
-    fn is_revoked<'a>(&'a self, jti: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+    fn is_revoked<'a>(&'a self, jti: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move { self.any_revoked(&[jti]).await })
+    }
     /// Delete entries whose token expired by `now`; how many went.
     fn prune(&self, now: u64) -> BoxFuture<'_, Result<usize, StoreError>>;
 }

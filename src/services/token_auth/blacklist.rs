@@ -70,10 +70,8 @@ impl Blacklist {
 
     /// Whether the token with `claims` was revoked, itself or its family.
     pub async fn is_revoked(&self, claims: &Claims) -> Result<bool, StoreError> {
-        if self.store.is_revoked(&claims.jti).await? {
-            return Ok(true);
-        }
-        self.family_revoked(claims).await
+        let family = family_key(&claims.fam);
+        self.store.any_revoked(&[&claims.jti, &family]).await
     }
 
     /// Whether the family of `claims` was revoked.

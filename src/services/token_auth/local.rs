@@ -51,8 +51,8 @@ impl Revocations for Store {
         Box::pin(Store::revoke(self, jti, expired_at))
     }
 
-    fn is_revoked<'a>(&'a self, jti: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(Store::is_revoked(self, jti))
+    fn any_revoked<'a>(&'a self, jtis: &'a [&'a str]) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(Store::any_revoked(self, jtis))
     }
 
     fn prune(&self, now: u64) -> BoxFuture<'_, Result<usize, StoreError>> {

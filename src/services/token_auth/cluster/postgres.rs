@@ -311,13 +311,13 @@ impl Revocations for PgStore {
         }))
     }
 
-    fn is_revoked<'a>(&'a self, jti: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+    fn any_revoked<'a>(&'a self, jtis: &'a [&'a str]) -> BoxFuture<'a, Result<bool, StoreError>> {
         // A read: safe to repeat.
         Box::pin(self.run_repeatable(move |client| async move {
             let found = Self::query_opt(
                 &client,
-                "SELECT 1 FROM token_blacklist WHERE token_jti = $1",
-                &[&jti],
+                "SELECT 1 FROM token_blacklist WHERE token_jti = ANY($1) LIMIT 1",
+                &[&jtis],
             )
             .await?;
             Ok(found.is_some())

@@ -394,14 +394,18 @@ impl Store {
 
     /// Whether `jti` is on the blacklist.
     pub async fn is_revoked(&self, jti: &str) -> Result<bool, StoreError> {
-        let jti = jti.to_owned();
+        self.any_revoked(&[jti]).await
+    }
+
+    /// Whether any of `jtis` is on the blacklist, in one query.
+    pub async fn any_revoked(&self, jtis: &[&str]) -> Result<bool, StoreError> {
+        let jtis: Vec<String> = jtis.iter().map(|j| (*j).to_owned()).collect();
         self.run(move |conn| {
+            let placeholders = vec!["?"; jtis.len()].join(", ");
+            let sql = format!("SELECT 1 FROM token_blacklist WHERE token_jti IN ({placeholders})");
             let found = conn
-                .query_row(
-                    "SELECT 1 FROM token_blacklist WHERE token_jti = ?1",
-                    [jti],
-                    |_| Ok(()),
-                )
+                .prepare_cached(&sql)?
+                .query_row(rusqlite::params_from_iter(&jtis), |_| Ok(()))
                 .optional()?;
             Ok(found.is_some())
         })
