@@ -7,8 +7,8 @@
 //! | POST   | `/auth/register`                  | registrations per IP  |
 //! | POST   | `/auth/refresh`                   | refresh token in body |
 //! | POST   | `/auth/logout`                    | authenticate          |
-//! | GET    | `/auth/oauth/:provider/login`     |                       |
-//! | GET    | `/auth/oauth/:provider/callback`  | state (single use)    |
+//! | GET    | `/auth/oauth/:provider/login`     | sign-ins per client   |
+//! | GET    | `/auth/oauth/:provider/callback`  | state + its cookie    |
 //! | GET    | `/api/user/profile`               | authenticate, any role|
 //! | GET    | `/api/admin/users`                | authenticate, admin   |
 //!
@@ -23,7 +23,7 @@ use crate::services::token_auth::middleware::{
     self, authenticate, claims, fail, require_role, ApiError, ANY_ROLE, NOT_LOGGED_IN,
     STORE_UNAVAILABLE, TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
 };
-use crate::services::token_auth::oauth::{Callback, OAuthError};
+use crate::services::token_auth::oauth::{binding, Callback, OAuthError};
 use crate::services::token_auth::passwords::Passwords;
 use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::service::AuthService;
@@ -38,7 +38,7 @@ use crate::web::health;
 use crate::web::log;
 use crate::web::reply::fallible;
 use crate::web::router::InsertError;
-use http::header::CACHE_CONTROL;
+use http::header::{CACHE_CONTROL, COOKIE, SET_COOKIE};
 use http::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -63,6 +63,9 @@ pub const USERNAME_EXISTS: &str = "username exists";
 pub const EMAIL_EXISTS: &str = "email exists";
 /// 400 when the OAuth callback's state does not verify.
 pub const INVALID_STATE: &str = "invalid state";
+/// 429 when one client address has too many OAuth sign-ins pending.
+pub const TOO_MANY_SIGN_INS: &str =
+    "too many sign-ins in progress from this address, try again later";
 
 type Route = for<'a> fn(Arc<AuthService>, &'a mut Context) -> BoxFuture<'a, Reply>;
 
@@ -478,10 +481,18 @@ fn oauth_failure(c: &Context, error: OAuthError) -> ApiError {
     let status = match &error {
         OAuthError::UnknownProvider => StatusCode::NOT_FOUND,
         OAuthError::InvalidState => return ApiError::new(StatusCode::BAD_REQUEST, INVALID_STATE),
-        OAuthError::Denied(_) | OAuthError::MissingCode => StatusCode::BAD_REQUEST,
+        OAuthError::Unbound(_) | OAuthError::Denied(_) | OAuthError::MissingCode => {
+            StatusCode::BAD_REQUEST
+        }
         OAuthError::Provider(_) => StatusCode::BAD_GATEWAY,
         OAuthError::States(StateError::Unavailable(_)) => {
             return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
+        }
+        OAuthError::States(StateError::ClientFull { retry_after }) => {
+            return ApiError::Limited {
+                retry_after: *retry_after,
+                message: TOO_MANY_SIGN_INS,
+            }
         }
         OAuthError::States(_) => StatusCode::SERVICE_UNAVAILABLE,
         OAuthError::Cipher(_) => return ApiError::internal("oauth")(error),
@@ -495,7 +506,9 @@ fn oauth_failure(c: &Context, error: OAuthError) -> ApiError {
     ApiError::new(status, error.to_string())
 }
 
-/// `GET /auth/oauth/:provider/login` → 302 to the provider.
+/// `GET /auth/oauth/:provider/login` → 302 to the provider, with the
+/// cookie binding the sign-in to this browser; 429 past the client's
+/// pending sign-ins.
 fn oauth_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
         let oauth = service
@@ -503,17 +516,20 @@ fn oauth_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Repl
             .as_ref()
             .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
         let name = c.param("provider").unwrap_or_default().to_owned();
-        let url = oauth
-            .authorize_url(&name)
+        let redirect = oauth
+            .authorize_url(&name, c.client_ip())
             .await
             .map_err(|e| oauth_failure(c, e))?;
         c.set_header(CACHE_CONTROL, "no-store");
-        c.redirect(StatusCode::FOUND, &url);
+        c.set_header(SET_COOKIE, &redirect.set_cookie);
+        c.redirect(StatusCode::FOUND, &redirect.url);
         Ok(())
     })
 }
 
-/// `GET /auth/oauth/:provider/callback?code&state` → token object.
+/// `GET /auth/oauth/:provider/callback?code&state` with the binding
+/// cookie → token object. Every answer clears the cookie: the sign-in it
+/// bound is over, whatever the outcome.
 fn oauth_callback(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
         let oauth = service
@@ -521,10 +537,18 @@ fn oauth_callback(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, R
             .as_ref()
             .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
         let name = c.param("provider").unwrap_or_default().to_owned();
+        if let Some(clear) = oauth.clear_cookie(&name) {
+            c.set_header(SET_COOKIE, &clear);
+        }
+        // Nothing a callback answers is for a cache, errors included.
+        c.set_header(CACHE_CONTROL, "no-store");
+        let cookie_headers = c.headers().get_all(COOKIE).iter();
+        let bindings = binding::presented(cookie_headers.filter_map(|v| v.to_str().ok()));
         let callback = Callback {
             code: c.query("code"),
             state: c.query("state"),
             error: c.query("error"),
+            bindings,
         };
         let signed_in = oauth
             .complete(&name, callback)
