@@ -179,6 +179,44 @@ async fn every_callback_answer_clears_the_cookie_and_is_not_stored() {
     }
 }
 
+#[tokio::test]
+async fn a_state_begun_with_one_provider_is_refused_on_anothers_callback() {
+    let provider = FakeProvider::start("127.0.0.1:0", APPID, SECRET, octocat()).await;
+    let base = provider.base();
+    let s = start_with(|settings, server_base| {
+        for (name, config) in [(Provider::Github, "github"), (Provider::Google, "google")] {
+            let mut c = provider_config(&base, server_base);
+            c.redirect_uri = format!("{server_base}/auth/oauth/{config}/callback");
+            settings.providers.insert(name, c);
+        }
+        settings.enc_key = Some(TEST_ENC_KEY.into());
+    })
+    .await;
+    provider.register_redirect_uri(&s.url("/auth/oauth/github/callback"));
+    let begun = begin(&s).await;
+    let state = begun.state();
+    // Even with github's cookie sent along (a browser would not: its Path
+    // is github's callback), google's callback refuses github's state.
+    let mixed_up = finish(
+        &s.url(&format!(
+            "/auth/oauth/google/callback?code=any&state={state}"
+        )),
+        Some(&begun.cookie),
+    )
+    .await;
+    assert_eq!(mixed_up.status, StatusCode::BAD_REQUEST);
+    assert_eq!(mixed_up.json(), json!({"error": "invalid state"}));
+    assert_eq!(
+        mixed_up.header("set-cookie"),
+        Some("oauth_state=; Path=/auth/oauth/google/callback; Max-Age=0; HttpOnly; SameSite=Lax")
+    );
+    // Spent there, so the right callback cannot use it afterwards.
+    let callback = approve(&begun.location).await;
+    let late = finish(&callback, Some(&begun.cookie)).await;
+    assert_eq!(late.json(), json!({"error": "invalid state"}));
+    assert_eq!(provider.token_calls(), 0);
+}
+
 /// `n` `GET url` from `from` over 32 keep-alive connections: how many
 /// answers had each status, and the `Retry-After` values seen.
 async fn flood(url: &str, from: IpAddr, n: usize) -> (BTreeMap<u16, usize>, Vec<u64>) {
