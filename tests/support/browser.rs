@@ -58,19 +58,27 @@ pub async fn shared(test: &str) -> Option<Arc<Browser>> {
     }
 }
 
-fn chromium() -> Option<PathBuf> {
+fn chromium() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("HANDWIRE_CHROMIUM") {
-        return Some(PathBuf::from(path));
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            return Err(format!(
+                "HANDWIRE_CHROMIUM={} is not a file",
+                path.display()
+            ));
+        }
+        return Ok(path);
     }
-    let path = std::env::var_os("PATH")?;
+    let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
         .find(|p| p.is_file())
+        .ok_or_else(|| "chromium is not installed (apt-get install chromium)".to_string())
 }
 
 impl Browser {
     async fn launch() -> Result<Arc<Browser>, String> {
-        let binary = chromium().ok_or("chromium is not installed (apt-get install chromium)")?;
+        let binary = chromium()?;
         let profile = super::temp_path("browser-profile", "");
         // The shell maps our pipes to fds 3 and 4, then removes the profile
         // once the browser has exited (whenever this process ends).

@@ -25,7 +25,7 @@
 //!   shared by several instances.
 //! - [`service`]: settings and the assembled shared state.
 //! - [`middleware`]: authenticate, then authorize, on the core chain.
-//! - [`routes`]: the HTTP routes.
+//! - [`routes`]: the HTTP routes; [`oauth_routes`]: the sign-in's two.
 //!
 //! Typical use (what the `token-auth` binary does):
 //!
@@ -52,6 +52,7 @@ pub mod limiter;
 pub mod local;
 pub mod middleware;
 pub mod oauth;
+pub mod oauth_routes;
 pub mod passwords;
 pub mod pending;
 pub mod register_limiter;

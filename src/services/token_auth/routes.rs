@@ -15,17 +15,17 @@
 //! Handlers are plain functions taking the shared [`AuthService`] and
 //! returning `Result<(), ApiError>`: each failure is a `?`, and the error
 //! becomes the `{"error": "..."}` answer ([`crate::web::reply`]). Responses carrying tokens are marked
-//! `Cache-Control: no-store` (RFC 6749 §5.1).
+//! `Cache-Control: no-store` (RFC 6749 §5.1). The two OAuth routes live in
+//! [`super::oauth_routes`].
 
 use crate::protocol::jwt::JwtError;
 use crate::services::token_auth::limiter::Admission;
 use crate::services::token_auth::middleware::{
     self, authenticate, claims, fail, require_role, ApiError, ANY_ROLE, NOT_LOGGED_IN,
-    STORE_UNAVAILABLE, TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
+    TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
 };
-use crate::services::token_auth::oauth::{binding, Callback, OAuthError};
+use crate::services::token_auth::oauth_routes;
 use crate::services::token_auth::passwords::Passwords;
-use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::service::AuthService;
 use crate::services::token_auth::store::{NewUser, StoreError};
 use crate::services::token_auth::tokens::{self, Claims, TokenKind};
@@ -38,7 +38,7 @@ use crate::web::health;
 use crate::web::log;
 use crate::web::reply::fallible;
 use crate::web::router::InsertError;
-use http::header::{CACHE_CONTROL, COOKIE, SET_COOKIE};
+use http::header::CACHE_CONTROL;
 use http::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -61,17 +61,12 @@ pub const TOO_MANY_REGISTRATIONS: &str = "too many registrations, try again in 1
 pub const USERNAME_EXISTS: &str = "username exists";
 /// 409 on registration with a taken email.
 pub const EMAIL_EXISTS: &str = "email exists";
-/// 400 when the OAuth callback's state does not verify.
-pub const INVALID_STATE: &str = "invalid state";
-/// 429 when one client address has too many OAuth sign-ins pending.
-pub const TOO_MANY_SIGN_INS: &str =
-    "too many sign-ins in progress from this address, try again later";
 
 type Route = for<'a> fn(Arc<AuthService>, &'a mut Context) -> BoxFuture<'a, Reply>;
 
 /// What a route returns: `Ok` once it has answered, or the error that
 /// becomes the answer ([`ApiError`], through [`fallible`]).
-type Reply = Result<(), ApiError>;
+pub(super) type Reply = Result<(), ApiError>;
 
 fn route(service: &Arc<AuthService>, name: &'static str, f: Route) -> Handler {
     let service = Arc::clone(service);
@@ -117,11 +112,11 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
     )?;
     e.get(
         "/auth/oauth/:provider/login",
-        route(&service, "oauth_login", oauth_login),
+        route(&service, "oauth_login", oauth_routes::login),
     )?;
     e.get(
         "/auth/oauth/:provider/callback",
-        route(&service, "oauth_callback", oauth_callback),
+        route(&service, "oauth_callback", oauth_routes::callback),
     )?;
 
     let mut api = e.group("/api");
@@ -154,7 +149,12 @@ fn tokens_json(c: &mut Context, status: StatusCode, value: &impl serde::Serializ
     c.json(status, value);
 }
 
-fn send_pair(c: &mut Context, service: &AuthService, user: &User, status: StatusCode) -> Reply {
+pub(super) fn send_pair(
+    c: &mut Context,
+    service: &AuthService,
+    user: &User,
+    status: StatusCode,
+) -> Reply {
     let pair = service
         .tokens
         .issue_pair(user)
@@ -473,92 +473,5 @@ fn list_users(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply
         let users: Vec<_> = users.iter().map(User::public).collect();
         c.json(StatusCode::OK, &json!({ "users": users }));
         Ok(())
-    })
-}
-
-/// The answer to an OAuth failure; a failing provider is also logged.
-fn oauth_failure(c: &Context, error: OAuthError) -> ApiError {
-    let status = match &error {
-        OAuthError::UnknownProvider => StatusCode::NOT_FOUND,
-        OAuthError::InvalidState => return ApiError::new(StatusCode::BAD_REQUEST, INVALID_STATE),
-        OAuthError::Unbound(_) | OAuthError::Denied(_) | OAuthError::MissingCode => {
-            StatusCode::BAD_REQUEST
-        }
-        OAuthError::Provider(_) => StatusCode::BAD_GATEWAY,
-        OAuthError::States(StateError::Unavailable(_)) => {
-            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
-        }
-        OAuthError::States(StateError::ClientFull { retry_after }) => {
-            return ApiError::Limited {
-                retry_after: *retry_after,
-                message: TOO_MANY_SIGN_INS,
-            }
-        }
-        OAuthError::States(_) => StatusCode::SERVICE_UNAVAILABLE,
-        OAuthError::Cipher(_) => return ApiError::internal("oauth")(error),
-    };
-    if status == StatusCode::BAD_GATEWAY {
-        log::message(
-            "token-auth",
-            format_args!("{} {}: {error}", c.method(), c.path()),
-        );
-    }
-    ApiError::new(status, error.to_string())
-}
-
-/// `GET /auth/oauth/:provider/login` → 302 to the provider, with the
-/// cookie binding the sign-in to this browser; 429 past the client's
-/// pending sign-ins.
-fn oauth_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
-    Box::pin(async move {
-        let oauth = service
-            .oauth
-            .as_ref()
-            .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
-        let name = c.param("provider").unwrap_or_default().to_owned();
-        let redirect = oauth
-            .authorize_url(&name, c.client_ip())
-            .await
-            .map_err(|e| oauth_failure(c, e))?;
-        c.set_header(CACHE_CONTROL, "no-store");
-        c.set_header(SET_COOKIE, &redirect.set_cookie);
-        c.redirect(StatusCode::FOUND, &redirect.url);
-        Ok(())
-    })
-}
-
-/// `GET /auth/oauth/:provider/callback?code&state` with the binding
-/// cookie → token object. Every answer clears the cookie: the sign-in it
-/// bound is over, whatever the outcome.
-fn oauth_callback(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
-    Box::pin(async move {
-        let oauth = service
-            .oauth
-            .as_ref()
-            .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
-        let name = c.param("provider").unwrap_or_default().to_owned();
-        if let Some(clear) = oauth.clear_cookie(&name) {
-            c.set_header(SET_COOKIE, &clear);
-        }
-        // Nothing a callback answers is for a cache, errors included.
-        c.set_header(CACHE_CONTROL, "no-store");
-        let cookie_headers = c.headers().get_all(COOKIE).iter();
-        let bindings = binding::presented(cookie_headers.filter_map(|v| v.to_str().ok()));
-        let callback = Callback {
-            code: c.query("code"),
-            state: c.query("state"),
-            error: c.query("error"),
-            bindings,
-        };
-        let signed_in = oauth
-            .complete(&name, callback)
-            .await
-            .map_err(|e| oauth_failure(c, e))?;
-        let user = service
-            .store
-            .sign_in_with_provider(signed_in.identity, signed_in.username_hint)
-            .await
-            .map_err(ApiError::store("storing provider sign-in"))?;
-        send_pair(c, &service, &user, StatusCode::OK)
     })
 }
