@@ -66,7 +66,7 @@ type Route = for<'a> fn(Arc<AuthService>, &'a mut Context) -> BoxFuture<'a, Repl
 
 /// What a route returns: `Ok` once it has answered, or the error that
 /// becomes the answer ([`ApiError`], through [`fallible`]).
-pub(super) type Reply = Result<(), ApiError>;
+type Reply = Result<(), ApiError>;
 
 fn route(service: &Arc<AuthService>, name: &'static str, f: Route) -> Handler {
     let service = Arc::clone(service);
@@ -112,11 +112,11 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
     )?;
     e.get(
         "/auth/oauth/:provider/login",
-        route(&service, "oauth_login", oauth_routes::login),
+        route(&service, "oauth_login", oauth_login),
     )?;
     e.get(
         "/auth/oauth/:provider/callback",
-        route(&service, "oauth_callback", oauth_routes::callback),
+        route(&service, "oauth_callback", oauth_callback),
     )?;
 
     let mut api = e.group("/api");
@@ -473,5 +473,20 @@ fn list_users(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply
         let users: Vec<_> = users.iter().map(User::public).collect();
         c.json(StatusCode::OK, &json!({ "users": users }));
         Ok(())
+    })
+}
+
+/// `GET /auth/oauth/:provider/login` → 302 to the provider, with the
+/// cookie binding the sign-in ([`oauth_routes::login`]).
+fn oauth_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
+    Box::pin(async move { oauth_routes::login(&service, c).await })
+}
+
+/// `GET /auth/oauth/:provider/callback?code&state` with the binding cookie
+/// → token object ([`oauth_routes::callback`]).
+fn oauth_callback(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
+    Box::pin(async move {
+        let user = oauth_routes::callback(&service, c).await?;
+        send_pair(c, &service, &user, StatusCode::OK)
     })
 }
