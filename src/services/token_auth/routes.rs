@@ -149,12 +149,7 @@ fn tokens_json(c: &mut Context, status: StatusCode, value: &impl serde::Serializ
     c.json(status, value);
 }
 
-pub(super) fn send_pair(
-    c: &mut Context,
-    service: &AuthService,
-    user: &User,
-    status: StatusCode,
-) -> Reply {
+fn send_pair(c: &mut Context, service: &AuthService, user: &User, status: StatusCode) -> Reply {
     let pair = service
         .tokens
         .issue_pair(user)
