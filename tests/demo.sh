@@ -9,7 +9,10 @@
 #    127.0.0.1:0, a link to proto/), starts greeter, router-demo and
 #    token-auth there as `make run`, `make run-router` and `make run-auth`
 #    do (default databases ./greeter.db and ./token-auth.db, a demo-only
-#    secret) and reads their addresses from their start-up lines.
+#    secret) and reads their addresses from their start-up lines. token-auth
+#    runs as docs/token-auth.md's OAuth walk-through starts it: with the
+#    `--config` that examples/fake_oauth_provider prints (the provider runs
+#    too, on loopback) and a demo-only TOKEN_AUTH_ENC_KEY.
 # 2. Runs, in order, every line of the ```sh demo SERVICE blocks of README.md
 #    then docs/*.md, in the work directory, with `localhost:8000` /
 #    `127.0.0.1:8000` replaced by that SERVICE's address, `localhost:9000` by
@@ -47,8 +50,8 @@ max_time="${DEMO_MAX_TIME:-10}"
 bin_dir="$(realpath "${CARGO_TARGET_DIR:-target}")/debug"
 pages=(README.md docs/*.md)
 
-echo "demo: building the binaries"
-"$CARGO" build --quiet --bins
+echo "demo: building the binaries and the fake OAuth provider"
+"$CARGO" build --quiet --bins --example fake_oauth_provider
 
 grpcurl_bin="${GRPCURL:-$(command -v grpcurl || true)}"
 if [ -z "$grpcurl_bin" ]; then
@@ -126,8 +129,10 @@ if [ "$(grep -c 'addr: 127.0.0.1:0$' "$work/config.yaml")" != 2 ]; then
 	cat "$work/config.yaml" >&2
 	exit 1
 fi
-# DEMO ONLY: a throw-away signing secret made for this run, never stored.
+# DEMO ONLY: a throw-away signing secret and provider-token key made for
+# this run, never stored.
 demo_secret="demo-only-not-a-real-secret-$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
+demo_enc_key="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
 
 # start_all: the three services as the Makefile starts them, their addresses
 # in greeter_http, greeter_grpc, router_http, auth_http.
@@ -139,7 +144,17 @@ start_all() {
 	start router "$bin_dir/router-demo" --addr 127.0.0.1:0
 	router_http="$(address router '^router-demo listening on http://\(.*\)$')"
 
-	start auth env TOKEN_AUTH_SECRET="$demo_secret" "$bin_dir/token-auth" --addr 127.0.0.1:0
+	# The provider must know token-auth's callback before token-auth starts
+	# with the provider's config: token-auth gets a port chosen here.
+	local auth_port
+	auth_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+	start provider "$bin_dir/examples/fake_oauth_provider" --addr 127.0.0.1:0 \
+		--redirect-uri "http://127.0.0.1:$auth_port/auth/oauth/github/callback"
+	address provider '^\(--- Ctrl-C to stop ---\)$' >/dev/null
+	# The "oauth:" block it prints, as the page says to copy it.
+	sed -n '/^oauth:$/,/^---/p' "$tmp/provider.out" | sed '$d' >"$work/auth.yaml"
+	start auth env TOKEN_AUTH_SECRET="$demo_secret" TOKEN_AUTH_ENC_KEY="$demo_enc_key" \
+		"$bin_dir/token-auth" --addr "127.0.0.1:$auth_port" --config auth.yaml
 	auth_http="$(address auth '^token-auth listening on http://\(.*\)$')"
 
 	echo "demo: greeter HTTP $greeter_http, gRPC $greeter_grpc; router-demo $router_http; token-auth $auth_http"

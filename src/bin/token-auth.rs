@@ -201,6 +201,9 @@ async fn serve(args: &Args) -> Result<(), String> {
     let mut settings = storage_settings(args, secret.into_bytes())?;
     settings.providers = config.oauth;
     settings.enc_key = std::env::var(ENC_KEY_VAR).ok();
+    // Cookies (the OAuth sign-in binding) are marked `Secure` exactly when
+    // the listener below serves TLS; it is plain HTTP.
+    settings.listener_tls = false;
     for (name, provider) in &settings.providers {
         log::announce(&format!("token-auth: OAuth provider {name}: {provider}"));
         for key in provider.cleartext_endpoints() {

@@ -91,8 +91,15 @@ impl LoginLimits for LoginLimiter {
 }
 
 impl PendingSignIns for StateStore {
-    fn insert(&self, state: String, pending: Pending) -> BoxFuture<'_, Result<(), StateError>> {
-        Box::pin(std::future::ready(StateStore::insert(self, state, pending)))
+    fn insert(
+        &self,
+        state: String,
+        pending: Pending,
+        client: IpAddr,
+    ) -> BoxFuture<'_, Result<(), StateError>> {
+        Box::pin(std::future::ready(StateStore::insert(
+            self, state, pending, client,
+        )))
     }
 
     fn take<'a>(&'a self, state: &'a str) -> BoxFuture<'a, Result<Option<Pending>, StateError>> {

@@ -7,25 +7,25 @@
 //! | POST   | `/auth/register`                  | registrations per IP  |
 //! | POST   | `/auth/refresh`                   | refresh token in body |
 //! | POST   | `/auth/logout`                    | authenticate          |
-//! | GET    | `/auth/oauth/:provider/login`     |                       |
-//! | GET    | `/auth/oauth/:provider/callback`  | state (single use)    |
+//! | GET    | `/auth/oauth/:provider/login`     | sign-ins per client   |
+//! | GET    | `/auth/oauth/:provider/callback`  | state + its cookie    |
 //! | GET    | `/api/user/profile`               | authenticate, any role|
 //! | GET    | `/api/admin/users`                | authenticate, admin   |
 //!
 //! Handlers are plain functions taking the shared [`AuthService`] and
 //! returning `Result<(), ApiError>`: each failure is a `?`, and the error
 //! becomes the `{"error": "..."}` answer ([`crate::web::reply`]). Responses carrying tokens are marked
-//! `Cache-Control: no-store` (RFC 6749 §5.1).
+//! `Cache-Control: no-store` (RFC 6749 §5.1). The two OAuth routes live in
+//! [`super::oauth_routes`].
 
 use crate::protocol::jwt::JwtError;
 use crate::services::token_auth::limiter::Admission;
 use crate::services::token_auth::middleware::{
     self, authenticate, claims, fail, require_role, ApiError, ANY_ROLE, NOT_LOGGED_IN,
-    STORE_UNAVAILABLE, TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
+    TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
 };
-use crate::services::token_auth::oauth::{Callback, OAuthError};
+use crate::services::token_auth::oauth_routes;
 use crate::services::token_auth::passwords::Passwords;
-use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::service::AuthService;
 use crate::services::token_auth::store::{NewUser, StoreError};
 use crate::services::token_auth::tokens::{self, Claims, TokenKind};
@@ -61,8 +61,6 @@ pub const TOO_MANY_REGISTRATIONS: &str = "too many registrations, try again in 1
 pub const USERNAME_EXISTS: &str = "username exists";
 /// 409 on registration with a taken email.
 pub const EMAIL_EXISTS: &str = "email exists";
-/// 400 when the OAuth callback's state does not verify.
-pub const INVALID_STATE: &str = "invalid state";
 
 type Route = for<'a> fn(Arc<AuthService>, &'a mut Context) -> BoxFuture<'a, Reply>;
 
@@ -473,68 +471,17 @@ fn list_users(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply
     })
 }
 
-/// The answer to an OAuth failure; a failing provider is also logged.
-fn oauth_failure(c: &Context, error: OAuthError) -> ApiError {
-    let status = match &error {
-        OAuthError::UnknownProvider => StatusCode::NOT_FOUND,
-        OAuthError::InvalidState => return ApiError::new(StatusCode::BAD_REQUEST, INVALID_STATE),
-        OAuthError::Denied(_) | OAuthError::MissingCode => StatusCode::BAD_REQUEST,
-        OAuthError::Provider(_) => StatusCode::BAD_GATEWAY,
-        OAuthError::States(StateError::Unavailable(_)) => {
-            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
-        }
-        OAuthError::States(_) => StatusCode::SERVICE_UNAVAILABLE,
-        OAuthError::Cipher(_) => return ApiError::internal("oauth")(error),
-    };
-    if status == StatusCode::BAD_GATEWAY {
-        log::message(
-            "token-auth",
-            format_args!("{} {}: {error}", c.method(), c.path()),
-        );
-    }
-    ApiError::new(status, error.to_string())
-}
-
-/// `GET /auth/oauth/:provider/login` → 302 to the provider.
+/// `GET /auth/oauth/:provider/login` → 302 to the provider, with the
+/// cookie binding the sign-in ([`oauth_routes::login`]).
 fn oauth_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
-    Box::pin(async move {
-        let oauth = service
-            .oauth
-            .as_ref()
-            .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
-        let name = c.param("provider").unwrap_or_default().to_owned();
-        let url = oauth
-            .authorize_url(&name)
-            .await
-            .map_err(|e| oauth_failure(c, e))?;
-        c.set_header(CACHE_CONTROL, "no-store");
-        c.redirect(StatusCode::FOUND, &url);
-        Ok(())
-    })
+    Box::pin(async move { oauth_routes::login(&service, c).await })
 }
 
-/// `GET /auth/oauth/:provider/callback?code&state` → token object.
+/// `GET /auth/oauth/:provider/callback?code&state` with the binding cookie
+/// → token object ([`oauth_routes::callback`]).
 fn oauth_callback(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
-        let oauth = service
-            .oauth
-            .as_ref()
-            .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
-        let name = c.param("provider").unwrap_or_default().to_owned();
-        let callback = Callback {
-            code: c.query("code"),
-            state: c.query("state"),
-            error: c.query("error"),
-        };
-        let signed_in = oauth
-            .complete(&name, callback)
-            .await
-            .map_err(|e| oauth_failure(c, e))?;
-        let user = service
-            .store
-            .sign_in_with_provider(signed_in.identity, signed_in.username_hint)
-            .await
-            .map_err(ApiError::store("storing provider sign-in"))?;
+        let user = oauth_routes::callback(&service, c).await?;
         send_pair(c, &service, &user, StatusCode::OK)
     })
 }
