@@ -7,6 +7,10 @@
 //! 2. the path has routes under other methods: 405 with `Allow` listing them;
 //! 3. otherwise 404.
 //!
+//! A redirect needs a route of the request's own method: `DELETE /thing/`
+//! finds no DELETE route either way, and no route of any method has the
+//! path `/thing/`, so it is 404.
+//!
 //! HEAD and OPTIONS are methods like any other: a GET route does not answer
 //! HEAD and nothing answers OPTIONS by itself, so both are 405 here until
 //! they are registered, as `/page` shows.
@@ -60,6 +64,7 @@ async fn main() {
             "OPTIONS /thing",
             "GET /thing/",
             "POST /thing/",
+            "DELETE /thing/",
             "HEAD /page",
             "OPTIONS /page",
         ],
