@@ -707,3 +707,31 @@ async fn head_and_options_are_405_unless_registered_and_a_head_answer_has_no_bod
         assert_eq!((r.status, r.text().as_str()), (StatusCode::OK, "options"));
     }
 }
+
+#[tokio::test]
+async fn a_global_middleware_can_answer_options_before_the_405_handler() {
+    // What a CORS middleware does with a preflight: the 405 chain starts
+    // with the global middleware, which answers and aborts.
+    let mut e = Engine::bare();
+    e.use_middleware(handler(|c| {
+        Box::pin(async move {
+            if c.method() == Method::OPTIONS {
+                c.set_header(http::header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST");
+                c.abort_with_status(StatusCode::NO_CONTENT);
+                return;
+            }
+            c.next().await;
+        })
+    }));
+    e.get(
+        "/thing",
+        handler(|c| Box::pin(async move { c.string(StatusCode::OK, "get") })),
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    let r = send(Proto::H1, srv.addr, Method::OPTIONS, "/thing", &[], "").await;
+    assert_eq!((r.status, r.body.len()), (StatusCode::NO_CONTENT, 0));
+    assert_eq!(r.header("access-control-allow-methods"), Some("GET, POST"));
+    let r = send(Proto::H1, srv.addr, Method::DELETE, "/thing", &[], "").await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+}

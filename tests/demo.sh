@@ -168,7 +168,8 @@ cargo() {
 		esac
 	done
 	if [ -n "$example" ]; then
-		"$CARGO" run --quiet --manifest-path "$repo/Cargo.toml" --example "$example" -- "$@"
+		# `command`: $CARGO is usually `cargo`, which is this function.
+		command "$CARGO" run --quiet --manifest-path "$repo/Cargo.toml" --example "$example" -- "$@"
 		return
 	fi
 	"$bin_dir/$name" "$@"

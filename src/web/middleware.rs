@@ -237,7 +237,10 @@ pub fn recovery(c: &mut Context) -> BoxFuture<'_, ()> {
             let mut line = Vec::new();
             let _ = write!(line, "[recovery] {} ", c.method());
             log::push_capped(&mut line, c.path(), LOG_TARGET_MAX);
-            let _ = writeln!(line, " panicked: {message}");
+            // A message may carry request data: on one line, bounded.
+            line.extend_from_slice(b" panicked: ");
+            log::push_capped(&mut line, message, log::MESSAGE_MAX);
+            line.push(b'\n');
             // With --trace the line follows the trace, as the logger's does.
             if let Some(line) = c.hold_after_trace(line) {
                 log::stdout().line(|buf| buf.extend_from_slice(&line));

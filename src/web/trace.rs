@@ -211,8 +211,9 @@ pub(crate) enum Unwound<'a> {
     TimedOut,
 }
 
-/// A panic message on one line of at most 200 characters: control
-/// characters (a newline would start a forged log line) become spaces.
+/// A panic message on one line of at most 200 characters: a control
+/// character (a newline would start a forged log line) is written `\x0a`,
+/// as the log lines write it.
 struct OneLine<'a>(&'a str);
 
 impl std::fmt::Display for OneLine<'_> {
@@ -222,7 +223,10 @@ impl std::fmt::Display for OneLine<'_> {
             if i == 200 {
                 return f.write_char('…');
             }
-            f.write_char(if ch.is_control() { ' ' } else { ch })?;
+            match ch.is_control() {
+                true => write!(f, "\\x{:02x}", u32::from(ch) & 0xff)?,
+                false => f.write_char(ch)?,
+            }
         }
         Ok(())
     }
@@ -307,7 +311,7 @@ mod tests {
                 "      enter 2 mw",
                 "        2 mw: next()",
                 "        enter 3 boom",
-                "        exit  3 boom [panicked: boom went off second line]",
+                r"        exit  3 boom [panicked: boom went off\x0asecond line]",
                 "      exit  2 mw [cut short: its code after next() did not run]",
                 "      1 recovery: caught the panic",
                 "      1 recovery: abort() (4 after will not run)",
@@ -319,7 +323,7 @@ mod tests {
         );
         assert_eq!(
             held,
-            "[recovery] GET /boom panicked: boom went off\nsecond line\n"
+            "[recovery] GET /boom panicked: boom went off\\x0asecond line\n"
         );
     }
 
