@@ -31,6 +31,9 @@
 #    with whitespace runs collapsed, `…` matching any text. For a failing
 #    grpcurl call the body is the error message. tests/demo_readme.py parses
 #    and compares.
+#    A ```sh demo example block runs a study example (`cargo run --example
+#    NAME`) instead: the ```text block right after it is its expected
+#    stdout, line by line, `…` matching any text; it must exit 0.
 # 4. Stops the services, runs `make reset` in the work directory (which must
 #    remove both databases) and does 1-3 again.
 # 5. Prints every command with its answer, then `demo: N passed, M failed`,
@@ -164,19 +167,26 @@ start_all() {
 # also writes the response head to $tmp/head for the status and headers.
 curl() { command curl --silent --show-error --max-time "$max_time" -D "$tmp/head" "$@"; }
 grpcurl() { "$grpcurl_bin" -max-time "$max_time" "$@"; }
-# `cargo run [-q] --bin NAME -- ARGS` runs the binary built above.
+# `cargo run [-q] --bin NAME -- ARGS` runs the binary built above;
+# `cargo run [-q] --example NAME` builds the study example if needed and runs it.
 cargo() {
-	local name=""
+	local name="" example=""
 	[ "${1:-}" = run ] || { echo "demo: README demo blocks may only use 'cargo run --bin NAME -- ARGS'" >&2; return 2; }
 	shift
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		-q | --quiet) shift ;;
 		--bin) name="$2"; shift 2 ;;
+		--example) example="$2"; shift 2 ;;
 		--) shift; break ;;
 		*) echo "demo: unsupported cargo option $1" >&2; return 2 ;;
 		esac
 	done
+	if [ -n "$example" ]; then
+		# `command`: $CARGO is usually `cargo`, which is this function.
+		command "$CARGO" run --quiet --manifest-path "$repo/Cargo.toml" --example "$example" -- "$@"
+		return
+	fi
 	"$bin_dir/$name" "$@"
 }
 if ! command -v jq >/dev/null 2>&1; then
@@ -233,7 +243,9 @@ run_round() {
 			fi
 			continue
 		fi
-		if [[ "$cmd" == grpcurl* ]]; then
+		if [[ "$cmd" == cargo* ]]; then
+			status="exit $rc"
+		elif [[ "$cmd" == grpcurl* ]]; then
 			if [ "$rc" -eq 0 ]; then
 				status=OK
 			else

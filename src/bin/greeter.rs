@@ -1,4 +1,4 @@
-//! `greeter [--config PATH]`: the Area A service (HTTP + gRPC over SQLite,
+//! `greeter [--config PATH]`: the greeting service (HTTP + gRPC over SQLite,
 //! or PostgreSQL + Redis when built with the feature `cluster`).
 //!
 //! Reads the YAML config (default `./config.yaml`), opens the store, binds
@@ -25,7 +25,7 @@ const GRACE_VAR: &str = "GREETER_SHUTDOWN_GRACE";
 
 const USAGE: Usage = Usage {
     program: "greeter",
-    about: "the greeting service over HTTP and gRPC (Area A); addresses, time-outs and the \
+    about: "the greeting service over HTTP and gRPC; addresses, time-outs and the \
             database come from the config file",
     synopsis: &["[--config PATH]"],
     flags: &[Flag::value(

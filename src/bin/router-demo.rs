@@ -1,5 +1,5 @@
 //! `router-demo [--addr HOST:PORT] [--redirect-target URL] [--quiet] [--trace]`:
-//! the Area B server. At start-up it prints the route table as Gin's debug
+//! the Gin-style demo server. At start-up it prints the route table as Gin's debug
 //! mode does (`--quiet` turns it off); `--trace` logs each request's walk of
 //! its handler chain. `--shutdown-grace DURATION` (default 10s) bounds how
 //! long in-flight requests may finish after SIGTERM. `GET /metrics` serves
@@ -19,7 +19,7 @@ const DEFAULT_ADDR: &str = "0.0.0.0:8000";
 
 const USAGE: Usage = Usage {
     program: "router-demo",
-    about: "the Gin-style routing and middleware demo (Area B)",
+    about: "the Gin-style routing and middleware demo",
     synopsis: &[
         "[--addr HOST:PORT] [--redirect-target URL] [--shutdown-grace DURATION] [--quiet] [--trace] [--no-metrics]",
     ],

@@ -1,4 +1,4 @@
-//! `token-auth`: the Area C token-authentication server.
+//! `token-auth`: the token-authentication server.
 //!
 //! ```text
 //! token-auth [--addr ADDR] [--db PATH|postgres://…] [--redis redis://…]
@@ -40,7 +40,7 @@ const DEFAULT_DB: &str = "token-auth.db";
 
 const USAGE: Usage = Usage {
     program: "token-auth",
-    about: "the token authentication service (Area C)",
+    about: "the token authentication service",
     synopsis: &[
         "[--addr HOST:PORT] [--db PATH|postgres://…] [--redis redis://…] [--shared-timeout DURATION]",
         " [--config PATH] [--shutdown-grace DURATION] [--quiet] [--trace]",

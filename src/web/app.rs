@@ -313,10 +313,20 @@ pub(crate) fn early_answer(c: &mut Context) -> BoxFuture<'_, ()> {
 #[derive(Clone)]
 struct Served(Arc<Operation>);
 
+/// The response the chain built. To HEAD it is the headers the handler gave,
+/// with `Content-Length` saying how long the body would be, and no body:
+/// hyper leaves a HEAD body out over HTTP/1.1 but sends it over HTTP/2,
+/// where the client must reject it (curl: `PROTOCOL_ERROR`).
 fn into_response(c: Context) -> Response<Body> {
     let served = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
-    let draft = c.response;
-    let mut resp = Response::new(types::full(draft.body.freeze()));
+    let head = c.method() == Method::HEAD;
+    let mut draft = c.response;
+    let mut body = draft.body.freeze();
+    if head && !body.is_empty() {
+        draft.headers.insert(CONTENT_LENGTH, body.len().into());
+        body = Bytes::new();
+    }
+    let mut resp = Response::new(types::full(body));
     *resp.status_mut() = draft.status;
     *resp.headers_mut() = draft.headers;
     if let Some(op) = served {

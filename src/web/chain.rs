@@ -11,12 +11,13 @@
 //! ```
 //!
 //! So a middleware that calls `next()` runs the rest of the chain at that
-//! point and then continues its own code (rule 3); one that never calls
-//! `next()` returns to the loop, which runs the following handler (rule 4);
-//! one that calls `abort()` keeps running its own code but nothing after it
-//! runs (rule 5). Values stored with [`Context::set`] are visible to every
-//! later handler (rule 6). The engine that builds the chains lives in
-//! [`crate::web::engine`].
+//! point and then continues its own code; one that never calls `next()`
+//! returns to the loop, which runs the following handler (the implicit
+//! next); one that calls `abort()` keeps running its own code but nothing
+//! after it runs, and a `next()` after `abort()` runs nothing. Values stored
+//! with [`Context::set`] are visible to every later handler. The engine that
+//! builds the chains lives in [`crate::web::engine`]; `docs/middleware.md`
+//! teaches each rule with an example and the test that proves it.
 
 use std::any::Any;
 use std::net::{IpAddr, SocketAddr};
@@ -29,7 +30,7 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 
 use crate::types::BoxFuture;
 use crate::web::path_params::PathParams;
-use crate::web::trace::Trace;
+use crate::web::trace::{Trace, Unwound};
 use crate::web::urlenc;
 
 /// The function inside a [`Handler`].
@@ -93,6 +94,14 @@ where
 /// Index value that means "aborted": far past any real chain length, and far
 /// enough from `isize::MAX` that the loop's `+= 1` cannot overflow (Gin uses 63).
 const ABORT_INDEX: isize = isize::MAX / 2;
+
+/// A handler's place in the chain, from [`Context::mark`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    index: isize,
+    /// How many handlers the trace had open.
+    open: usize,
+}
 
 /// The response a chain is building.
 #[derive(Debug)]
@@ -201,11 +210,9 @@ impl Context {
     #[allow(clippy::should_implement_trait)] // Gin's name, on purpose
     pub fn next(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            let aborted = self.index_is_aborted();
             if let Some(t) = &mut self.trace {
-                let at = usize::try_from(self.index).ok();
-                if let Some(h) = at.and_then(|i| self.handlers.get(i)) {
-                    t.next_called(self.index, h.name());
-                }
+                t.next_called(aborted);
             }
             self.index += 1;
             let handlers = self.handlers.clone();
@@ -231,7 +238,7 @@ impl Context {
         h.call(self).await;
         let aborted = self.is_aborted();
         if let Some(t) = &mut self.trace {
-            t.exit(index, h.name(), aborted);
+            t.exit(aborted);
         }
     }
 
@@ -241,13 +248,41 @@ impl Context {
         let first = !self.index_is_aborted();
         if let (Some(t), true) = (&mut self.trace, first) {
             let names: Vec<_> = self.handlers.iter().map(Handler::name).collect();
-            t.abort_called(self.index, &names);
+            t.abort_called(&names);
         }
         self.index = ABORT_INDEX;
     }
 
     fn index_is_aborted(&self) -> bool {
         self.index >= ABORT_INDEX
+    }
+
+    /// Where the running handler stands, taken before it calls `next()`, so
+    /// that a middleware which stops the rest of the chain from returning
+    /// normally (recovery, the time-out) can come back to it with
+    /// [`unwound_to`](Self::unwound_to).
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            index: self.index,
+            open: self.trace.as_ref().map_or(0, |t| t.open_len()),
+        }
+    }
+
+    /// The rest of the chain after `mark` ended by `cause`, not by
+    /// returning: the index is the marking handler's again (so its
+    /// `abort()` is its own) and the trace closes the handlers it cut short.
+    pub(crate) fn unwound_to(&mut self, mark: Mark, cause: Unwound<'_>) {
+        self.index = mark.index;
+        if let Some(t) = &mut self.trace {
+            t.unwound(mark.open, cause);
+        }
+    }
+
+    /// While tracing, note a step of the running handler (`1 recovery: …`).
+    pub(crate) fn trace_note(&mut self, what: &str) {
+        if let Some(t) = &mut self.trace {
+            t.note(what);
+        }
     }
 
     /// Record the walk of the chain from now on (see [`Trace`]).

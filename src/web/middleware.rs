@@ -18,6 +18,7 @@ use http::{Method, StatusCode, Uri};
 
 use crate::types::BoxFuture;
 use crate::web::chain::{handler, Context, Handler};
+use crate::web::trace::Unwound;
 use crate::web::{log, timefmt, urlenc};
 
 /// Longest path-and-query written to a log line; past it the text is cut
@@ -221,20 +222,32 @@ pub fn push_redacted_target(buf: &mut Vec<u8>, uri: &Uri, max: usize) {
     log::push_capped(buf, &target, max);
 }
 
-/// Turns a panic anywhere later in the chain into a 500 and a log line; the
-/// connection and the server keep going.
+/// Turns a panic anywhere later in the chain into a 500 with an empty body
+/// (what the chain had written is discarded) and a `[recovery]` log line;
+/// the connection and the server keep going. The abort and the 500 are
+/// recovery's own: with `--trace` they are its lines, and the handler that
+/// panicked exits `[panicked: …]`.
 pub fn recovery(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
+        let mark = c.mark();
         let outcome = CatchUnwind(c.next()).await;
         if let Err(payload) = outcome {
             let message = panic_message(payload.as_ref());
-            log::stdout().line(|buf| {
-                let _ = write!(buf, "[recovery] {} ", c.method());
-                log::push_capped(buf, c.path(), LOG_TARGET_MAX);
-                let _ = writeln!(buf, " panicked: {message}");
-            });
+            c.unwound_to(mark, Unwound::Panic(message));
+            let mut line = Vec::new();
+            let _ = write!(line, "[recovery] {} ", c.method());
+            log::push_capped(&mut line, c.path(), LOG_TARGET_MAX);
+            // A message may carry request data: on one line, bounded.
+            line.extend_from_slice(b" panicked: ");
+            log::push_capped(&mut line, message, log::MESSAGE_MAX);
+            line.push(b'\n');
+            // With --trace the line follows the trace, as the logger's does.
+            if let Some(line) = c.hold_after_trace(line) {
+                log::stdout().line(|buf| buf.extend_from_slice(&line));
+            }
             c.clear_response();
             c.abort_with_status(StatusCode::INTERNAL_SERVER_ERROR);
+            c.trace_note("500, empty body (what the chain wrote is discarded)");
         }
     })
 }
@@ -249,7 +262,9 @@ pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
     handler(move |c| {
         Box::pin(async move {
             let deadline = tokio::time::Instant::from_std(c.received_at() + d);
+            let mark = c.mark();
             if tokio::time::timeout_at(deadline, c.next()).await.is_err() {
+                c.unwound_to(mark, Unwound::TimedOut);
                 c.clear_response();
                 on_timeout(c);
                 c.abort();

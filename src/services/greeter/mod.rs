@@ -1,4 +1,4 @@
-//! Area A, the greeter, in go-kratos' shape: transports ([`http`], [`grpc`])
+//! The greeter, in go-kratos' shape: transports ([`http`], [`grpc`])
 //! call the methods of [`rpc`], which call use cases ([`biz`]), which call repositories implemented over SQLite
 //! or, with the cargo feature `cluster`, over PostgreSQL with the user list
 //! cached in Redis ([`data`]). [`api`] holds the hand-written wire messages

@@ -1,4 +1,4 @@
-//! Area C: the token-auth service — login, registration, refresh, logout
+//! The token-auth service — login, registration, refresh, logout
 //! and role checks with hand-made HS256 tokens, plus sign-in through an
 //! OAuth identity provider.
 //!
