@@ -10,9 +10,12 @@
 //! JSON ([`codec`]); failures are Kratos JSON ([`error`]).
 //!
 //! Route choice: the request's last segment loses a `:verb` only if some
-//! route declares that verb ([`template::split_path`]); then the first
-//! route of the request's method whose template matches wins, in proto
-//! order. Else, as the engine's router: a redirect when the path with one
+//! route declares that verb ([`template::split_path`]); then, among the
+//! routes of the request's method whose template matches, the one Google's
+//! transcoder would pick wins ([`template::Template::precedence_key`]: the
+//! leftmost segment where two templates differ decides, a literal before
+//! `*` before `**`); proto order decides only between templates of the
+//! same shape. Else, as the engine's router: a redirect when the path with one
 //! trailing slash more or less has a route of the method; a 405 with
 //! `Allow` when other methods match; a 404.
 //!
@@ -122,6 +125,8 @@ pub enum Found<'g> {
 pub struct Gateway {
     pool: Pool,
     routes: Vec<Route>,
+    /// Indexes into `routes`, in the order `find` tries them.
+    order: Vec<usize>,
     verbs: HashSet<String>,
 }
 
@@ -216,9 +221,13 @@ impl Gateway {
             .iter()
             .filter_map(|r| r.template.verb().map(str::to_owned))
             .collect();
+        let mut order: Vec<usize> = (0..routes.len()).collect();
+        // Stable: equal keys keep proto order.
+        order.sort_by_cached_key(|&i| routes[i].template.precedence_key());
         Ok(Gateway {
             pool,
             routes,
+            order,
             verbs,
         })
     }
@@ -238,6 +247,29 @@ impl Gateway {
         &self.routes
     }
 
+    /// The routes in the order a request tries them (see the module
+    /// documentation): the route table printed at start-up.
+    pub fn routes_by_precedence(&self) -> impl Iterator<Item = &Route> {
+        self.order.iter().map(|&i| &self.routes[i])
+    }
+
+    /// One line per route, in the order a request tries them:
+    /// `GET /v1/{name=shelves/*} -> library.v1.Library.GetBook (walks /v1/shelves/*)`.
+    pub fn route_table(&self) -> Vec<String> {
+        self.routes_by_precedence()
+            .map(|r| {
+                format!(
+                    "{} {} -> {}.{} (walks {})",
+                    r.http_method,
+                    r.template.source(),
+                    r.service,
+                    r.method,
+                    r.template.walk()
+                )
+            })
+            .collect()
+    }
+
     /// The messages and enums of the files.
     pub fn pool(&self) -> &Pool {
         &self.pool
@@ -248,7 +280,7 @@ impl Gateway {
     pub fn find(&self, method: &http::Method, raw: &str) -> Found<'_> {
         let path = template::split_path(raw, |v| self.verbs.contains(v));
         let mut allowed = BTreeSet::new();
-        for route in &self.routes {
+        for route in self.routes_by_precedence() {
             if let Some(values) = route.template.matches(&path) {
                 if route.http_method == method {
                     return Found::Route(route, values);
