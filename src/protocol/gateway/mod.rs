@@ -319,6 +319,24 @@ impl Gateway {
             .then_some(other)
     }
 
+    /// The input message of `route` built from a request's body, query and
+    /// path values (as [`find`](Self::find) gave them), encoded: what the
+    /// method's handler receives. A failure is the 400 the client gets.
+    pub fn input_message(
+        &self,
+        route: &Route,
+        body: &[u8],
+        query: Option<&str>,
+        values: Vec<String>,
+    ) -> Result<Bytes, Failure> {
+        let input = route.input_json(&self.pool, body, query, values)?;
+        let bytes = self
+            .pool
+            .encode(&route.input, &input)
+            .map_err(|e| Failure::new(Code::InvalidArgument, "CODEC", e.0))?;
+        Ok(Bytes::from(bytes))
+    }
+
     /// Answers one request (the engine's fallback chain calls this).
     pub async fn serve(&self, c: &mut Context) {
         let (route, values) = match self.find(c.method(), c.path()) {
@@ -358,12 +376,8 @@ impl Gateway {
         let answer = async {
             let values = values
                 .map_err(|e| Failure::new(Code::InvalidArgument, "INVALID_ARGUMENT", e.message))?;
-            let input = route.input_json(&self.pool, c.body(), c.uri().query(), values)?;
-            let bytes = self
-                .pool
-                .encode(&route.input, &input)
-                .map_err(|e| Failure::new(Code::InvalidArgument, "CODEC", e.0))?;
-            let framed = (route.handler)(Bytes::from(bytes)).await?;
+            let bytes = self.input_message(route, c.body(), c.uri().query(), values)?;
+            let framed = (route.handler)(bytes).await?;
             let message = framed
                 .get(crate::protocol::grpc::frame::HEADER_LEN..)
                 .unwrap_or_default();
