@@ -30,6 +30,34 @@ async fn helloworld_returns_hello_name_as_json_and_stores_a_greeting() {
 }
 
 #[tokio::test]
+async fn say_hello_names_with_control_characters_or_bidi_overrides_are_400_and_not_stored() {
+    let g = start().await;
+    let cases = [
+        ("/helloworld/a%00b", "U+0000 at byte 1"),
+        ("/helloworld/%1B%5B2J", "U+001B at byte 0"),
+        ("/helloworld/x%0D%0Aforged", "U+000D at byte 1"),
+        ("/helloworld/abc%E2%80%AEexe.pdf", "U+202E at byte 3"),
+        ("/helloworld/%E2%81%A6x", "U+2066 at byte 0"),
+    ];
+    for (path, found) in cases {
+        let reply = call(g.http, Method::GET, path, "").await;
+        let message = format!(
+            "name must not contain control characters or bidirectional overrides (found {found})"
+        );
+        assert_eq!(reply.status.as_u16(), 400, "{path}");
+        assert_eq!(
+            reply.json(),
+            kratos_error(400, "NAME_INVALID_CHARACTERS", &message)
+        );
+    }
+    let rows: i64 = rusqlite::Connection::open(&g.db)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM greetings", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 0, "no refused name was stored");
+}
+
+#[tokio::test]
 async fn helloworld_name_is_percent_decoded() {
     let g = start().await;
     let reply = call(g.http, Method::GET, "/helloworld/w%C3%B6rld%20two", "").await;
@@ -156,7 +184,9 @@ async fn malformed_json_is_400_codec_error() {
         "{not json",
         "[1,2]",
         "{\"username\": 5, \"password\": \"x\"}",
-        "",
+        // No body at all is the empty message (USERNAME_EMPTY); only
+        // whitespace is still not JSON.
+        " \n",
     ] {
         let reply = call(g.http, Method::POST, "/v1/users", input).await;
         let (status, body) = (reply.status.as_u16(), reply.json());
