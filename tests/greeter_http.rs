@@ -322,6 +322,55 @@ fn unreadable_config_is_a_startup_error_naming_the_path() {
     );
 }
 
+/// A FIFO blocked start-up forever (opening it waits for a writer) and a
+/// device is no file: both are refused before they are opened.
+#[test]
+fn config_that_is_not_a_regular_file_is_a_startup_error_naming_the_path() {
+    let dir = TempDir::new("config-kind");
+    let fifo = dir.0.join("config.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let cases = [
+        (
+            fifo.to_str().unwrap().to_owned(),
+            "not a regular file (a FIFO)",
+        ),
+        ("/dev/zero".to_owned(), "not a regular file (a device)"),
+        ("/dev/null".to_owned(), "not a regular file (a device)"),
+        (
+            dir.0.to_str().unwrap().to_owned(),
+            "not a regular file (a directory)",
+        ),
+    ];
+    for (path, why) in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_greeter"))
+            .args(["--config", &path])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("greeter --config {path} did not exit within 10 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(1), "{path}: {err}");
+        assert!(
+            err.contains(&format!("cannot read config file {path}")),
+            "{err}"
+        );
+        assert!(err.contains(why), "{path}: {err}");
+    }
+}
+
 #[test]
 fn unknown_argument_is_a_usage_error() {
     let out = run_greeter(&["--conf", "x"]);
