@@ -45,6 +45,7 @@ use crate::protocol::grpc::{Code, Frame};
 use crate::types::BoxFuture;
 use crate::web::chain::Context;
 use crate::web::metrics::{Kind, Metrics, OPERATION_KEY};
+use crate::web::reply::echo;
 pub use codec::Pool;
 pub use error::{error_body, http_status, ErrorBody, Failure};
 pub use routes::{BodyRule, Route};
@@ -347,7 +348,7 @@ impl Gateway {
                 (route, values)
             }
             Found::NotFound => {
-                let message = format!("no route for {} {}", c.method(), c.path());
+                let message = format!("no route for {} {}", c.method(), echo(c.path()));
                 return fail(c, StatusCode::NOT_FOUND, "NOT_FOUND", &message);
             }
             Found::Redirect(mut location) => {
@@ -364,7 +365,7 @@ impl Gateway {
             }
             Found::MethodNotAllowed(allow) => {
                 c.set_header(ALLOW, &allow);
-                let message = format!("method {} not allowed on {}", c.method(), c.path());
+                let message = format!("method {} not allowed on {}", c.method(), echo(c.path()));
                 return fail(
                     c,
                     StatusCode::METHOD_NOT_ALLOWED,
