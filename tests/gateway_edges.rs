@@ -284,7 +284,7 @@ async fn one_field_under_its_two_names_is_given_twice() {
                 r#"{"authorInfo": {"firstName": "a", "first_name": "b"}}"#,
                 Bad("CODEC", "author_info.first_name: given twice"),
             ),
-            // A repeated field takes both names: they add up.
+            // A repeated field given twice adds up.
             (
                 Method::GET,
                 "/v1/search?filter.tags=a&filter.tags=b",
