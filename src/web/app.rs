@@ -35,7 +35,7 @@ pub type BodyTimeoutAnswer = fn(Duration) -> Response<Body>;
 
 /// Builds the answer the engine gives itself, before any chain (431, 413,
 /// 400 for a body that could not be read): status, a reason in the style
-/// of `PAYLOAD_TOO_LARGE`, and the message. The default, [`edge_json`],
+/// of `PAYLOAD_TOO_LARGE`, and the message. The default, `edge_json`,
 /// writes `{"error": message}`.
 pub type EdgeAnswer = fn(StatusCode, &str, &str) -> Response<Body>;
 

@@ -10,6 +10,10 @@
 //! Query keys are field paths (`a.b=x` sets a nested field), a repeated
 //! field takes `?p=A&p=B`, keys naming no field are ignored (as Kratos),
 //! and the path's variables are set last: the path wins over query and body.
+//! Every field path (template, `body`, query key) is read by proto or JSON
+//! name and kept in proto names, so `?pageSize=1&page_size=2` is one field
+//! given twice; an enum in the query or path is a name or a number the enum
+//! declares. No body at all is the empty message.
 
 use std::sync::Arc;
 

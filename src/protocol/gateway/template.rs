@@ -22,6 +22,10 @@
 //!   `%2f` as they are, so the captured `/`s are the real separators.
 //!   A malformed escape or a value that is not UTF-8 is a [`MatchError`].
 //! - Literals are compared with the raw (still encoded) request segment.
+//!   They hold RFC 3986 `pchar`s but `*` and `:`; a `%` must start a
+//!   `%XX` escape (else a start-up error).
+//! - Of several templates matching one request, [`Template::precedence_key`]
+//!   ranks them as Google's transcoder walks its trie.
 //! - The verb (`:undelete`) is split off the request's last segment by the
 //!   caller ([`split_path`]), and only when some route declares that verb:
 //!   a template with a verb matches only requests with that verb, one
