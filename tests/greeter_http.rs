@@ -30,6 +30,34 @@ async fn helloworld_returns_hello_name_as_json_and_stores_a_greeting() {
 }
 
 #[tokio::test]
+async fn say_hello_names_with_control_characters_or_bidi_overrides_are_400_and_not_stored() {
+    let g = start().await;
+    let cases = [
+        ("/helloworld/a%00b", "U+0000 at byte 1"),
+        ("/helloworld/%1B%5B2J", "U+001B at byte 0"),
+        ("/helloworld/x%0D%0Aforged", "U+000D at byte 1"),
+        ("/helloworld/abc%E2%80%AEexe.pdf", "U+202E at byte 3"),
+        ("/helloworld/%E2%81%A6x", "U+2066 at byte 0"),
+    ];
+    for (path, found) in cases {
+        let reply = call(g.http, Method::GET, path, "").await;
+        let message = format!(
+            "name must not contain control characters or bidirectional overrides (found {found})"
+        );
+        assert_eq!(reply.status.as_u16(), 400, "{path}");
+        assert_eq!(
+            reply.json(),
+            kratos_error(400, "NAME_INVALID_CHARACTERS", &message)
+        );
+    }
+    let rows: i64 = rusqlite::Connection::open(&g.db)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM greetings", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 0, "no refused name was stored");
+}
+
+#[tokio::test]
 async fn helloworld_name_is_percent_decoded() {
     let g = start().await;
     let reply = call(g.http, Method::GET, "/helloworld/w%C3%B6rld%20two", "").await;
@@ -156,7 +184,9 @@ async fn malformed_json_is_400_codec_error() {
         "{not json",
         "[1,2]",
         "{\"username\": 5, \"password\": \"x\"}",
-        "",
+        // No body at all is the empty message (USERNAME_EMPTY); only
+        // whitespace is still not JSON.
+        " \n",
     ] {
         let reply = call(g.http, Method::POST, "/v1/users", input).await;
         let (status, body) = (reply.status.as_u16(), reply.json());
@@ -290,6 +320,55 @@ fn unreadable_config_is_a_startup_error_naming_the_path() {
         err.contains("cannot read config file /nonexistent/greeter.yaml"),
         "{err}"
     );
+}
+
+/// A FIFO blocked start-up forever (opening it waits for a writer) and a
+/// device is no file: both are refused before they are opened.
+#[test]
+fn config_that_is_not_a_regular_file_is_a_startup_error_naming_the_path() {
+    let dir = TempDir::new("config-kind");
+    let fifo = dir.0.join("config.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let cases = [
+        (
+            fifo.to_str().unwrap().to_owned(),
+            "not a regular file (a FIFO)",
+        ),
+        ("/dev/zero".to_owned(), "not a regular file (a device)"),
+        ("/dev/null".to_owned(), "not a regular file (a device)"),
+        (
+            dir.0.to_str().unwrap().to_owned(),
+            "not a regular file (a directory)",
+        ),
+    ];
+    for (path, why) in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_greeter"))
+            .args(["--config", &path])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("greeter --config {path} did not exit within 10 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(1), "{path}: {err}");
+        assert!(
+            err.contains(&format!("cannot read config file {path}")),
+            "{err}"
+        );
+        assert!(err.contains(why), "{path}: {err}");
+    }
 }
 
 #[test]

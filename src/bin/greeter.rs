@@ -2,8 +2,8 @@
 //! or PostgreSQL + Redis when built with the feature `cluster`).
 //!
 //! Reads the YAML config (default `./config.yaml`), opens the store, binds
-//! both listeners, prints their addresses and then the store it uses, and
-//! serves until SIGINT/SIGTERM.
+//! both listeners, prints their addresses, the store it uses and the HTTP
+//! routes in the order a request tries them, and serves until SIGINT/SIGTERM.
 //! Any start-up problem is one line on stderr and exit status 1.
 //!
 //! The config file has no key for the shutdown grace period (how long
@@ -83,6 +83,9 @@ fn main() -> ExitCode {
             greeter.grpc_addr()
         ));
         log::announce(&format!("greeter: {}", greeter.store()));
+        for route in greeter.routes() {
+            log::announce(&format!("[routes] {route}"));
+        }
         match greeter.serve(shutdown_signal()).await {
             Ok(()) => {
                 log::announce("greeter: stopped");

@@ -5,8 +5,11 @@
 //! past it, and by the body time-out, 408 past it, with `Connection: close`)
 //! and runs one of five chains through [`Context::next`]: the route's, a
 //! trailing-slash redirect, 405 (with `Allow`), 404, or the early answer
-//! (413, 408, 400 for a body that could not be read). All but the route's
-//! are the global middleware plus one handler of this file.
+//! (431 for a head with too many or too large header fields, 413, 408, 400
+//! for a body that could not be read). All but the route's are the global
+//! middleware plus one handler of this file. The early answers are shaped
+//! by the engine's [`EdgeAnswer`], so a service whose errors are Kratos
+//! JSON answers these in Kratos JSON too.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,6 +32,22 @@ use crate::web::server::Service;
 /// Builds the answer to a body that did not arrive within the body
 /// time-out (given as the argument). The engine adds `Connection: close`.
 pub type BodyTimeoutAnswer = fn(Duration) -> Response<Body>;
+
+/// Builds the answer the engine gives itself, before any chain (431, 413,
+/// 400 for a body that could not be read): status, a reason in the style
+/// of `PAYLOAD_TOO_LARGE`, and the message. The default, `edge_json`,
+/// writes `{"error": message}`.
+pub type EdgeAnswer = fn(StatusCode, &str, &str) -> Response<Body>;
+
+/// Most header fields a request may carry; more is 431. hyper parses up to
+/// [`crate::web::server::PARSED_HEADERS_MAX`], so it is the engine, in the
+/// service's error shape, that refuses a header flood.
+pub const HEADER_FIELDS_MAX: usize = 100;
+
+/// Most bytes of header names and values a request may carry; more is 431.
+/// Below hyper's 128 KiB read buffer, so the engine answers a head between
+/// the two; past the buffer, hyper answers (with no body).
+pub const HEADER_BYTES_MAX: usize = 64 << 10;
 
 /// Context key under which the trailing-slash redirect target is stored.
 const TSR_LOCATION: &str = "handwire.tsr_location";
@@ -61,6 +80,7 @@ pub struct App {
     pub(crate) body_limit: usize,
     pub(crate) body_timeout: Duration,
     pub(crate) on_body_timeout: BodyTimeoutAnswer,
+    pub(crate) on_edge_error: EdgeAnswer,
     pub(crate) trace: bool,
 }
 
@@ -100,6 +120,7 @@ impl App {
             bytes: self.body_limit,
             time: self.body_timeout,
             on_timeout: self.on_body_timeout,
+            on_error: self.on_edge_error,
         };
         let operation = self.metered.as_ref().map(|m| {
             chosen
@@ -120,7 +141,15 @@ impl App {
                 }
                 resp
             };
-            let body = match read_body(&parts, body, read).await {
+            let read = match too_many_headers(&parts.headers) {
+                Some(message) => Err((read.on_error)(
+                    StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    "REQUEST_HEADER_FIELDS_TOO_LARGE",
+                    &message,
+                )),
+                None => read_body(&parts, body, read).await,
+            };
+            let body = match read {
                 Ok(body) => body,
                 Err(answer) => {
                     let c = Context::new(
@@ -192,12 +221,30 @@ struct Chosen {
     route_id: Option<usize>,
 }
 
+/// Why the head is refused (431), if it carries more than
+/// [`HEADER_FIELDS_MAX`] fields or [`HEADER_BYTES_MAX`] bytes.
+fn too_many_headers(headers: &http::HeaderMap) -> Option<String> {
+    if headers.len() > HEADER_FIELDS_MAX {
+        return Some(format!(
+            "too many header fields: {} (at most {HEADER_FIELDS_MAX})",
+            headers.len()
+        ));
+    }
+    let bytes: usize = headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len())
+        .sum();
+    (bytes > HEADER_BYTES_MAX)
+        .then(|| format!("header fields too large: {bytes} bytes (at most {HEADER_BYTES_MAX})"))
+}
+
 /// The bounds on reading a request body.
 #[derive(Clone, Copy)]
 struct ReadLimits {
     bytes: usize,
     time: Duration,
     on_timeout: BodyTimeoutAnswer,
+    on_error: EdgeAnswer,
 }
 
 /// The whole body, or the answer to give instead (413, 408, 400).
@@ -218,7 +265,7 @@ where
         .and_then(|v| v.parse::<u64>().ok())
         .is_some_and(|n| n > limits.bytes as u64);
     if declared_too_large {
-        return Err(too_large(limits.bytes));
+        return Err(too_large(limits));
     }
     // A body that is already complete (GET, or a test's `Full`) needs no clock.
     if body.is_end_stream() {
@@ -237,9 +284,13 @@ where
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            Err(too_large(limits.bytes))
+            Err(too_large(limits))
         }
-        Err(e) => Err(bad_body(&e.to_string())),
+        Err(e) => Err((limits.on_error)(
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+            &format!("cannot read request body: {e}"),
+        )),
     }
 }
 
@@ -350,18 +401,17 @@ pub(crate) fn json_response(status: StatusCode, body: &impl serde::Serialize) ->
     resp
 }
 
-fn too_large(limit: usize) -> Response<Body> {
-    json_response(
+fn too_large(limits: ReadLimits) -> Response<Body> {
+    (limits.on_error)(
         StatusCode::PAYLOAD_TOO_LARGE,
-        &serde_json::json!({ "error": format!("request body too large (limit {limit} bytes)") }),
+        "PAYLOAD_TOO_LARGE",
+        &format!("request body too large (limit {} bytes)", limits.bytes),
     )
 }
 
-fn bad_body(reason: &str) -> Response<Body> {
-    json_response(
-        StatusCode::BAD_REQUEST,
-        &serde_json::json!({ "error": format!("cannot read request body: {reason}") }),
-    )
+/// The default [`EdgeAnswer`]: `{"error": message}`.
+pub(crate) fn edge_json(status: StatusCode, _reason: &str, message: &str) -> Response<Body> {
+    json_response(status, &serde_json::json!({ "error": message }))
 }
 
 /// The default answer past the body time-out: 408 with a JSON error.

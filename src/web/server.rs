@@ -43,6 +43,10 @@ use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
 use crate::web::log;
 use crate::web::metrics::Gauge;
 
+/// Most header fields hyper parses in an HTTP/1 head (its default is
+/// 100); the engine refuses more than [`crate::web::app::HEADER_FIELDS_MAX`].
+pub const PARSED_HEADERS_MAX: usize = 1000;
+
 /// How long a connection whose clock ran out may take to close politely
 /// (an HTTP/2 GOAWAY waits for the peer's PING acknowledgement, which a
 /// silent peer never sends) before it is dropped.
@@ -315,7 +319,10 @@ fn connection_builder(opts: &Options) -> Result<auto::Builder<TokioExecutor>, Se
         // of a client that does not read its answers) stop at 128 KiB per
         // connection, not hyper's ~400 KiB; a head still has room for the
         // 64 KiB path the engine accepts.
-        .max_buf_size(PIPELINE_BUFFER);
+        .max_buf_size(PIPELINE_BUFFER)
+        // Past hyper's default of 100 fields it answers 431 with no body;
+        // parsing more lets the engine refuse them in the service's shape.
+        .max_headers(PARSED_HEADERS_MAX);
     // Both PINGs and the idle clock, on purpose: the idle clock closes live
     // connections nobody uses; PINGs find dead peers while a request is in
     // flight, when the idle clock does not run.

@@ -253,7 +253,18 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 pub const MAX_PAGE_SIZE: usize = 1000;
 
 /// Page tokens: opaque to clients (base64url of `v1:<last id>`), checked
-/// on the way back in.
+/// on the way back in. A token has one spelling: it must be exactly what
+/// [`page::encode`] writes for its id, so `v1:+5`, `v1:05` or a padded or
+/// otherwise re-encoded form of a real token is `PAGE_TOKEN_INVALID` (two
+/// spellings of one position would be two cache keys and a probe surface).
+///
+/// Not bound to the listing (AIP-158 asks that a token be refused when the
+/// request's other fields change): `UserList` has no other field but
+/// `page_size`, which AIP-158 lets change between pages, so every token is
+/// a position in the one listing there is. Keyset by id, a token stays
+/// valid as users register; it grants nothing, since every position is
+/// reachable by paging from the start. A filter or an order, if ever added,
+/// goes into the token and a mismatch becomes `PAGE_TOKEN_INVALID` too.
 mod page {
     use super::Error;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -273,7 +284,7 @@ mod page {
             .ok()
             .and_then(|raw| String::from_utf8(raw).ok())
             .and_then(|text| text.strip_prefix("v1:")?.parse::<i64>().ok())
-            .filter(|id| *id > 0)
+            .filter(|id| *id > 0 && encode(*id) == token)
             .ok_or_else(|| Error::InvalidArgument {
                 reason: "PAGE_TOKEN_INVALID",
                 message: "page_token is not one this server gave (send the \
@@ -287,7 +298,8 @@ mod page {
 /// is a person's handle, and each call stores one row holding it).
 pub const NAME_MAX_BYTES: usize = 64;
 
-/// The SayHello name rule: 1..=[`NAME_MAX_BYTES`] bytes (any characters).
+/// The SayHello name rule: 1..=[`NAME_MAX_BYTES`] bytes, no character
+/// [`name_char_refused`] refuses.
 pub fn check_name(name: &str) -> Result<(), Error> {
     if name.is_empty() {
         return Err(Error::InvalidArgument {
@@ -304,7 +316,27 @@ pub fn check_name(name: &str) -> Result<(), Error> {
             ),
         });
     }
+    if let Some((at, c)) = name.char_indices().find(|(_, c)| name_char_refused(*c)) {
+        return Err(Error::InvalidArgument {
+            reason: "NAME_INVALID_CHARACTERS",
+            message: format!(
+                "name must not contain control characters or bidirectional overrides \
+                 (found U+{:04X} at byte {at})",
+                u32::from(c)
+            ),
+        });
+    }
     Ok(())
+}
+
+/// Characters a SayHello name may not hold: control characters (Unicode
+/// Cc: NUL, ESC, CR, LF, DEL, C1), which forge log lines and drive
+/// terminals, and the bidirectional embeddings, overrides and isolates
+/// (U+202A–U+202E, U+2066–U+2069), which make a name display as other
+/// text (Trojan Source, CVE-2021-42574). The name is echoed in every reply
+/// and stored; usernames refuse the same and more (ASCII only).
+pub fn name_char_refused(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Both use cases, as the transports share them: one `Arc<Usecases>` is
@@ -538,5 +570,45 @@ mod tests {
             err.message(),
             "username must not contain control characters (found U+007F at byte 3)"
         );
+    }
+
+    #[test]
+    fn page_tokens_have_one_spelling() {
+        use base64::Engine as _;
+        let b64 = |t: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(t);
+        assert_eq!(page::decode(&page::encode(5)).unwrap(), 5);
+        let padded = base64::engine::general_purpose::URL_SAFE.encode("v1:5");
+        for bad in [
+            b64("v1:+5"),
+            b64("v1:05"),
+            b64("v1:5 "),
+            b64("v1:0"),
+            padded,
+        ] {
+            let err = page::decode(&bad).unwrap_err();
+            assert_eq!(err.reason(), "PAGE_TOKEN_INVALID", "{bad}");
+        }
+    }
+
+    #[test]
+    fn say_hello_names_refuse_control_characters_and_bidi_overrides() {
+        for ok in ["kratos", "zoë 山田", "a\u{200F}b", "\u{2065}"] {
+            assert!(check_name(ok).is_ok(), "{ok:?}");
+        }
+        for (bad, at) in [
+            ("a\0b", "U+0000 at byte 1"),
+            ("\u{1b}[31m", "U+001B at byte 0"),
+            ("x\r\nforged", "U+000D at byte 1"),
+            ("\u{7f}", "U+007F at byte 0"),
+            ("\u{85}", "U+0085 at byte 0"),
+            ("abc\u{202E}fdp.exe", "U+202E at byte 3"),
+            ("\u{202A}", "U+202A"),
+            ("\u{2066}x", "U+2066"),
+            ("x\u{2069}", "U+2069 at byte 1"),
+        ] {
+            let err = check_name(bad).unwrap_err();
+            assert_eq!(err.reason(), "NAME_INVALID_CHARACTERS", "{bad:?}");
+            assert!(err.message().contains(at), "{bad:?}: {}", err.message());
+        }
     }
 }

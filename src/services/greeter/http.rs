@@ -44,6 +44,16 @@ fn body_408_response(limit: Duration) -> http::Response<crate::types::Body> {
     engine::json_response(status, &error_body(status, "REQUEST_TIMEOUT", &message))
 }
 
+/// The answers the engine gives before any chain (431, 413, 400 for an
+/// unreadable body), in Kratos JSON like the greeter's other errors.
+fn edge_response(
+    status: StatusCode,
+    reason: &str,
+    message: &str,
+) -> http::Response<crate::types::Body> {
+    engine::json_response(status, &error_body(status, reason, message))
+}
+
 /// The 504 answer when `server.http.timeout` passes.
 fn timeout_response(c: &mut Context) {
     fail(
@@ -67,6 +77,7 @@ pub fn app(
     let mut e = Engine::new();
     e.metrics(metrics)?;
     health::register(&mut e, ready)?;
+    e.on_edge_error(edge_response);
     if let Some(d) = timeout {
         e.body_timeout(d);
         e.on_body_timeout(body_timeout_response);
@@ -83,7 +94,11 @@ pub fn app(
     )?;
     e.no_method(vec![handler(|c| {
         Box::pin(async move {
-            let message = format!("method {} not allowed on {}", c.method(), c.path());
+            let message = format!(
+                "method {} not allowed on {}",
+                c.method(),
+                crate::web::reply::echo(c.path())
+            );
             let status = StatusCode::METHOD_NOT_ALLOWED;
             fail(c, status, "METHOD_NOT_ALLOWED", &message);
         })

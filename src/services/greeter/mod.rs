@@ -108,6 +108,7 @@ pub struct Greeter {
     grpc_server: crate::protocol::grpc::Server,
     options: server::Options,
     store: String,
+    routes: Vec<String>,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
 }
@@ -209,6 +210,7 @@ impl Greeter {
         let mut gateway =
             Gateway::new(&files, api::SERVICE, &methods).map_err(GreeterError::Gateway)?;
         gateway.meter(&metrics);
+        let routes = gateway.route_table();
         let document = openapi::document(&gateway, &api::openapi_info());
         let http_app = http::app(
             Arc::new(gateway),
@@ -249,6 +251,7 @@ impl Greeter {
             grpc_server,
             options: server::Options::default(),
             store: stores.description,
+            routes,
             metrics,
             health,
         })
@@ -259,6 +262,13 @@ impl Greeter {
     /// password) and the Redis one.
     pub fn store(&self) -> &str {
         &self.store
+    }
+
+    /// The HTTP routes derived from greeter.proto, one line each, in the
+    /// order a request tries them (see docs/proto-http.md), for the
+    /// start-up log.
+    pub fn routes(&self) -> &[String] {
+        &self.routes
     }
 
     /// Serve both listeners with `options` (time-outs, connection cap,

@@ -36,7 +36,7 @@ use crate::web::chain::{named, Context, Handler};
 use crate::web::engine::Engine;
 use crate::web::health;
 use crate::web::log;
-use crate::web::reply::fallible;
+use crate::web::reply::{echo, fallible};
 use crate::web::router::InsertError;
 use http::header::CACHE_CONTROL;
 use http::{Method, StatusCode};
@@ -88,13 +88,13 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
     )?;
     e.no_route(vec![named("not_found", |c| {
         Box::pin(async move {
-            let message = format!("no route for {} {}", c.method(), c.path());
+            let message = format!("no route for {} {}", c.method(), echo(c.path()));
             fail(c, StatusCode::NOT_FOUND, &message);
         })
     })]);
     e.no_method(vec![named("method_not_allowed", |c| {
         Box::pin(async move {
-            let message = format!("method {} not allowed on {}", c.method(), c.path());
+            let message = format!("method {} not allowed on {}", c.method(), echo(c.path()));
             fail(c, StatusCode::METHOD_NOT_ALLOWED, &message);
         })
     })]);
