@@ -149,6 +149,8 @@ pub struct Context {
     headers: HeaderMap,
     body: Bytes,
     remote: SocketAddr,
+    /// The request came over TLS ([`crate::web::tls::Secure`]).
+    tls: bool,
     received_at: Instant,
     params: PathParams,
     /// Gin's `c.Keys`: few entries, so a list beats a hash map (and needs no
@@ -174,6 +176,7 @@ impl Context {
         handlers: Arc<[Handler]>,
     ) -> Context {
         Context {
+            tls: parts.extensions.get::<crate::web::tls::Secure>().is_some(),
             method: parts.method,
             uri: parts.uri,
             headers: parts.headers,
@@ -347,6 +350,12 @@ impl Context {
     /// The peer address of the connection.
     pub fn remote_addr(&self) -> SocketAddr {
         self.remote
+    }
+
+    /// Whether the request came over TLS (the listener serves HTTPS): what
+    /// decides a cookie's `Secure` attribute or an `https://` link.
+    pub fn is_tls(&self) -> bool {
+        self.tls
     }
 
     /// The client's IP: the peer address. Forwarding headers are not

@@ -5,6 +5,7 @@
 //! - [`server`]: the accept loop (HTTP/1.1 + h2c, connection cap, graceful shutdown).
 //! - [`budget`]: the one connection budget all listeners of a process share.
 //! - [`clocks`]: one connection's header and idle time-outs.
+//! - [`tls`]: optional TLS on a listener, certificates reloaded on SIGHUP.
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
 //! - [`trace`]: the chain trace of `--trace`.
@@ -41,5 +42,6 @@ pub mod reply;
 pub mod router;
 pub mod server;
 pub mod timefmt;
+pub mod tls;
 pub mod trace;
 pub mod urlenc;
