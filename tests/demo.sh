@@ -48,7 +48,7 @@ bin_dir="$(realpath "${CARGO_TARGET_DIR:-target}")/debug"
 pages=(README.md docs/*.md)
 
 echo "demo: building the binaries"
-"$CARGO" build --quiet --bins
+"$CARGO" build --quiet --bins --example dev_cert
 
 grpcurl_bin="${GRPCURL:-$(command -v grpcurl || true)}"
 if [ -z "$grpcurl_bin" ]; then
@@ -142,7 +142,15 @@ start_all() {
 	start auth env TOKEN_AUTH_SECRET="$demo_secret" "$bin_dir/token-auth" --addr 127.0.0.1:0
 	auth_http="$(address auth '^token-auth listening on http://\(.*\)$')"
 
-	echo "demo: greeter HTTP $greeter_http, gRPC $greeter_grpc; router-demo $router_http; token-auth $auth_http"
+	# router-demo once more over TLS, with a development certificate in
+	# $tmp/tls/ (what the README's TLS lines make): the ```sh demo
+	# router-demo-tls blocks, which trust /tmp/tls/ca.pem.
+	"$bin_dir/examples/dev_cert" "$tmp/tls" >/dev/null
+	start router-tls "$bin_dir/router-demo" --addr 127.0.0.1:0 --quiet \
+		--tls-cert "$tmp/tls/cert.pem" --tls-key "$tmp/tls/key.pem"
+	router_tls="$(address router-tls '^router-demo listening on https://\(.*\)$')"
+
+	echo "demo: greeter HTTP $greeter_http, gRPC $greeter_grpc; router-demo $router_http (TLS $router_tls); token-auth $auth_http"
 }
 
 # What the README's commands run as. Each request is bounded in time; curl
@@ -199,7 +207,7 @@ run_round() {
 	mkdir "$steps"
 	python3 tests/demo_readme.py extract "$steps" "${pages[@]}" -- \
 		GREETER_HTTP="$greeter_http" GREETER_GRPC="$greeter_grpc" \
-		ROUTER_HTTP="$router_http" AUTH_HTTP="$auth_http" TMP="$tmp/" >/dev/null
+		ROUTER_HTTP="$router_http" ROUTER_TLS="$router_tls" AUTH_HTTP="$auth_http" TMP="$tmp/" >/dev/null
 	cd "$work"
 	set +eu # the pages' lines run as a person's shell would run them
 	for script in "$steps"/*.sh; do

@@ -18,7 +18,7 @@ The README convention (also described in the header of tests/demo.sh):
 
   ```sh demo router-demo      <- a block that `make demo` runs, top to bottom,
                                  against the service it names (greeter,
-                                 router-demo, token-auth)
+                                 router-demo, router-demo-tls, token-auth)
   B=http://127.0.0.1:8000     <- any shell line runs as written
   curl -s $B/hello            <- a curl or grpcurl command (may continue
   # 200 Hello World!              with a trailing backslash) must be followed
@@ -44,7 +44,7 @@ ELLIPSIS = "\u2026"
 ANY = "\u0000any"
 
 # The services a ```sh demo block may name.
-SERVICES = ("greeter", "router-demo", "token-auth")
+SERVICES = ("greeter", "router-demo", "router-demo-tls", "token-auth")
 
 # What the README writes -> which NAME=VALUE given to `extract` replaces it.
 # The block's service decides which one `localhost:8000` means.
@@ -55,6 +55,7 @@ SUBSTITUTIONS = [
 HTTP_BY_SERVICE = {
     "greeter": "GREETER_HTTP",
     "router-demo": "ROUTER_HTTP",
+    "router-demo-tls": "ROUTER_TLS",
     "token-auth": "AUTH_HTTP",
 }
 
