@@ -214,6 +214,16 @@ async fn serve(args: &Args) -> Result<(), String> {
     };
     let mut settings = storage_settings(args, secret.into_bytes())?;
     settings.providers = config.oauth;
+    match &config.captcha {
+        Some(captcha) => log::announce(&format!(
+            "token-auth: captcha verified at {captcha} after 3 failed logins in a row"
+        )),
+        None => log::announce(
+            "token-auth: captcha is hint-only (no captcha: in --config): after 3 failed logins \
+             the answer says captcha_required, but no captcha is checked",
+        ),
+    }
+    settings.captcha = config.captcha;
     settings.enc_key = std::env::var(ENC_KEY_VAR).ok();
     for (name, provider) in &settings.providers {
         log::announce(&format!("token-auth: OAuth provider {name}: {provider}"));

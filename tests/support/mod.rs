@@ -13,6 +13,7 @@
 //! * [`py`] — the Python tools of `tests/py-tools.sh` (prometheus_client).
 //! * [`servers`] — private PostgreSQL and Redis servers for the scale-out tests.
 //! * [`tls`] and [`fake_provider`] — a test CA and a loopback OAuth provider.
+//! * [`fake_captcha`] — a loopback captcha provider (siteverify).
 //!
 //! Every test file compiles this folder on its own (`mod support;`) and uses
 //! only part of it; the rest would be "never used" warnings in that binary,
@@ -23,6 +24,7 @@ pub mod alloc;
 pub mod app;
 pub mod bin;
 pub mod disk;
+pub mod fake_captcha;
 pub mod fake_provider;
 pub mod greeter;
 pub mod grpc;

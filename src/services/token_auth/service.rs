@@ -13,8 +13,9 @@
 
 use crate::services::token_auth::backend::{Accounts, LoginLimits, PendingSignIns, Revocations};
 use crate::services::token_auth::blacklist::Blacklist;
+use crate::services::token_auth::captcha::Captcha;
 use crate::services::token_auth::clock::{Clock, SystemClock};
-use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
+use crate::services::token_auth::config::{CaptchaConfig, ConfigError, Provider, ProviderConfig};
 use crate::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
 use crate::services::token_auth::oauth::cipher::{CipherError, TokenCipher, ENC_KEY_VAR};
 use crate::services::token_auth::oauth::state::StateStore;
@@ -60,6 +61,8 @@ pub struct Settings {
     pub providers: BTreeMap<Provider, ProviderConfig>,
     /// Key sealing provider tokens, 64 hex digits; needed with providers.
     pub enc_key: Option<String>,
+    /// The captcha provider; `None`: `captcha_required` is a hint only.
+    pub captcha: Option<CaptchaConfig>,
     /// Time source.
     pub clock: Arc<dyn Clock>,
     /// How often expired blacklist rows, idle limiter entries and stale OAuth
@@ -95,6 +98,7 @@ impl Settings {
             register_limits: RegisterPolicy::default(),
             providers: BTreeMap::new(),
             enc_key: None,
+            captcha: None,
             clock: Arc::new(SystemClock),
             maintenance_every: Duration::from_secs(60),
         }
@@ -284,6 +288,8 @@ pub struct AuthService {
     pub register_limiter: RegisterLimiter,
     /// OAuth sign-in, when providers are configured.
     pub oauth: Option<OAuth>,
+    /// Captcha verification, when a provider is configured.
+    pub captcha: Option<Captcha>,
     /// Time source.
     pub clock: Arc<dyn Clock>,
     maintenance_every: Duration,
@@ -349,6 +355,11 @@ impl AuthService {
                 .map_err(SetupError::Provider)?,
             )
         };
+        let captcha = settings
+            .captcha
+            .map(Captcha::new)
+            .transpose()
+            .map_err(SetupError::Provider)?;
         let passwords = Passwords::new(settings.bcrypt_cost).map_err(SetupError::Passwords)?;
         Ok(AuthService {
             blacklist: Blacklist::new(backends.revocations, Arc::clone(&clock)),
@@ -358,6 +369,7 @@ impl AuthService {
             tokens,
             passwords,
             oauth,
+            captcha,
             clock,
             maintenance_every: settings.maintenance_every,
             draining: AtomicBool::new(false),
