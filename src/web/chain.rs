@@ -352,6 +352,14 @@ impl Context {
         self.remote
     }
 
+    /// The request's trace (W3C `traceparent`, continued or new; see
+    /// [`crate::web::tracecontext`]): `None` only for an app called
+    /// without the server, as in a unit test. Use cases reach the same
+    /// value with [`crate::web::tracecontext::current`].
+    pub fn trace_context(&self) -> Option<crate::web::tracecontext::TraceContext> {
+        crate::web::tracecontext::current()
+    }
+
     /// Whether the request came over TLS (the listener serves HTTPS): what
     /// decides a cookie's `Secure` attribute or an `https://` link.
     pub fn is_tls(&self) -> bool {

@@ -9,6 +9,7 @@
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
 //! - [`trace`]: the chain trace of `--trace`.
+//! - [`tracecontext`]: W3C `traceparent`: each request's trace, in its log lines.
 //! - [`path_params`]: a route's parameters, held as ranges of the path.
 //! - [`engine`]: Gin-style route registration and groups.
 //! - [`app`]: the frozen engine serving requests: dispatch, 404/405, early answers.
@@ -44,4 +45,5 @@ pub mod server;
 pub mod timefmt;
 pub mod tls;
 pub mod trace;
+pub mod tracecontext;
 pub mod urlenc;

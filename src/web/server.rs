@@ -43,6 +43,7 @@ use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
 use crate::web::log;
 use crate::web::metrics::Gauge;
 use crate::web::tls::{self, CertStore};
+use crate::web::tracecontext::{self, TraceContext};
 
 /// How long a connection whose clock ran out may take to close politely
 /// (an HTTP/2 GOAWAY waits for the peer's PING acknowledgement, which a
@@ -283,7 +284,10 @@ pub async fn serve(
                 if secure {
                     req.extensions_mut().insert(tls::Secure);
                 }
-                let fut = svc.call(req, remote);
+                // Every request runs in its trace (W3C traceparent, or a new one).
+                let trace = TraceContext::from_headers(req.headers());
+                let call = tracecontext::enter(trace, || svc.call(req, remote));
+                let fut = tracecontext::serve(trace, call);
                 async move { Ok::<_, Infallible>(fut.await.map(|body| Tracked::new(body, request))) }
             });
             let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
