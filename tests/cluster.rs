@@ -285,7 +285,10 @@ async fn failures_on_a_make_b_ask_for_a_captcha_that_b_verifies() {
     let on_b = c.b.post("/login", body, None).await;
     assert_eq!(on_b.status, StatusCode::OK, "{}", on_b.text());
     // The success reset the shared count (A asks for no captcha now).
-    assert_eq!(redis_cli(&c.redis, &["EXISTS", "token-auth:fails:dot"]), "0");
+    assert_eq!(
+        redis_cli(&c.redis, &["EXISTS", "token-auth:fails:dot"]),
+        "0"
+    );
     assert_eq!(provider.calls().len(), 1);
     let _ = std::fs::remove_file(config);
 }

@@ -296,4 +296,33 @@ mod tests {
         assert_eq!(validity(&[0x30, 0x82, 0xff]), None);
         assert_eq!(validity(&[0x30, 0x03, 0x30, 0x01, 0x02]), None);
     }
+
+    #[test]
+    fn files_without_a_certificate_or_a_key_are_named() {
+        let dir = std::env::temp_dir().join(format!("handwire-cert-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let (cert_file, key_file, empty) =
+            (dir.join("c.pem"), dir.join("k.pem"), dir.join("e.pem"));
+        std::fs::write(&cert_file, cert.pem()).unwrap();
+        std::fs::write(&key_file, key.serialize_pem()).unwrap();
+        std::fs::write(&empty, "not PEM at all").unwrap();
+        let provider = rustls::crypto::ring::default_provider();
+        assert!(load(&cert_file, &key_file, &provider).is_ok());
+        let err = load(&empty, &key_file, &provider).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("{}: no PEM certificate", empty.display())),
+            "{err}"
+        );
+        let err = load(&cert_file, &empty, &provider).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("{}: no PEM private key", empty.display())),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -155,8 +155,10 @@ where
 {
     let mut first = [0u8; 1];
     match tcp.peek(&mut first).await {
-        Ok(1) if first[0] == TLS_HANDSHAKE_RECORD => {}
-        Ok(1) if first[0].is_ascii_uppercase() => {
+        // Closed before a byte (a port probe): nothing worth a log line.
+        Ok(0) | Err(_) => return None,
+        Ok(_) if first[0] == TLS_HANDSHAKE_RECORD => {}
+        Ok(_) if first[0].is_ascii_uppercase() => {
             // A method name: plain HTTP (or an h2c preface) on a TLS port.
             let mut tcp = tcp;
             let _ = tcp.write_all(PLAIN_HTTP_REFUSAL).await;
@@ -167,7 +169,8 @@ where
             );
             return None;
         }
-        _ => {}
+        // Anything else: rustls says what is wrong with it.
+        Ok(_) => {}
     }
     match acceptor.accept(wrap(tcp)).await {
         Ok(stream) => Some(stream),
