@@ -69,14 +69,23 @@ impl TraceContext {
 
     /// A new trace (sampled flag set: the logs record it).
     pub fn new_trace() -> TraceContext {
-        let mut trace_id = [0u8; 16];
-        while trace_id == [0; 16] {
-            fill(&mut trace_id);
+        // One read of the OS generator for both ids (one syscall a request).
+        let mut raw = [0u8; 24];
+        loop {
+            fill(&mut raw);
+            let (trace, span) = raw.split_at(16);
+            if trace != [0; 16] && span != [0; 8] {
+                break;
+            }
         }
+        let mut trace_id = [0u8; 16];
+        let mut span_id = [0u8; 8];
+        trace_id.copy_from_slice(&raw[..16]);
+        span_id.copy_from_slice(&raw[16..]);
         TraceContext {
             trace_id,
             parent_id: None,
-            span_id: random_id(),
+            span_id,
             flags: 0x01,
         }
     }
@@ -99,13 +108,15 @@ impl TraceContext {
     /// `traceparent` naming this server's span: for the response, and for
     /// a call this request makes onwards.
     pub fn header_value(&self) -> HeaderValue {
-        let text = format!(
-            "00-{}-{}-{:02x}",
-            self.trace_id(),
-            self.span_id(),
-            self.flags
-        );
-        HeaderValue::from_str(&text).unwrap_or_else(|_| unreachable!("hex and dashes"))
+        let mut text = Vec::with_capacity(55);
+        text.extend_from_slice(b"00-");
+        push_hex(&mut text, &self.trace_id);
+        text.push(b'-');
+        push_hex(&mut text, &self.span_id);
+        text.push(b'-');
+        push_hex(&mut text, &[self.flags]);
+        HeaderValue::from_maybe_shared(bytes::Bytes::from(text))
+            .unwrap_or_else(|_| unreachable!("hex digits and dashes"))
     }
 
     /// Append the trace-id as 32 hex digits to `buf`, without allocating
