@@ -123,6 +123,17 @@ impl TestPki {
     }
 }
 
+impl TestPki {
+    /// [`write_server_files`](Self::write_server_files) and the CA as
+    /// `ca.pem` in `dir`: (ca, cert, key).
+    pub fn write_files(&self, dir: &std::path::Path) -> (PathBuf, PathBuf, PathBuf) {
+        let (cert, key) = self.write_server_files(dir);
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, &self.ca_pem).expect("write ca.pem");
+        (ca, cert, key)
+    }
+}
+
 /// A PEM file in the temp directory, removed on drop.
 pub struct TempPem {
     pub path: PathBuf,
