@@ -363,3 +363,65 @@ async fn sighup_swaps_the_certificate_for_new_handshakes_and_open_connections_ke
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[tokio::test]
+async fn handlers_see_whether_their_request_came_over_tls_and_its_trace() {
+    // What a handler setting a `Secure` cookie asks: Context::is_tls.
+    let app = || {
+        let mut e = handwire::web::engine::Engine::bare();
+        e.handle(
+            Method::GET,
+            "/whoami",
+            vec![handwire::web::chain::handler(|c| {
+                Box::pin(async move {
+                    let trace = c.trace_context().map(|t| t.trace_id()).unwrap_or_default();
+                    let text = format!("tls={} trace={trace}", c.is_tls());
+                    c.string(StatusCode::OK, text);
+                })
+            })],
+        )
+        .unwrap();
+        e.build()
+    };
+    let pki = TestPki::new("whoami CA");
+    let dir = TempDir::new("tls-whoami");
+    let (_, cert, key) = pki.write_files(&dir.0);
+    let secure = start_with(
+        app(),
+        Options {
+            tls: Some(CertStore::load(&cert, &key).unwrap()),
+            ..Options::default()
+        },
+    )
+    .await;
+    let plain = start_with(app(), Options::default()).await;
+    let tp = [(
+        "traceparent",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    )];
+    let over_tls = Client::new(Proto::H2)
+        .trusting(pki.client_roots())
+        .request(
+            Method::GET,
+            &format!("https://127.0.0.1:{}/whoami", secure.addr.port()),
+            &tp,
+            "",
+        )
+        .await;
+    assert_eq!(
+        over_tls.text(),
+        "tls=true trace=4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    let cleartext = Client::new(Proto::H1)
+        .request(
+            Method::GET,
+            &format!("http://{}/whoami", plain.addr),
+            &tp,
+            "",
+        )
+        .await;
+    assert_eq!(
+        cleartext.text(),
+        "tls=false trace=4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+}
