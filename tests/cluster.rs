@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
+use support::fake_captcha::FakeCaptcha;
 use support::http::{Client, Proto, Reply};
 use support::servers::{available, free_port, Postgres, RedisServer};
 use support::token_auth::{TEST_ENC_KEY, TEST_SECRET};
@@ -250,6 +251,47 @@ async fn twelve_logins_at_once_across_both_instances_admit_exactly_five() {
         .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
         .count();
     assert_eq!((ok, refused), (5, 7), "{statuses:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failures_on_a_make_b_ask_for_a_captcha_that_b_verifies() {
+    if !available("failures_on_a_make_b_ask_for_a_captcha_that_b_verifies") {
+        return;
+    }
+    let provider = FakeCaptcha::start("127.0.0.1:0", "cluster-captcha-secret").await;
+    let config = support::temp_path("cluster-captcha", ".yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "captcha:\n  verify_url: {}\n  secret: cluster-captcha-secret\n",
+            provider.verify_url()
+        ),
+    )
+    .unwrap();
+    let c = cluster(&["--config", config.to_str().unwrap()]);
+    assert_eq!(
+        c.a.register("dot", PASSWORD).await.status,
+        StatusCode::CREATED
+    );
+    for _ in 0..3 {
+        let r = c.a.login("dot", "wrong-password-1").await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    }
+    // B reads the count A wrote: the right password alone is refused there.
+    let on_b = c.b.login("dot", PASSWORD).await;
+    assert_eq!(on_b.status, StatusCode::UNAUTHORIZED, "{}", on_b.text());
+    assert_eq!(on_b.error(), "captcha required");
+    let token = provider.solve("localhost", "login");
+    let body = json!({ "username": "dot", "password": PASSWORD, "captcha_token": token });
+    let on_b = c.b.post("/login", body, None).await;
+    assert_eq!(on_b.status, StatusCode::OK, "{}", on_b.text());
+    // The success reset the shared count (A asks for no captcha now).
+    assert_eq!(
+        redis_cli(&c.redis, &["EXISTS", "token-auth:fails:dot"]),
+        "0"
+    );
+    assert_eq!(provider.calls().len(), 1);
+    let _ = std::fs::remove_file(config);
 }
 
 #[tokio::test]

@@ -12,7 +12,10 @@
 #    secret) and reads their addresses from their start-up lines. token-auth
 #    runs as docs/token-auth.md's OAuth walk-through starts it: with the
 #    `--config` that examples/fake_oauth_provider prints (the provider runs
-#    too, on loopback) and a demo-only TOKEN_AUTH_ENC_KEY.
+#    too, on loopback) and a demo-only TOKEN_AUTH_ENC_KEY. Two variants
+#    run beside them: router-demo over TLS (a certificate from
+#    examples/dev_cert.rs in /tmp/tls/) and token-auth verifying captchas at
+#    examples/fake_captcha_provider.rs (`localhost:9300` in the pages).
 # 2. Runs, in order, every line of the ```sh demo SERVICE blocks of README.md
 #    then docs/*.md, in the work directory, with `localhost:8000` /
 #    `127.0.0.1:8000` replaced by that SERVICE's address, `localhost:9000` by
@@ -53,8 +56,8 @@ max_time="${DEMO_MAX_TIME:-10}"
 bin_dir="$(realpath "${CARGO_TARGET_DIR:-target}")/debug"
 pages=(README.md docs/*.md)
 
-echo "demo: building the binaries and the fake OAuth provider"
-"$CARGO" build --quiet --bins --example fake_oauth_provider
+echo "demo: building the binaries, the fake OAuth and captcha providers and the dev certificate tool"
+"$CARGO" build --quiet --bins --example fake_oauth_provider --example dev_cert --example fake_captcha_provider
 
 grpcurl_bin="${GRPCURL:-$(command -v grpcurl || true)}"
 if [ -z "$grpcurl_bin" ]; then
@@ -160,7 +163,28 @@ start_all() {
 		"$bin_dir/token-auth" --addr "127.0.0.1:$auth_port" --config auth.yaml
 	auth_http="$(address auth '^token-auth listening on http://\(.*\)$')"
 
-	echo "demo: greeter HTTP $greeter_http, gRPC $greeter_grpc; router-demo $router_http; token-auth $auth_http"
+	# router-demo once more over TLS, with a development certificate in
+	# $tmp/tls/ (what the README's TLS lines make): the ```sh demo
+	# router-demo-tls blocks, which trust /tmp/tls/ca.pem.
+	"$bin_dir/examples/dev_cert" "$tmp/tls" >/dev/null
+	start router-tls "$bin_dir/router-demo" --addr 127.0.0.1:0 --quiet \
+		--tls-cert "$tmp/tls/cert.pem" --tls-key "$tmp/tls/key.pem"
+	router_tls="$(address router-tls '^router-demo listening on https://\(.*\)$')"
+
+	# token-auth once more, verifying captchas at the fake provider of
+	# examples/fake_captcha_provider.rs: the ```sh demo token-auth-captcha
+	# blocks, where localhost:9300 is the provider. Its own database,
+	# fresh each round.
+	start captcha "$bin_dir/examples/fake_captcha_provider" --addr 127.0.0.1:0 --secret demo-captcha-secret
+	captcha_http="$(address captcha '^fake captcha provider listening on http://\(.*\)$')"
+	printf 'captcha:\n  verify_url: http://%s/siteverify\n  secret: demo-captcha-secret\n  hostname: localhost\n  action: login\n' \
+		"$captcha_http" >"$tmp/captcha.yaml"
+	rm -f "$tmp/captcha.db" "$tmp/captcha.db-wal" "$tmp/captcha.db-shm"
+	start auth-captcha env TOKEN_AUTH_SECRET="$demo_secret" "$bin_dir/token-auth" --addr 127.0.0.1:0 \
+		--quiet --db "$tmp/captcha.db" --config "$tmp/captcha.yaml"
+	auth_captcha="$(address auth-captcha '^token-auth listening on http://\(.*\)$')"
+
+	echo "demo: greeter HTTP $greeter_http, gRPC $greeter_grpc; router-demo $router_http (TLS $router_tls); token-auth $auth_http (captcha $auth_captcha, provider $captcha_http)"
 }
 
 # What the README's commands run as. Each request is bounded in time; curl
@@ -224,7 +248,8 @@ run_round() {
 	mkdir "$steps"
 	python3 tests/demo_readme.py extract "$steps" "${pages[@]}" -- \
 		GREETER_HTTP="$greeter_http" GREETER_GRPC="$greeter_grpc" \
-		ROUTER_HTTP="$router_http" AUTH_HTTP="$auth_http" TMP="$tmp/" >/dev/null
+		ROUTER_HTTP="$router_http" ROUTER_TLS="$router_tls" AUTH_HTTP="$auth_http" \
+		AUTH_CAPTCHA="$auth_captcha" CAPTCHA="$captcha_http" TMP="$tmp/" >/dev/null
 	cd "$work"
 	set +eu # the pages' lines run as a person's shell would run them
 	for script in "$steps"/*.sh; do

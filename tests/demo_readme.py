@@ -18,7 +18,8 @@ The README convention (also described in the header of tests/demo.sh):
 
   ```sh demo router-demo      <- a block that `make demo` runs, top to bottom,
                                  against the service it names (greeter,
-                                 router-demo, token-auth)
+                                 router-demo, router-demo-tls, token-auth,
+                                 token-auth-captcha)
   B=http://127.0.0.1:8000     <- any shell line runs as written
   curl -s $B/hello            <- a curl or grpcurl command (may continue
   # 200 Hello World!              with a trailing backslash) must be followed
@@ -57,7 +58,11 @@ ELLIPSIS = "\u2026"
 ANY = "\u0000any"
 
 # The services a ```sh demo block may name.
-SERVICES = ("greeter", "router-demo", "token-auth")
+SERVICES = ("greeter", "router-demo", "router-demo-tls", "token-auth", "token-auth-captcha")
+
+# The services the README itself must show (the others are variants run by
+# the docs' examples: over TLS, with a captcha provider).
+README_SERVICES = ("greeter", "router-demo", "token-auth")
 # A ```sh demo example block runs a study example instead of calling a service.
 EXAMPLE = "example"
 EXAMPLE_RE = re.compile(r"^cargo run (?:-q |--quiet )?--example ([a-z0-9_]+)$")
@@ -66,12 +71,15 @@ EXAMPLE_RE = re.compile(r"^cargo run (?:-q |--quiet )?--example ([a-z0-9_]+)$")
 # The block's service decides which one `localhost:8000` means.
 SUBSTITUTIONS = [
     ("localhost:9000", "GREETER_GRPC"),
+    ("localhost:9300", "CAPTCHA"),
     ("/tmp/", "TMP"),
 ]
 HTTP_BY_SERVICE = {
     "greeter": "GREETER_HTTP",
     "router-demo": "ROUTER_HTTP",
+    "router-demo-tls": "ROUTER_TLS",
     "token-auth": "AUTH_HTTP",
+    "token-auth-captcha": "AUTH_CAPTCHA",
 }
 
 GRPC_CODES = (
@@ -194,7 +202,7 @@ def extract(outdir, files, values):
                 expect.update(line=f"{name}:{number}", kind=match.group(1), service=service)
                 with open(base + ".json", "w", encoding="utf-8") as f:
                     json.dump(expect, f)
-    missing = set(SERVICES) - in_readme
+    missing = set(README_SERVICES) - in_readme
     if missing:
         raise ReadmeError(f"README.md: no ```sh demo block for {sorted(missing)}")
     print(step)

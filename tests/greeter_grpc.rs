@@ -852,7 +852,7 @@ async fn binary_logs_one_line_per_call_with_its_final_status() {
     }
     assert!(grpc_lines[0].contains(" | OK | "), "{}", grpc_lines[0]);
     assert!(
-        grpc_lines[0].ends_with(" | 127.0.0.1 | /helloworld.v1.Greeter/SayHello"),
+        grpc_lines[0].contains(" | 127.0.0.1 | /helloworld.v1.Greeter/SayHello | trace_id="),
         "{}",
         grpc_lines[0]
     );
@@ -862,7 +862,7 @@ async fn binary_logs_one_line_per_call_with_its_final_status() {
         grpc_lines[1]
     );
     assert!(
-        grpc_lines[1].ends_with("/helloworld.v1.Greeter/UserRegister"),
+        grpc_lines[1].contains("/helloworld.v1.Greeter/UserRegister | trace_id="),
         "{}",
         grpc_lines[1]
     );

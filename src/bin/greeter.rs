@@ -82,6 +82,13 @@ fn main() -> ExitCode {
             "greeter: gRPC listening on {}",
             greeter.grpc_addr()
         ));
+        for (listener, on) in [("HTTP", greeter.http_tls()), ("gRPC", greeter.grpc_tls())] {
+            if on {
+                log::announce(&format!(
+                    "greeter: {listener} serves TLS (certificate reloaded on SIGHUP)"
+                ));
+            }
+        }
         log::announce(&format!("greeter: {}", greeter.store()));
         for route in greeter.routes() {
             log::announce(&format!("[routes] {route}"));

@@ -158,6 +158,8 @@ pub struct Context {
     headers: HeaderMap,
     body: Bytes,
     remote: SocketAddr,
+    /// The request came over TLS ([`crate::web::tls::Secure`]).
+    tls: bool,
     received_at: Instant,
     params: PathParams,
     /// Gin's `c.Keys`: few entries, so a list beats a hash map (and needs no
@@ -183,6 +185,7 @@ impl Context {
         handlers: Arc<[Handler]>,
     ) -> Context {
         Context {
+            tls: parts.extensions.get::<crate::web::tls::Secure>().is_some(),
             method: parts.method,
             uri: parts.uri,
             headers: parts.headers,
@@ -382,6 +385,20 @@ impl Context {
     /// The peer address of the connection.
     pub fn remote_addr(&self) -> SocketAddr {
         self.remote
+    }
+
+    /// The request's trace (W3C `traceparent`, continued or new; see
+    /// [`crate::web::tracecontext`]): `None` only for an app called
+    /// without the server, as in a unit test. Use cases reach the same
+    /// value with [`crate::web::tracecontext::current`].
+    pub fn trace_context(&self) -> Option<crate::web::tracecontext::TraceContext> {
+        crate::web::tracecontext::current()
+    }
+
+    /// Whether the request came over TLS (the listener serves HTTPS): what
+    /// decides a cookie's `Secure` attribute or an `https://` link.
+    pub fn is_tls(&self) -> bool {
+        self.tls
     }
 
     /// The client's IP: the peer address. Forwarding headers are not

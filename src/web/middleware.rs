@@ -19,7 +19,7 @@ use http::{Method, StatusCode, Uri};
 use crate::types::BoxFuture;
 use crate::web::chain::{handler, Context, Handler};
 use crate::web::trace::Unwound;
-use crate::web::{log, timefmt, urlenc};
+use crate::web::{log, timefmt, tracecontext, urlenc};
 
 /// Longest path-and-query written to a log line; past it the text is cut
 /// (user input must not make log lines, or the log buffer, unbounded).
@@ -37,7 +37,9 @@ pub const REDACTED_PARAMS: [&str; 6] = [
 
 /// Logs one line per request after the rest of the chain has run, starting
 /// with the service's name ([`log::set_service_name`]):
-/// `[router-demo] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello"`
+/// `[router-demo] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello" | trace_id=4bf9…4736`
+/// (the trace-id when the request runs in a trace, as every request the
+/// server accepts does: [`crate::web::tracecontext`])
 ///
 /// The line goes to the process-wide [`log::stdout`] sink, so it costs no
 /// syscall here and a slow reader never blocks the request.
@@ -99,7 +101,12 @@ fn push_request_line(
     buf.resize(buf.len() + 7usize.saturating_sub(method.len()), b' ');
     buf.extend_from_slice(b" \"");
     push_redacted_target(buf, uri, LOG_TARGET_MAX);
-    buf.extend_from_slice(b"\"\n");
+    buf.push(b'"');
+    if let Some(trace) = tracecontext::current() {
+        buf.extend_from_slice(b" | trace_id=");
+        trace.push_trace_id(buf);
+    }
+    buf.push(b'\n');
 }
 
 /// The status as three digits (what `{:3}` prints for 100–999).
@@ -240,6 +247,7 @@ pub fn recovery(c: &mut Context) -> BoxFuture<'_, ()> {
             // A message may carry request data: on one line, bounded.
             line.extend_from_slice(b" panicked: ");
             log::push_capped(&mut line, message, log::MESSAGE_MAX);
+            log::push_trace_id(&mut line);
             line.push(b'\n');
             // With --trace the line follows the trace, as the logger's does.
             if let Some(line) = c.hold_after_trace(line) {

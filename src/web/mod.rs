@@ -5,9 +5,11 @@
 //! - [`server`]: the accept loop (HTTP/1.1 + h2c, connection cap, graceful shutdown).
 //! - [`budget`]: the one connection budget all listeners of a process share.
 //! - [`clocks`]: one connection's header and idle time-outs.
+//! - [`tls`]: optional TLS on a listener, certificates reloaded on SIGHUP.
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
 //! - [`trace`]: the chain trace of `--trace`.
+//! - [`tracecontext`]: W3C `traceparent`: each request's trace, in its log lines.
 //! - [`path_params`]: a route's parameters, held as ranges of the path.
 //! - [`engine`]: Gin-style route registration and groups.
 //! - [`app`]: the frozen engine serving requests: dispatch, 404/405, early answers.
@@ -41,5 +43,7 @@ pub mod reply;
 pub mod router;
 pub mod server;
 pub mod timefmt;
+pub mod tls;
 pub mod trace;
+pub mod tracecontext;
 pub mod urlenc;

@@ -42,6 +42,8 @@ pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_
 use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
 use crate::web::log;
 use crate::web::metrics::Gauge;
+use crate::web::tls::{self, CertStore};
+use crate::web::tracecontext::{self, TraceContext};
 
 /// Most header fields hyper parses in an HTTP/1 head (its default is
 /// 100); the engine refuses more than [`crate::web::app::HEADER_FIELDS_MAX`].
@@ -112,6 +114,13 @@ pub struct Options {
     /// Counts the open connections (the `server_connections` gauge of
     /// [`crate::web::metrics`]); `None`: not counted.
     pub connection_gauge: Option<Arc<Gauge>>,
+    /// Serve TLS with this certificate (ALPN offers the protocols above);
+    /// `None`: cleartext.
+    pub tls: Option<Arc<CertStore>>,
+    /// How long a TLS handshake may take from accept; past it (or past
+    /// `header_read_timeout`, whichever is first) the connection is closed
+    /// and its place in the budget returned. Default 10 s.
+    pub tls_handshake_timeout: Duration,
 }
 
 impl Default for Options {
@@ -127,6 +136,8 @@ impl Default for Options {
             http2: true,
             write_timeout: Duration::from_secs(10),
             connection_gauge: None,
+            tls: None,
+            tls_handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -187,6 +198,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServerError> {
     let builder = connection_builder(&opts)?;
+    let acceptor = (opts.tls.clone()).map(|certs| tls::acceptor(certs, opts.http1, opts.http2));
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
     // Every open connection's clocks, to take the stalest back at the cap.
@@ -242,20 +254,47 @@ pub async fn serve(
         open.push(Arc::downgrade(&activity));
         let svc = service.clone();
         let tracker = activity.clone();
-        let hyper_svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-            let request = tracker.request_started(req.version());
-            let fut = svc.call(req, remote);
-            async move { Ok::<_, Infallible>(fut.await.map(|body| Tracked::new(body, request))) }
-        });
-        let io = TokioIo::new(Watched::new(stream, activity.clone()));
-        let conn = builder.serve_connection(io, hyper_svc).into_owned();
         let mut stopping = stopping.clone();
         let activity_write_timeout = opts.write_timeout;
         let open_gauge = opts.connection_gauge.as_ref().map(Gauge::enter);
+        let (builder, acceptor) = (builder.clone(), acceptor.clone());
+        let handshake_timeout = opts.tls_handshake_timeout;
         // One task per connection; it holds its permit until it ends.
         connections.spawn(async move {
             let _permit: OwnedSemaphorePermit = permit;
             let _open = open_gauge;
+            // The handshake runs here, off the accept loop, bounded by its
+            // own time-out and by the connection's clocks (header time-out
+            // from accept, eviction at the cap): a client that stalls it
+            // gives its permit back like any quiet connection.
+            let stream = match &acceptor {
+                None => tls::Stream::Plain(Watched::new(stream, activity.clone())),
+                Some(acceptor) => {
+                    let watched = |tcp| Watched::new(tcp, activity.clone());
+                    let shake = tls::handshake(acceptor, stream, remote, watched);
+                    tokio::select! {
+                        done = tokio::time::timeout(handshake_timeout, shake) => match done {
+                            Ok(Some(tls)) => tls::Stream::Tls(Box::new(tls)),
+                            Ok(None) | Err(_) => return,
+                        },
+                        _ = activity.expired() => return,
+                        _ = stopping.wait_for(|stop| *stop) => return,
+                    }
+                }
+            };
+            let secure = stream.is_tls();
+            let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
+                let request = tracker.request_started(req.version());
+                if secure {
+                    req.extensions_mut().insert(tls::Secure);
+                }
+                // Every request runs in its trace (W3C traceparent, or a new one).
+                let trace = TraceContext::from_headers(req.headers());
+                let call = tracecontext::enter(trace, || svc.call(req, remote));
+                let fut = tracecontext::serve(trace, call);
+                async move { Ok::<_, Infallible>(fut.await.map(|body| Tracked::new(body, request))) }
+            });
+            let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
             let mut conn = std::pin::pin!(conn);
             let expired = tokio::select! {
                 // Errors here are the peer's (reset, bad preface, protocol error).

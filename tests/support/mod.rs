@@ -16,6 +16,7 @@
 //! * [`tls`] and [`fake_provider`] — a test CA and a loopback OAuth provider.
 //! * [`oauth`] — token-auth configured for that provider, and a sign-in's
 //!   steps as a browser takes them (with the binding cookie).
+//! * [`fake_captcha`] — a loopback captcha provider (siteverify).
 //!
 //! Every test file compiles this folder on its own (`mod support;`) and uses
 //! only part of it; the rest would be "never used" warnings in that binary,
@@ -27,6 +28,7 @@ pub mod app;
 pub mod bin;
 pub mod browser;
 pub mod disk;
+pub mod fake_captcha;
 pub mod fake_provider;
 pub mod greeter;
 pub mod grpc;

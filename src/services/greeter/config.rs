@@ -16,6 +16,9 @@
 //! networks, addresses and drivers are allowed) is checked afterwards by
 //! [`Config::from_yaml`], again naming the key.
 //!
+//! Each listener may add `tls: { cert_file: server.pem, key_file: server.key }`
+//! (not a Kratos key): that port then serves TLS, HTTPS or gRPC over TLS.
+//!
 //! Durations use Go's notation (`1s`, `0.2s`, `500ms`, `1m`, `1h30m`); a
 //! timeout of `0` switches that time-out off, as it does in Kratos.
 //!
@@ -110,6 +113,22 @@ pub struct Listener {
     /// `timeout`: per-request time-out; `None` when configured as `0`.
     #[serde(deserialize_with = "config::timeout")]
     pub timeout: Option<Duration>,
+    /// `tls` (optional, not a Kratos key): serve TLS with these files;
+    /// absent, the listener is cleartext.
+    #[serde(default)]
+    pub tls: Option<TlsFiles>,
+}
+
+/// `server.http.tls` / `server.grpc.tls`: a PEM certificate chain and its
+/// PEM private key. Relative paths start at the working directory; both
+/// are read again on SIGHUP.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFiles {
+    /// `cert_file`: the certificate chain, leaf first.
+    pub cert_file: std::path::PathBuf,
+    /// `key_file`: the private key (PKCS#8, RSA or EC).
+    pub key_file: std::path::PathBuf,
 }
 
 /// `data.*`.

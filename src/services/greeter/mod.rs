@@ -35,6 +35,7 @@ use crate::web::health::Probe;
 use crate::web::metrics::{self, Metrics};
 use crate::web::router::InsertError;
 use crate::web::server::{self, ServerError};
+use crate::web::tls::{self, CertError, CertStore};
 use biz::{GreeterRepo, GreeterUsecase, Usecases, UserRepo, UserUsecase};
 use config::{Config, Driver};
 use data::{Data, DataError, GreeterStore, UserStore};
@@ -60,6 +61,9 @@ pub enum GreeterError {
     Gateway(GatewayError),
     /// An HTTP route could not be registered (a build defect).
     Route(InsertError),
+    /// A listener's certificate or key is unusable (the message names the
+    /// key and the file).
+    Tls { key: &'static str, error: CertError },
     /// A server failed while running.
     Serve(ServerError),
 }
@@ -79,6 +83,7 @@ impl fmt::Display for GreeterError {
             GreeterError::Proto(e) => write!(f, "embedded proto file: {e}"),
             GreeterError::Gateway(e) => write!(f, "HTTP routes from the proto: {e}"),
             GreeterError::Route(e) => write!(f, "HTTP routes: {e}"),
+            GreeterError::Tls { key, error } => write!(f, "{key}: {error}"),
             GreeterError::Serve(e) => write!(f, "server stopped: {e}"),
         }
     }
@@ -93,6 +98,7 @@ impl std::error::Error for GreeterError {
             GreeterError::Proto(e) => Some(e),
             GreeterError::Gateway(e) => Some(e),
             GreeterError::Route(e) => Some(e),
+            GreeterError::Tls { error, .. } => Some(error),
             GreeterError::Serve(e) => Some(e),
         }
     }
@@ -106,6 +112,8 @@ pub struct Greeter {
     grpc_addr: SocketAddr,
     http_app: Arc<App>,
     grpc_server: crate::protocol::grpc::Server,
+    http_tls: Option<Arc<CertStore>>,
+    grpc_tls: Option<Arc<CertStore>>,
     options: server::Options,
     store: String,
     routes: Vec<String>,
@@ -228,6 +236,17 @@ impl Greeter {
             health.clone(),
         )
         .map_err(GreeterError::Proto)?;
+        // Certificates before ports: a bad file is a start-up error that
+        // names it, and nothing is bound yet.
+        let certs = |key: &'static str, files: &Option<config::TlsFiles>| {
+            files
+                .as_ref()
+                .map(|f| CertStore::load(&f.cert_file, &f.key_file))
+                .transpose()
+                .map_err(|error| GreeterError::Tls { key, error })
+        };
+        let http_tls = certs("server.http.tls", &config.server.http.tls)?;
+        let grpc_tls = certs("server.grpc.tls", &config.server.grpc.tls)?;
         let bind = |key: &'static str, addr: String| async move {
             let listener = server::bind(&addr)
                 .await
@@ -249,6 +268,8 @@ impl Greeter {
             grpc_addr,
             http_app,
             grpc_server,
+            http_tls,
+            grpc_tls,
             options: server::Options::default(),
             store: stores.description,
             routes,
@@ -289,6 +310,16 @@ impl Greeter {
         self.grpc_addr
     }
 
+    /// Whether the HTTP listener serves TLS (`server.http.tls`).
+    pub fn http_tls(&self) -> bool {
+        self.http_tls.is_some()
+    }
+
+    /// Whether the gRPC listener serves TLS (`server.grpc.tls`).
+    pub fn grpc_tls(&self) -> bool {
+        self.grpc_tls.is_some()
+    }
+
     /// The gRPC health service's statuses (`""` and `helloworld.v1.Greeter`
     /// start SERVING).
     pub fn health(&self) -> &Arc<Health> {
@@ -317,11 +348,20 @@ impl Greeter {
             // An error means the sender is gone: stop as well.
             let _ = rx.wait_for(|stop| *stop).await;
         };
+        // SIGHUP re-reads both listeners' certificate files.
+        tls::reload_on_sighup(
+            self.http_tls
+                .iter()
+                .chain(&self.grpc_tls)
+                .cloned()
+                .collect(),
+        );
         let http = server::serve(
             self.http_listener,
             self.http_app,
             server::Options {
                 connection_gauge: Some(self.metrics.connections(metrics::Kind::Http)),
+                tls: self.http_tls,
                 ..self.options.clone()
             },
             stopped(stop_rx.clone()),
@@ -332,6 +372,7 @@ impl Greeter {
             server::Options {
                 http1: false,
                 connection_gauge: Some(self.metrics.connections(metrics::Kind::Grpc)),
+                tls: self.grpc_tls,
                 ..self.options
             },
             stopped(stop_rx),

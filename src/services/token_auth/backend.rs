@@ -78,6 +78,10 @@ pub trait LoginLimits: Send + Sync {
         &'a self,
         username: &'a str,
     ) -> BoxFuture<'a, Result<FailureOutcome, StoreError>>;
+    /// Whether a login for `username` must now carry a solved captcha (its
+    /// consecutive failures reached the policy's `captcha_after`).
+    fn captcha_required<'a>(&'a self, username: &'a str)
+        -> BoxFuture<'a, Result<bool, StoreError>>;
     /// A login for `username` succeeded: its failure count starts over.
     fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Forget what no longer matters (a no-op where the server expires keys).

@@ -80,6 +80,15 @@ impl LoginLimits for LoginLimiter {
         ))))
     }
 
+    fn captcha_required<'a>(
+        &'a self,
+        username: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::ready(Ok(LoginLimiter::captcha_required(
+            self, username,
+        ))))
+    }
+
     fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         LoginLimiter::record_success(self, username);
         Box::pin(std::future::ready(Ok(())))

@@ -11,6 +11,7 @@
 //! - [`tokens`]: claims, lifetimes, issuing and checking (on [`crate::protocol::jwt`]).
 //! - [`blacklist`]: revoked token ids and their pruning.
 //! - [`limiter`]: login rate limits, captcha hint, account lock-out.
+//! - [`captcha`]: the captcha a login carries after 3 failures, verified at the provider.
 //! - [`register_limiter`]: registrations per client IP.
 //! - [`trust`]: the root certificates an identity provider is checked against.
 //! - [`config`]: the `--config` YAML (identity providers).
@@ -44,6 +45,7 @@
 
 pub mod backend;
 pub mod blacklist;
+pub mod captcha;
 pub mod clock;
 #[cfg(feature = "cluster")]
 pub mod cluster;

@@ -19,6 +19,7 @@
 //! [`super::oauth_routes`].
 
 use crate::protocol::jwt::JwtError;
+use crate::services::token_auth::captcha::Verdict;
 use crate::services::token_auth::limiter::Admission;
 use crate::services::token_auth::middleware::{
     self, authenticate, claims, fail, require_role, ApiError, ANY_ROLE, NOT_LOGGED_IN,
@@ -55,6 +56,12 @@ pub const TOO_MANY_ATTEMPTS: &str = "too many login attempts, try again in 1 min
 /// 429 while an account is locked.
 pub const ACCOUNT_LOCKED: &str =
     "account locked after too many failed logins, try again in 30 minutes";
+/// 401 body text: the login needs a solved captcha and carries none.
+pub const CAPTCHA_REQUIRED: &str = "captcha required";
+/// 401 body text: the captcha provider did not confirm the token.
+pub const CAPTCHA_FAILED: &str = "captcha verification failed";
+/// 503 body text: the captcha provider gave no usable answer.
+pub const CAPTCHA_UNAVAILABLE: &str = "captcha provider unavailable, try again later";
 /// 429 when one client registers too often.
 pub const TOO_MANY_REGISTRATIONS: &str = "too many registrations, try again in 1 minute";
 /// 409 on registration with a taken username.
@@ -162,6 +169,58 @@ fn send_pair(c: &mut Context, service: &AuthService, user: &User, status: Status
 struct Credentials {
     username: String,
     password: String,
+    /// The token the captcha widget gave the client (hCaptcha's
+    /// `h-captcha-response`, Turnstile's `cf-turnstile-response`).
+    #[serde(default)]
+    captcha_token: Option<String>,
+}
+
+/// When the account's failures call for it and a provider is configured,
+/// the login's captcha must be confirmed by the provider: 401 without one
+/// or when refused, 503 when the provider gives no answer; never a pass.
+async fn check_captcha(
+    service: &AuthService,
+    c: &Context,
+    creds: &Credentials,
+) -> Result<(), ApiError> {
+    let Some(captcha) = &service.captcha else {
+        return Ok(()); // hint only, said at start-up
+    };
+    let required = service
+        .limiter
+        .captcha_required(&creds.username)
+        .await
+        .map_err(ApiError::store("login limiter"))?;
+    if !required {
+        return Ok(());
+    }
+    let refuse = |message: &str| ApiError::Json {
+        status: StatusCode::UNAUTHORIZED,
+        body: json!({ "error": message, "captcha_required": true }),
+    };
+    let Some(token) = creds.captcha_token.as_deref() else {
+        return Err(refuse(CAPTCHA_REQUIRED));
+    };
+    match captcha.verify(token, c.client_ip()).await {
+        Ok(Verdict::Passed) => Ok(()),
+        Ok(Verdict::Failed(reason)) => {
+            log::message(
+                "token-auth",
+                format_args!("{} {}: captcha refused: {reason}", c.method(), c.path()),
+            );
+            Err(refuse(CAPTCHA_FAILED))
+        }
+        Err(e) => {
+            log::message(
+                "token-auth",
+                format_args!("{} {}: {e}", c.method(), c.path()),
+            );
+            Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                CAPTCHA_UNAVAILABLE,
+            ))
+        }
+    }
 }
 
 /// 429 for a refused admission, with its `Retry-After`.
@@ -190,6 +249,8 @@ async fn check_credentials(service: &AuthService, c: &Context) -> Result<User, A
         .await
         .map_err(ApiError::store("login limiter"))?;
     admitted(admission, TOO_MANY_ATTEMPTS)?;
+    // Before bcrypt: a login without its captcha costs no hashing.
+    check_captcha(service, c, &creds).await?;
     // Names that cannot exist skip the lookup, not the hashing.
     let found = if creds.username.chars().count() <= USERNAME_MAX {
         service

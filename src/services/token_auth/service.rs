@@ -13,8 +13,9 @@
 
 use crate::services::token_auth::backend::{Accounts, LoginLimits, PendingSignIns, Revocations};
 use crate::services::token_auth::blacklist::Blacklist;
+use crate::services::token_auth::captcha::Captcha;
 use crate::services::token_auth::clock::{Clock, SystemClock};
-use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
+use crate::services::token_auth::config::{CaptchaConfig, ConfigError, Provider, ProviderConfig};
 use crate::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
 use crate::services::token_auth::oauth::binding::Binding;
 use crate::services::token_auth::oauth::cipher::{CipherError, TokenCipher, ENC_KEY_VAR};
@@ -65,6 +66,8 @@ pub struct Settings {
     /// (the OAuth sign-in binding) are then marked `Secure`. The binary
     /// sets it from its listener; `false` on a plain HTTP listener.
     pub listener_tls: bool,
+    /// The captcha provider; `None`: `captcha_required` is a hint only.
+    pub captcha: Option<CaptchaConfig>,
     /// Time source.
     pub clock: Arc<dyn Clock>,
     /// How often expired blacklist rows, idle limiter entries and stale OAuth
@@ -102,6 +105,7 @@ impl Settings {
             providers: BTreeMap::new(),
             enc_key: None,
             listener_tls: false,
+            captcha: None,
             clock: Arc::new(SystemClock),
             maintenance_every: Duration::from_secs(60),
         }
@@ -295,6 +299,8 @@ pub struct AuthService {
     pub register_limiter: RegisterLimiter,
     /// OAuth sign-in, when providers are configured.
     pub oauth: Option<OAuth>,
+    /// Captcha verification, when a provider is configured.
+    pub captcha: Option<Captcha>,
     /// Time source.
     pub clock: Arc<dyn Clock>,
     maintenance_every: Duration,
@@ -361,6 +367,11 @@ impl AuthService {
                 .map_err(SetupError::Provider)?,
             )
         };
+        let captcha = settings
+            .captcha
+            .map(Captcha::new)
+            .transpose()
+            .map_err(SetupError::Provider)?;
         let passwords = Passwords::new(settings.bcrypt_cost).map_err(SetupError::Passwords)?;
         Ok(AuthService {
             blacklist: Blacklist::new(backends.revocations, Arc::clone(&clock)),
@@ -370,6 +381,7 @@ impl AuthService {
             tokens,
             passwords,
             oauth,
+            captcha,
             clock,
             maintenance_every: settings.maintenance_every,
             draining: AtomicBool::new(false),

@@ -291,6 +291,24 @@ impl LoginLimits for RedisLimits {
         })
     }
 
+    fn captcha_required<'a>(
+        &'a self,
+        username: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let mut get = redis::cmd("GET");
+            get.arg(format!("{PREFIX}fails:{}", user_key(username)));
+            let get = &get;
+            let failures: Option<u32> = shared::redis_call(self.timeout, || {
+                let mut conn = self.conn.clone();
+                async move { get.query_async::<Option<u32>>(&mut conn).await }
+            })
+            .await
+            .map_err(down)?;
+            Ok(failures.unwrap_or(0) >= self.policy.captcha_after)
+        })
+    }
+
     fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let key = format!("{PREFIX}fails:{}", user_key(username));
