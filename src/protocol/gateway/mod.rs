@@ -350,7 +350,10 @@ impl Gateway {
         };
         match crate::web::peer::scope(c.client_ip(), answer).await {
             Ok(reply) => c.json(StatusCode::OK, &reply),
-            Err(f) => fail(c, f.http_status(), &f.reason, &f.message),
+            Err(f) => {
+                c.json(f.http_status(), &f.body());
+                c.abort();
+            }
         }
     }
 }

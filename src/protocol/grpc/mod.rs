@@ -3,6 +3,7 @@
 //!
 //! - [`frame`]: the 5-byte length prefix and a two-phase decoder.
 //! - [`status`]: status codes, `grpc-status` / percent-encoded `grpc-message`.
+//! - [`details`]: `grpc-status-details-bin` (`google.rpc.ErrorInfo`, `BadRequest`).
 //! - [`timeout`]: the `grpc-timeout` header and the call deadline.
 //! - [`compression`]: `identity` and `gzip` messages, negotiated per call.
 //! - [`body`]: response bodies (DATA then trailers) and Trailers-Only errors.
@@ -18,6 +19,7 @@ pub mod access_log;
 pub mod body;
 pub mod compression;
 pub mod descriptor;
+pub mod details;
 pub mod drift;
 pub mod frame;
 pub mod health;
