@@ -11,7 +11,8 @@ use std::time::Duration;
 use http::StatusCode;
 
 use crate::protocol::gateway::{error_body, Gateway};
-use crate::web::chain::{handler, Context};
+use crate::web::chain::{handler, named, Context};
+use crate::web::cors::Cors;
 use crate::web::engine::{self, App, Engine};
 use crate::web::health::{self, Probe};
 use crate::web::metrics::Metrics;
@@ -56,15 +57,23 @@ fn timeout_response(c: &mut Context) {
 
 /// Builds the HTTP app over `gateway`; `openapi` is the document served at
 /// `GET /openapi.json`. `timeout` (if any) answers 504 past it, counted from
-/// the request head, so reading the body counts against it too.
+/// the request head, so reading the body counts against it too. `cors`, if
+/// any, runs between the logger and recovery, so every answer (a 404, a
+/// 413, a 500 from a panic) carries its headers.
 pub fn app(
     gateway: Arc<Gateway>,
     openapi: Arc<serde_json::Value>,
     timeout: Option<Duration>,
     metrics: &Arc<Metrics>,
     ready: Probe,
+    cors: Option<Cors>,
 ) -> Result<Arc<App>, InsertError> {
-    let mut e = Engine::new();
+    let mut e = Engine::bare();
+    e.use_middleware(named("logger", middleware::logger));
+    if let Some(cors) = cors {
+        e.use_middleware(Arc::new(cors).middleware());
+    }
+    e.use_middleware(named("recovery", middleware::recovery));
     e.metrics(metrics)?;
     health::register(&mut e, ready)?;
     if let Some(d) = timeout {

@@ -216,6 +216,7 @@ impl Greeter {
             config.server.http.timeout,
             &metrics,
             readiness(&health, &usecases),
+            config.cors(),
         )
         .map_err(GreeterError::Route)?;
         let grpc_server = grpc::server(
