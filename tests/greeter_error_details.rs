@@ -82,6 +82,23 @@ async fn a_framework_error_carries_its_code_name_as_reason() {
     assert_eq!(details.domain, "grpc.handwire");
 }
 
+#[tokio::test]
+async fn invalid_registration_over_grpc_names_the_field_in_a_bad_request() {
+    let g = start().await;
+    let err = support::grpc::call::<_, UserRegisterResponse>(g.grpc, REGISTER, register("", "pw"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    let (_, details) = details_of(&err);
+    assert_eq!(details.reason, "USERNAME_EMPTY");
+    let fields: Vec<_> = details
+        .violations
+        .iter()
+        .map(|v| v.field.as_str())
+        .collect();
+    assert_eq!(fields, ["username"]);
+}
+
 /// grpcurl, with the types resolved through the server's reflection,
 /// prints the details of a duplicate registration.
 #[tokio::test]
@@ -181,10 +198,11 @@ print(json.dumps(out))
             .collect()
     };
     let input = format!(
-        "{} {},{}",
+        "{} {},{},{}",
         g.grpc,
         hex(register("cy", "pw")),
-        hex(register("cy", "pw"))
+        hex(register("cy", "pw")),
+        hex(register("", "pw"))
     );
     let python2 = python.clone();
     let out =
@@ -196,4 +214,7 @@ print(json.dumps(out))
     assert_eq!(rows[1]["code"], "ALREADY_EXISTS", "{rows}");
     assert_eq!(rows[1]["reason"], "USER_ALREADY_EXISTS", "{rows}");
     assert_eq!(rows[1]["domain"], "helloworld.v1.Greeter", "{rows}");
+    assert_eq!(rows[2]["code"], "INVALID_ARGUMENT", "{rows}");
+    assert_eq!(rows[2]["reason"], "USERNAME_EMPTY", "{rows}");
+    assert_eq!(rows[2]["fields"], serde_json::json!(["username"]), "{rows}");
 }

@@ -30,6 +30,20 @@ use crate::web::server::Service;
 /// time-out (given as the argument). The engine adds `Connection: close`.
 pub type BodyTimeoutAnswer = fn(Duration) -> Response<Body>;
 
+/// Builds the answer to a body over the limit (given as the argument, in
+/// bytes), or to one that could not be read (`None`, with the reason): a
+/// service answers in its own error shape.
+pub type BodyErrorAnswer = fn(BodyError<'_>) -> Response<Body>;
+
+/// Why a request body was refused before any chain ran.
+#[derive(Debug, Clone, Copy)]
+pub enum BodyError<'a> {
+    /// Larger than the body limit, in bytes (413).
+    TooLarge(usize),
+    /// Broken off or malformed on the wire (400), with the reason.
+    Unreadable(&'a str),
+}
+
 /// Context key under which the trailing-slash redirect target is stored.
 const TSR_LOCATION: &str = "handwire.tsr_location";
 
@@ -61,6 +75,7 @@ pub struct App {
     pub(crate) body_limit: usize,
     pub(crate) body_timeout: Duration,
     pub(crate) on_body_timeout: BodyTimeoutAnswer,
+    pub(crate) on_body_error: BodyErrorAnswer,
     pub(crate) trace: bool,
 }
 
@@ -100,6 +115,7 @@ impl App {
             bytes: self.body_limit,
             time: self.body_timeout,
             on_timeout: self.on_body_timeout,
+            on_error: self.on_body_error,
         };
         let operation = self.metered.as_ref().map(|m| {
             chosen
@@ -198,6 +214,7 @@ struct ReadLimits {
     bytes: usize,
     time: Duration,
     on_timeout: BodyTimeoutAnswer,
+    on_error: BodyErrorAnswer,
 }
 
 /// The whole body, or the answer to give instead (413, 408, 400).
@@ -218,7 +235,7 @@ where
         .and_then(|v| v.parse::<u64>().ok())
         .is_some_and(|n| n > limits.bytes as u64);
     if declared_too_large {
-        return Err(too_large(limits.bytes));
+        return Err((limits.on_error)(BodyError::TooLarge(limits.bytes)));
     }
     // A body that is already complete (GET, or a test's `Full`) needs no clock.
     if body.is_end_stream() {
@@ -237,9 +254,9 @@ where
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            Err(too_large(limits.bytes))
+            Err((limits.on_error)(BodyError::TooLarge(limits.bytes)))
         }
-        Err(e) => Err(bad_body(&e.to_string())),
+        Err(e) => Err((limits.on_error)(BodyError::Unreadable(&e.to_string()))),
     }
 }
 
@@ -340,18 +357,19 @@ pub(crate) fn json_response(status: StatusCode, body: &impl serde::Serialize) ->
     resp
 }
 
-fn too_large(limit: usize) -> Response<Body> {
-    json_response(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        &serde_json::json!({ "error": format!("request body too large (limit {limit} bytes)") }),
-    )
-}
-
-fn bad_body(reason: &str) -> Response<Body> {
-    json_response(
-        StatusCode::BAD_REQUEST,
-        &serde_json::json!({ "error": format!("cannot read request body: {reason}") }),
-    )
+/// The default answers to a body over the limit (413) or unreadable (400),
+/// with a JSON error.
+pub(crate) fn body_error(error: BodyError<'_>) -> Response<Body> {
+    match error {
+        BodyError::TooLarge(limit) => json_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &serde_json::json!({ "error": format!("request body too large (limit {limit} bytes)") }),
+        ),
+        BodyError::Unreadable(reason) => json_response(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({ "error": format!("cannot read request body: {reason}") }),
+        ),
+    }
 }
 
 /// The default answer past the body time-out: 408 with a JSON error.

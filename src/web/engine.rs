@@ -18,8 +18,8 @@ use std::time::Duration;
 use http::Method;
 
 use crate::web::app::{
-    default_method_not_allowed, default_not_found, early_answer, request_timeout,
-    trailing_slash_redirect, Metered, Route,
+    body_error, default_method_not_allowed, default_not_found, early_answer, request_timeout,
+    trailing_slash_redirect, BodyErrorAnswer, Metered, Route,
 };
 use crate::web::chain::{named, Handler};
 use crate::web::log;
@@ -68,6 +68,7 @@ pub struct Engine {
     body_limit: usize,
     body_timeout: Duration,
     on_body_timeout: BodyTimeoutAnswer,
+    on_body_error: BodyErrorAnswer,
     trace: bool,
     metrics: Option<Arc<Metrics>>,
 }
@@ -99,6 +100,7 @@ impl Engine {
             body_limit: DEFAULT_BODY_LIMIT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             on_body_timeout: request_timeout,
+            on_body_error: body_error,
             trace: false,
             metrics: None,
         }
@@ -229,6 +231,12 @@ impl Engine {
         self.on_body_timeout = answer;
     }
 
+    /// Replace the answers to a body over the limit (default 413) or
+    /// unreadable (default 400), both JSON `{"error": …}`.
+    pub fn on_body_error(&mut self, answer: BodyErrorAnswer) {
+        self.on_body_error = answer;
+    }
+
     /// Count every request in `metrics` and serve them on `GET /metrics`.
     ///
     /// This is the outermost middleware, wrapped around the whole chain by
@@ -268,6 +276,7 @@ impl Engine {
             body_limit: self.body_limit,
             body_timeout: self.body_timeout,
             on_body_timeout: self.on_body_timeout,
+            on_body_error: self.on_body_error,
             trace: self.trace,
         })
     }

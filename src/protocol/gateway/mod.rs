@@ -21,12 +21,14 @@
 //! - [`codec`]: JSON ↔ protobuf bytes by descriptor.
 //! - [`error`]: [`Failure`], Kratos error bodies, `HTTPStatusFromCode`.
 //! - [`openapi`]: the OpenAPI 3.0.3 document of the routes.
+//! - [`validate`]: the `buf.validate` rules, checked before a method runs.
 
 pub mod codec;
 pub mod error;
 pub mod openapi;
 pub mod routes;
 pub mod template;
+pub mod validate;
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use http::StatusCode;
 
 use crate::protocol::gateway::{error_body, Gateway};
+use crate::web::app::BodyError;
 use crate::web::chain::{handler, named, Context};
 use crate::web::cors::Cors;
 use crate::web::engine::{self, App, Engine};
@@ -45,6 +46,24 @@ fn body_408_response(limit: Duration) -> http::Response<crate::types::Body> {
     engine::json_response(status, &error_body(status, "REQUEST_TIMEOUT", &message))
 }
 
+/// A body over the limit (413) or unreadable (400), in the Kratos shape
+/// like every other answer (the engine's default is `{"error": …}`).
+fn body_error_response(error: BodyError<'_>) -> http::Response<crate::types::Body> {
+    let (status, reason, message) = match error {
+        BodyError::TooLarge(limit) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "BODY_TOO_LARGE",
+            format!("request body too large (limit {limit} bytes)"),
+        ),
+        BodyError::Unreadable(why) => (
+            StatusCode::BAD_REQUEST,
+            "BODY_UNREADABLE",
+            format!("cannot read request body: {why}"),
+        ),
+    };
+    engine::json_response(status, &error_body(status, reason, &message))
+}
+
 /// The 504 answer when `server.http.timeout` passes.
 fn timeout_response(c: &mut Context) {
     fail(
@@ -74,6 +93,7 @@ pub fn app(
         e.use_middleware(Arc::new(cors).middleware());
     }
     e.use_middleware(named("recovery", middleware::recovery));
+    e.on_body_error(body_error_response);
     e.metrics(metrics)?;
     health::register(&mut e, ready)?;
     if let Some(d) = timeout {
