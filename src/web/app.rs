@@ -333,7 +333,7 @@ struct Served(Arc<Operation>);
 fn into_response(c: Context) -> Response<Body> {
     let served = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
     let draft = c.response;
-    let mut resp = Response::new(types::full(draft.body.freeze()));
+    let mut resp = Response::new(draft.body.into_body());
     *resp.status_mut() = draft.status;
     *resp.headers_mut() = draft.headers;
     if let Some(op) = served {

@@ -14,6 +14,7 @@
 //! - [`drift`]: checks hand-written prost structs against a parsed `.proto`.
 //! - [`reflection`]: the server reflection service (v1 and v1alpha).
 //! - [`health`]: the standard health service (`grpc.health.v1.Health`).
+//! - [`web`]: gRPC-Web (binary and base64 text) on an HTTP/1.1 port.
 
 pub mod access_log;
 pub mod body;
@@ -28,6 +29,7 @@ pub mod server;
 pub mod status;
 pub mod stream;
 pub mod timeout;
+pub mod web;
 
 pub use frame::{Frame, FrameError};
 pub use server::{unary, Builder, Options, Server, Sink, Streaming};

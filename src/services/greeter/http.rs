@@ -3,7 +3,10 @@
 //! of greeter.proto by the [`Gateway`] (see docs/proto-http.md), which
 //! answers every request the engine has no route for; errors are Kratos
 //! JSON, `{"code":<http status>,"reason":"…","message":"…","metadata":{}}`.
-//! `GET /openapi.json` serves the OpenAPI document of the same routes.
+//! `GET /openapi.json` serves the OpenAPI document of the same routes. A
+//! request whose content-type is gRPC-Web (`application/grpc-web[-text]`)
+//! is a call of the gRPC methods, answered by the gRPC server itself
+//! ([`crate::protocol::grpc::web`]), so browsers reach both sides.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +14,7 @@ use std::time::Duration;
 use http::StatusCode;
 
 use crate::protocol::gateway::{error_body, Gateway};
+use crate::protocol::grpc::{web, Server};
 use crate::web::app::BodyError;
 use crate::web::chain::{handler, named, Context};
 use crate::web::cors::Cors;
@@ -86,6 +90,7 @@ pub fn app(
     metrics: &Arc<Metrics>,
     ready: Probe,
     cors: Option<Cors>,
+    grpc_web: Server,
 ) -> Result<Arc<App>, InsertError> {
     let mut e = Engine::bare();
     e.use_middleware(named("logger", middleware::logger));
@@ -117,11 +122,18 @@ pub fn app(
             fail(c, status, "METHOD_NOT_ALLOWED", &message);
         })
     })]);
-    // Every other request: the routes derived from greeter.proto, with
-    // their own 404 and 405.
+    // Every other request: a gRPC-Web call (by its content-type) to the
+    // gRPC server's methods, else the routes derived from greeter.proto,
+    // with their own 404 and 405.
     e.no_route(vec![handler(move |c| {
-        let gateway = gateway.clone();
-        Box::pin(async move { gateway.serve(c).await })
+        let (gateway, grpc_web) = (gateway.clone(), grpc_web.clone());
+        Box::pin(async move {
+            let mode = c.header("content-type").and_then(web::Mode::of);
+            match mode {
+                Some(mode) => web::serve(&grpc_web, mode, c).await,
+                None => gateway.serve(c).await,
+            }
+        })
     })]);
     Ok(e.build())
 }

@@ -212,15 +212,6 @@ impl Greeter {
             Gateway::new(&files, api::SERVICE, &methods).map_err(GreeterError::Gateway)?;
         gateway.meter(&metrics);
         let document = openapi::document(&gateway, &files, &api::openapi_info());
-        let http_app = http::app(
-            Arc::new(gateway),
-            Arc::new(document),
-            config.server.http.timeout,
-            &metrics,
-            readiness(&health, &usecases),
-            config.cors(),
-        )
-        .map_err(GreeterError::Route)?;
         let grpc_server = grpc::server(
             &methods,
             &files,
@@ -229,6 +220,16 @@ impl Greeter {
             health.clone(),
         )
         .map_err(GreeterError::Proto)?;
+        let http_app = http::app(
+            Arc::new(gateway),
+            Arc::new(document),
+            config.server.http.timeout,
+            &metrics,
+            readiness(&health, &usecases),
+            config.cors(),
+            grpc_server.clone(),
+        )
+        .map_err(GreeterError::Route)?;
         let bind = |key: &'static str, addr: String| async move {
             let listener = server::bind(&addr)
                 .await
