@@ -41,8 +41,6 @@ mod lexer;
 mod parser;
 pub mod pattern;
 
-pub use field_rules::{FieldRules, VALIDATE_IMPORT};
-
 use std::collections::HashMap;
 use std::fmt;
 
@@ -74,6 +72,37 @@ pub const VALIDATE_FILE: (&str, &str) = (
 
 /// Imports every protobuf runtime has built in; they need not be in the set.
 pub const WELL_KNOWN_IMPORTS: [&str; 1] = ["google/protobuf/descriptor.proto"];
+
+/// The import a file with `(buf.validate.field)` options needs.
+pub const VALIDATE_IMPORT: &str = "buf/validate/validate.proto";
+
+/// The constraints of one field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldRules {
+    /// The message, fully qualified with a leading dot (`.helloworld.v1.HelloRequest`).
+    pub message: String,
+    /// The field's name in the `.proto`.
+    pub field: String,
+    /// Line of the field.
+    pub line: usize,
+    /// `required`: the field may not hold its zero value (proto3 fields
+    /// without presence).
+    pub required: bool,
+    /// `string.min_len`, in characters.
+    pub min_len: Option<u64>,
+    /// `string.max_len`, in characters.
+    pub max_len: Option<u64>,
+    /// `string.min_bytes`, in UTF-8 bytes.
+    pub min_bytes: Option<u64>,
+    /// `string.max_bytes`, in UTF-8 bytes.
+    pub max_bytes: Option<u64>,
+    /// `string.pattern`.
+    pub pattern: Option<pattern::Pattern>,
+    /// `<int>.gte`.
+    pub gte: Option<i64>,
+    /// `<int>.lte`.
+    pub lte: Option<i64>,
+}
 
 /// Why a `.proto` source was rejected: file, line and what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]

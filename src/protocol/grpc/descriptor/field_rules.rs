@@ -17,38 +17,7 @@ use super::http_option::Literal;
 use super::lexer::Tok;
 use super::parser::Parser;
 use super::pattern::Pattern;
-use super::ProtoError;
-
-/// The import a file with `(buf.validate.field)` options needs.
-pub const VALIDATE_IMPORT: &str = "buf/validate/validate.proto";
-
-/// The constraints of one field.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldRules {
-    /// The message, fully qualified with a leading dot (`.helloworld.v1.HelloRequest`).
-    pub message: String,
-    /// The field's name in the `.proto`.
-    pub field: String,
-    /// Line of the field.
-    pub line: usize,
-    /// `required`: the field may not hold its zero value (proto3 fields
-    /// without presence).
-    pub required: bool,
-    /// `string.min_len`, in characters.
-    pub min_len: Option<u64>,
-    /// `string.max_len`, in characters.
-    pub max_len: Option<u64>,
-    /// `string.min_bytes`, in UTF-8 bytes.
-    pub min_bytes: Option<u64>,
-    /// `string.max_bytes`, in UTF-8 bytes.
-    pub max_bytes: Option<u64>,
-    /// `string.pattern`.
-    pub pattern: Option<Pattern>,
-    /// `<int>.gte`.
-    pub gte: Option<i64>,
-    /// `<int>.lte`.
-    pub lte: Option<i64>,
-}
+use super::{FieldRules, ProtoError, VALIDATE_IMPORT};
 
 /// The integer types whose `gte` / `lte` are read.
 const INTEGER_TYPES: [&str; 6] = ["int32", "int64", "uint32", "uint64", "sint32", "sint64"];

@@ -12,9 +12,11 @@ use prost_types::{
     ServiceDescriptorProto,
 };
 
-use super::field_rules::{FieldRules, VALIDATE_IMPORT};
 use super::lexer::Tok;
-use super::{json_name, scalar_type, MethodHttpRule, ProtoError, WELL_KNOWN_IMPORTS};
+use super::{
+    json_name, scalar_type, FieldRules, MethodHttpRule, ProtoError, VALIDATE_IMPORT,
+    WELL_KNOWN_IMPORTS,
+};
 
 pub(super) struct Parser<'a> {
     pub(super) file: &'a str,
