@@ -97,7 +97,11 @@ async fn user_list_is_paged_by_page_size_and_page_token_over_http() {
 
     for (path, reason) in [
         ("/v1/users?page_size=-1", "PAGE_SIZE_NEGATIVE"),
-        ("/v1/users?page_token=bm90LWEtdG9rZW4", "PAGE_TOKEN_INVALID"),
+        (
+            "/v1/users?page_token=bm90LWE",
+            "PAGE_TOKEN_INVALID_CHARACTERS",
+        ),
+        ("/v1/users?page_token=0123456789abc", "PAGE_TOKEN_TOO_LONG"),
     ] {
         let reply = call(g.http, Method::GET, path, "").await;
         assert_eq!(

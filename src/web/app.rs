@@ -372,12 +372,17 @@ fn into_response(c: Context) -> Response<Body> {
     let served = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
     let head = c.method() == Method::HEAD;
     let mut draft = c.response;
-    let mut body = draft.body.freeze();
-    if head && !body.is_empty() {
-        draft.headers.insert(CONTENT_LENGTH, body.len().into());
-        body = Bytes::new();
-    }
-    let mut resp = Response::new(types::full(body));
+    let body = std::mem::take(&mut draft.body);
+    let body = if head {
+        let len = body.freeze().len();
+        if len > 0 {
+            draft.headers.insert(CONTENT_LENGTH, len.into());
+        }
+        types::full(Bytes::new())
+    } else {
+        body.into_body()
+    };
+    let mut resp = Response::new(body);
     *resp.status_mut() = draft.status;
     *resp.headers_mut() = draft.headers;
     if let Some(op) = served {

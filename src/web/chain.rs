@@ -115,12 +115,26 @@ pub(crate) struct ResponseDraft {
 /// The body written so far. Most handlers write once: that write is kept as
 /// it came (a `&'static str` or a `String` becomes `Bytes` without a copy),
 /// and only a second write starts a buffer.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) enum DraftBody {
     #[default]
     Empty,
     One(Bytes),
     Many(BytesMut),
+    /// Produced while it is sent ([`Context::stream`]); later writes are
+    /// ignored. In a mutex only so that a context stays `Sync`.
+    Stream(std::sync::Mutex<crate::types::Body>),
+}
+
+impl std::fmt::Debug for DraftBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DraftBody::Empty => f.write_str("Empty"),
+            DraftBody::One(b) => write!(f, "One({} bytes)", b.len()),
+            DraftBody::Many(b) => write!(f, "Many({} bytes)", b.len()),
+            DraftBody::Stream(_) => f.write_str("Stream"),
+        }
+    }
 }
 
 impl DraftBody {
@@ -137,6 +151,18 @@ impl DraftBody {
                 buf.extend_from_slice(&chunk);
                 DraftBody::Many(buf)
             }
+            stream @ DraftBody::Stream(_) => stream,
+        }
+    }
+
+    /// The response body.
+    pub(crate) fn into_body(self) -> crate::types::Body {
+        match self {
+            DraftBody::Stream(body) => match body.into_inner() {
+                Ok(body) => body,
+                Err(poisoned) => poisoned.into_inner(),
+            },
+            other => crate::types::full(other.freeze()),
         }
     }
 
@@ -146,6 +172,7 @@ impl DraftBody {
             DraftBody::Empty => Bytes::new(),
             DraftBody::One(bytes) => bytes,
             DraftBody::Many(buf) => buf.freeze(),
+            DraftBody::Stream(_) => Bytes::new(),
         }
     }
 }
@@ -487,6 +514,17 @@ impl Context {
             self.response.written = true;
         }
         self.response.body.push(body.into());
+    }
+
+    /// Answer with `body`, sent as it is produced (a stream of messages),
+    /// with `status` and `content_type`; it replaces anything written.
+    pub fn stream(&mut self, status: StatusCode, content_type: &str, body: crate::types::Body) {
+        self.response.status = status;
+        if let Ok(v) = HeaderValue::from_str(content_type) {
+            self.response.headers.insert(CONTENT_TYPE, v);
+        }
+        self.response.body = DraftBody::Stream(std::sync::Mutex::new(body));
+        self.response.written = true;
     }
 
     /// Write plain text: a `String` or a `&'static str`, taken without a copy.

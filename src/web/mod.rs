@@ -15,6 +15,7 @@
 //! - [`app`]: the frozen engine serving requests: dispatch, 404/405, early answers.
 //! - [`health`]: `GET /healthz` (liveness) and `GET /readyz` (readiness).
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
+//! - [`cors`]: cross-origin resource sharing (preflight, allowed origins), off by default.
 //! - [`reply`]: handlers returning `Result`, whose error becomes the response.
 //! - [`peer`]: the client address of the call being served (a task-local).
 //! - [`ratelimit`]: a per-client sliding-window limit.
@@ -31,6 +32,7 @@ pub mod bind;
 pub mod budget;
 pub mod chain;
 pub mod clocks;
+pub mod cors;
 pub mod engine;
 pub mod health;
 pub mod log;

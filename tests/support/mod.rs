@@ -38,6 +38,7 @@ pub mod py;
 pub mod servers;
 pub mod tls;
 pub mod token_auth;
+pub mod web;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};

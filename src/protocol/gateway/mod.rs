@@ -24,12 +24,14 @@
 //! - [`codec`]: JSON ↔ protobuf bytes by descriptor.
 //! - [`error`]: [`Failure`], Kratos error bodies, `HTTPStatusFromCode`.
 //! - [`openapi`]: the OpenAPI 3.0.3 document of the routes.
+//! - [`validate`]: the `buf.validate` rules, checked before a method runs.
 
 pub mod codec;
 pub mod error;
 pub mod openapi;
 pub mod routes;
 pub mod template;
+pub mod validate;
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
@@ -397,7 +399,10 @@ impl Gateway {
         };
         match crate::web::peer::scope(c.client_ip(), answer).await {
             Ok(reply) => c.json(StatusCode::OK, &reply),
-            Err(f) => fail(c, f.http_status(), &f.reason, &f.message),
+            Err(f) => {
+                c.json(f.http_status(), &f.body());
+                c.abort();
+            }
         }
     }
 }

@@ -19,6 +19,15 @@
 //! Each listener may add `tls: { cert_file: server.pem, key_file: server.key }`
 //! (not a Kratos key): that port then serves TLS, HTTPS or gRPC over TLS.
 //!
+//! `server.http.cors` (optional, not a Kratos key) lets pages of other
+//! origins call the HTTP API and gRPC-Web ([`crate::web::cors`]):
+//!
+//! ```yaml
+//! server:
+//!   http:
+//!     cors: { allowed_origins: ["https://app.example.com"], max_age: 10m }
+//! ```
+//!
 //! Durations use Go's notation (`1s`, `0.2s`, `500ms`, `1m`, `1h30m`); a
 //! timeout of `0` switches that time-out off, as it does in Kratos.
 //!
@@ -43,6 +52,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config;
+use crate::web::cors::{Cors, CorsConfig};
 
 /// Networks a server can listen on (Go's names; `tcp` picks from the address).
 const SERVER_NETWORKS: [&str; 3] = ["tcp", "tcp4", "tcp6"];
@@ -117,6 +127,10 @@ pub struct Listener {
     /// absent, the listener is cleartext.
     #[serde(default)]
     pub tls: Option<TlsFiles>,
+    /// `cors` (optional, `server.http` only): which other origins' pages
+    /// may call the HTTP API and gRPC-Web; absent, no CORS headers at all.
+    #[serde(default)]
+    pub cors: Option<CorsConfig>,
 }
 
 /// `server.http.tls` / `server.grpc.tls`: a PEM certificate chain and its
@@ -237,6 +251,9 @@ pub enum ConfigError {
     InvalidSocketPath { value: String },
     /// A cache time-out of 0 where the cache is used.
     ZeroCacheTimeout { key: &'static str },
+    /// A `server.http.cors` setting that cannot be served, or `cors` under
+    /// `server.grpc` (browsers reach the gRPC side through the HTTP port).
+    Cors { key: String, message: String },
 }
 
 impl fmt::Display for ConfigError {
@@ -297,6 +314,7 @@ impl fmt::Display for ConfigError {
                 f,
                 "{key}: must be above 0 with the postgres driver, which uses the cache"
             ),
+            ConfigError::Cors { key, message } => write!(f, "{key}: {message}"),
         }
     }
 }
@@ -317,6 +335,16 @@ impl From<config::Error> for ConfigError {
 }
 
 impl Config {
+    /// The CORS middleware of `server.http.cors`, if configured (checked by
+    /// [`Config::from_yaml`], so a loaded config never fails here).
+    pub fn cors(&self) -> Option<Cors> {
+        self.server
+            .http
+            .cors
+            .as_ref()
+            .and_then(|c| Cors::new(c).ok())
+    }
+
     /// Reads and checks the file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         config::load::<Config>(path)?.checked()
@@ -345,6 +373,20 @@ impl Config {
     fn checked(mut self) -> Result<Config, ConfigError> {
         self.server.http.check("server.http")?;
         self.server.grpc.check("server.grpc")?;
+        if let Some(cors) = &self.server.http.cors {
+            Cors::new(cors).map_err(|e| ConfigError::Cors {
+                key: format!("server.http.cors.{}", e.key),
+                message: e.message,
+            })?;
+        }
+        if self.server.grpc.cors.is_some() {
+            return Err(ConfigError::Cors {
+                key: "server.grpc.cors".into(),
+                message: "CORS applies to server.http only (browsers call the gRPC methods \
+                          through gRPC-Web on the HTTP port)"
+                    .into(),
+            });
+        }
         let database = &mut self.data.database;
         let value = database.driver.as_str();
         if !DRIVERS.contains(&value) {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::cli;
-use crate::protocol::gateway::{openapi, Gateway, GatewayError};
+use crate::protocol::gateway::{openapi, validate, Gateway, GatewayError};
 use crate::protocol::grpc::descriptor::ProtoError;
 use crate::protocol::grpc::health::{Health, ServingStatus};
 use crate::web::engine::App;
@@ -214,20 +214,14 @@ impl Greeter {
         let health = Arc::new(Health::new());
         health.set_serving_status(api::SERVICE, ServingStatus::Serving);
         let files = api::parsed_files().map_err(GreeterError::Proto)?;
-        let methods = rpc::methods(&usecases);
+        // The buf.validate rules of greeter.proto run before every method,
+        // whichever transport called it.
+        let methods = validate::validated(&files, api::SERVICE, rpc::methods(&usecases));
         let mut gateway =
             Gateway::new(&files, api::SERVICE, &methods).map_err(GreeterError::Gateway)?;
         gateway.meter(&metrics);
         let routes = gateway.route_table();
-        let document = openapi::document(&gateway, &api::openapi_info());
-        let http_app = http::app(
-            Arc::new(gateway),
-            Arc::new(document),
-            config.server.http.timeout,
-            &metrics,
-            readiness(&health, &usecases),
-        )
-        .map_err(GreeterError::Route)?;
+        let document = openapi::document(&gateway, &files, &api::openapi_info());
         let grpc_server = grpc::server(
             &methods,
             &files,
@@ -247,6 +241,16 @@ impl Greeter {
         };
         let http_tls = certs("server.http.tls", &config.server.http.tls)?;
         let grpc_tls = certs("server.grpc.tls", &config.server.grpc.tls)?;
+        let http_app = http::app(
+            Arc::new(gateway),
+            Arc::new(document),
+            config.server.http.timeout,
+            &metrics,
+            readiness(&health, &usecases),
+            config.cors(),
+            grpc_server.clone(),
+        )
+        .map_err(GreeterError::Route)?;
         let bind = |key: &'static str, addr: String| async move {
             let listener = server::bind(&addr)
                 .await
