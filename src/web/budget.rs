@@ -14,11 +14,23 @@
 //! for its database, its log and its outgoing connections when the budget
 //! is spent. [`ConnectionBudget::new`] makes a separate one (tests, or a
 //! process that wants a smaller cap); it is held to the same ¾ bound.
+//!
+//! The budget is also the one evictor of its connections, in the manner of
+//! Envoy's overload manager (one process-wide threshold, one action for
+//! every listener): every listener registers the connections it accepts
+//! here, and at the cap [`ConnectionBudget::reclaim_one`] closes the
+//! connection, *of any listener*, that has made progress least recently
+//! ([`Activity::reclaim_rank`]). A port held full by one kind of client
+//! (idle HTTP/1 keep-alives, h2 connections parked on a health Watch) so
+//! never locks a client of the other port out.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::web::clocks::Activity;
+use crate::web::log;
 
 /// Upper bound of the process' connection budget.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
@@ -29,6 +41,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub struct ConnectionBudget {
     permits: Arc<Semaphore>,
     max: usize,
+    /// Every open connection of every listener sharing the budget, to take
+    /// the stalest back at the cap.
+    open: Arc<Mutex<Vec<Weak<Activity>>>>,
 }
 
 impl ConnectionBudget {
@@ -39,6 +54,7 @@ impl ConnectionBudget {
         ConnectionBudget {
             permits: Arc::new(Semaphore::new(max)),
             max,
+            open: Arc::default(),
         }
     }
 
@@ -71,6 +87,51 @@ impl ConnectionBudget {
     pub async fn acquire(&self) -> Option<OwnedSemaphorePermit> {
         self.permits.clone().acquire_owned().await.ok()
     }
+
+    fn open(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Activity>>> {
+        // A list of weak pointers: a panic cannot leave it inconsistent.
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Count `activity` among the connections [`reclaim_one`](Self::reclaim_one)
+    /// may close. Connections that ended are forgotten here too, so the
+    /// list stays within twice the budget.
+    pub fn register(&self, activity: &Arc<Activity>) {
+        let mut open = self.open();
+        if open.len() >= self.max.saturating_mul(2) {
+            open.retain(|weak| weak.strong_count() > 0);
+        }
+        open.push(Arc::downgrade(activity));
+    }
+
+    /// Close the connection, of any listener sharing this budget, whose
+    /// progress is oldest ([`Activity::reclaim_rank`]); logged. `false` if
+    /// there is none to close (every one is already being closed).
+    pub fn reclaim_one(&self) -> bool {
+        let victim = {
+            let mut open = self.open();
+            open.retain(|weak| weak.strong_count() > 0);
+            open.iter()
+                .filter_map(|weak| {
+                    let activity = weak.upgrade()?;
+                    let rank = activity.reclaim_rank()?;
+                    Some((rank, activity))
+                })
+                .min_by_key(|(rank, _)| *rank)
+        };
+        let Some((since, activity)) = victim else {
+            return false;
+        };
+        log::message(
+            "server",
+            format_args!(
+                "connection cap reached: closing the connection with no progress for {:?}",
+                since.elapsed()
+            ),
+        );
+        activity.evict();
+        true
+    }
 }
 
 impl fmt::Debug for ConnectionBudget {
@@ -78,7 +139,7 @@ impl fmt::Debug for ConnectionBudget {
         f.debug_struct("ConnectionBudget")
             .field("max", &self.max)
             .field("available", &self.available())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

@@ -32,7 +32,11 @@
 //!
 //! Held connections can also be taken back: at the connection cap the
 //! server closes the one whose progress is oldest ([`Activity::reclaim_rank`],
-//! [`Activity::evict`]) so that a new client is served. On HTTP/2 only the idle clock runs after the first request:
+//! [`Activity::evict`]) so that a new client is served. Progress is a
+//! response sent to its end; a connection that holds a long-lived stream
+//! (a health Watch, an idle reflection stream), trickles a request body or
+//! keeps a handler busy has made none since its last such response, so
+//! what it holds cannot shield it. On HTTP/2 only the idle clock runs after the first request:
 //! an h2 client sends PINGs and WINDOW_UPDATEs while idle, so "first byte"
 //! means nothing there.
 //!
@@ -87,6 +91,9 @@ struct State {
     next_response: u64,
     /// Set by [`Activity::evict`]: close now.
     evicted: bool,
+    /// When a response was last sent to its end (accept until then): the
+    /// connection's last progress, by which the cap chooses whom to close.
+    last_completed: Instant,
     /// Since when the socket has refused our bytes (its send buffer full:
     /// the peer does not read), whatever is in flight.
     write_blocked: Option<Instant>,
@@ -124,6 +131,7 @@ impl Activity {
                 responses: Vec::new(),
                 next_response: 0,
                 evicted: false,
+                last_completed: Instant::now(),
                 write_blocked: None,
             }),
             changed: Notify::new(),
@@ -206,10 +214,14 @@ impl Activity {
         self.changed.notify_one();
     }
 
-    /// Response `id` is over (sent, failed or dropped).
-    fn response_done(&self, id: u64) {
+    /// Response `id` is over (sent, failed or dropped); `complete`: it was
+    /// sent to its end, which counts as the connection's progress.
+    fn response_done(&self, id: u64, complete: bool) {
         let mut st = self.lock();
         st.responses.retain(|(r, _)| *r != id);
+        if complete {
+            st.last_completed = Instant::now();
+        }
     }
 
     /// Close this connection now (the cap is reached and it is the one whose
@@ -220,21 +232,22 @@ impl Activity {
     }
 
     /// How long this connection has made no progress, as the instant it
-    /// stopped: when it became idle (or its pending head began), or the
-    /// oldest response waiting for the peer. `None` when it is busy on our
-    /// side (a handler running, a stream waiting for data): not reclaimable.
+    /// stopped: the end of the last response sent in full (accept, if
+    /// none), or earlier when a response has waited for the peer since
+    /// earlier or the socket refuses our bytes. Whatever the connection
+    /// holds (a long-lived stream, a request body arriving, a handler
+    /// running) does not count as progress: every connection can be taken
+    /// back. `None` only once it has been evicted (not chosen twice).
     pub fn reclaim_rank(&self) -> Option<Instant> {
         let st = self.lock();
         if st.evicted {
             return None;
         }
-        if let Some(since) = st.write_blocked {
-            return Some(since);
-        }
-        if st.in_flight == 0 {
-            return Some(st.first_byte.unwrap_or(st.idle_since));
-        }
-        st.responses.iter().filter_map(|(_, since)| *since).min()
+        let waiting = st.responses.iter().filter_map(|(_, since)| *since);
+        let rank = waiting
+            .chain(st.write_blocked)
+            .fold(st.last_completed, Instant::min);
+        Some(rank)
     }
 
     /// When the connection must be closed if nothing changes, and why.
@@ -318,7 +331,10 @@ impl Tracked {
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        self.request.0.response_done(self.id);
+        // hyper stops polling a body that says it has ended (a full body
+        // after its one frame), so "sent to its end" is also decided here.
+        let complete = self.inner.is_end_stream();
+        self.request.0.response_done(self.id, complete);
     }
 }
 
@@ -338,7 +354,8 @@ impl HttpBody for Tracked {
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(end) => {
-                this.request.0.response_done(this.id);
+                let complete = end.is_none();
+                this.request.0.response_done(this.id, complete);
                 Poll::Ready(end)
             }
             Poll::Pending => {
@@ -349,7 +366,7 @@ impl HttpBody for Tracked {
                 }
                 match this.quiet.as_mut().map(|q| q.as_mut().poll(cx)) {
                     Some(Poll::Ready(())) => {
-                        this.request.0.response_done(this.id);
+                        this.request.0.response_done(this.id, false);
                         let idle = this.request.0.idle_timeout;
                         Poll::Ready(Some(Err(format!(
                             "stream closed: no data for the idle time-out ({idle:?})"
@@ -538,5 +555,27 @@ mod tests {
         a.evict();
         assert_eq!(a.expired().await, Expiry::Evicted);
         assert_eq!(a.reclaim_rank(), None, "not chosen twice");
+    }
+
+    #[tokio::test]
+    async fn a_connection_holding_a_stream_ranks_by_its_last_completed_response() {
+        use http_body_util::BodyExt;
+        let parked = Activity::new(HEADER, IDLE, WRITE);
+        let request = parked.request_started(http::Version::HTTP_2);
+        let _stream = Tracked::new(Never.boxed_unsync(), request);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let served = Activity::new(HEADER, IDLE, WRITE);
+        let parked_rank = parked
+            .reclaim_rank()
+            .expect("a held stream does not shield");
+        // A response sent to its end is progress: it moves the rank on.
+        let before = served.reclaim_rank().unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let request = served.request_started(http::Version::HTTP_2);
+        let mut body = Tracked::new(crate::types::full("x"), request);
+        while body.frame().await.is_some() {}
+        drop(body);
+        let after = served.reclaim_rank().unwrap();
+        assert!(after > before && parked_rank < after);
     }
 }

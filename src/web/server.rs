@@ -9,9 +9,11 @@
 //!
 //! - a cap on open connections, one [`ConnectionBudget`] per process shared
 //!   by all its listeners: each accepted connection waits for a permit
-//!   before it is served, so at the cap the loop holds that one connection
-//!   and accepts no more until a connection closes (the kernel's backlog
-//!   holds the newcomers). The permit is taken *after* `accept` because the
+//!   before it is served. At the cap the budget closes the stalest
+//!   connection of *any* listener so that the newcomer is served at once;
+//!   only when none can be taken back does the loop hold that one
+//!   connection and accept no more until a connection closes (the kernel's
+//!   backlog holds the newcomers). The permit is taken *after* `accept` because the
 //!   budget is shared: a listener waiting in `accept` with a permit in hand
 //!   would starve the other listeners of it;
 //! - accept errors (`EMFILE`, `ENFILE`: out of descriptors) back off
@@ -27,7 +29,7 @@ use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
@@ -185,8 +187,6 @@ pub async fn serve(
     let builder = connection_builder(&opts)?;
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
-    // Every open connection's clocks, to take the stalest back at the cap.
-    let mut open: Vec<Weak<Activity>> = Vec::new();
     let mut backoff = AcceptBackoff::default();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -213,14 +213,13 @@ pub async fn serve(
         if let Some(line) = backoff.succeeded() {
             log::message("server", format_args!("{line}"));
         }
-        // At the cap, the connection of this listener whose progress is
-        // oldest (idle the longest, or a response stalled the longest) is
-        // closed so that this one is served; if none can be taken back (all
-        // busy on our side), this waits, with the new connection in hand and
-        // no further accept, until a connection of any listener sharing the
-        // budget closes.
+        // At the cap, the connection of any listener sharing the budget
+        // whose progress is oldest is closed so that this one is served
+        // (the rule: [`Activity::reclaim_rank`]); if none can be taken back
+        // (all already closing), this waits, with the new connection in hand
+        // and no further accept, until a connection closes.
         if opts.connections.available() == 0 {
-            reclaim_one(&mut open);
+            opts.connections.reclaim_one();
         }
         let permit = tokio::select! {
             permit = opts.connections.acquire() => match permit {
@@ -235,7 +234,7 @@ pub async fn serve(
             opts.idle_timeout,
             opts.write_timeout,
         );
-        open.push(Arc::downgrade(&activity));
+        opts.connections.register(&activity);
         let svc = service.clone();
         let tracker = activity.clone();
         let hyper_svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
@@ -366,30 +365,6 @@ async fn drain(mut connections: JoinSet<()>, grace: Duration) {
 /// Most bytes hyper buffers per HTTP/1 connection (request heads and
 /// pipelined requests read ahead).
 const PIPELINE_BUFFER: usize = 128 * 1024;
-
-/// Close the connection in `open` whose progress is oldest, if any can be
-/// taken back; forget the ones that have ended. Logged once per call.
-fn reclaim_one(open: &mut Vec<Weak<Activity>>) {
-    open.retain(|weak| weak.strong_count() > 0);
-    let victim = open
-        .iter()
-        .filter_map(|weak| {
-            let activity = weak.upgrade()?;
-            let rank = activity.reclaim_rank()?;
-            Some((rank, activity))
-        })
-        .min_by_key(|(rank, _)| *rank);
-    if let Some((since, activity)) = victim {
-        log::message(
-            "server",
-            format_args!(
-                "connection cap reached: closing the connection with no progress for {:?}",
-                since.elapsed()
-            ),
-        );
-        activity.evict();
-    }
-}
 
 /// Errors of one would-be connection (the peer gave up before accept
 /// returned): retried at once, they say nothing about the listener.
