@@ -5,6 +5,7 @@
 //! - [`server`]: the accept loop (HTTP/1.1 + h2c, connection cap, graceful shutdown).
 //! - [`budget`]: the one connection budget all listeners of a process share.
 //! - [`clocks`]: one connection's header and idle time-outs.
+//! - [`deadline`]: a call's deadline, which never cuts a write mid-commit.
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
 //! - [`trace`]: the chain trace of `--trace`.
@@ -29,6 +30,7 @@ pub mod bind;
 pub mod budget;
 pub mod chain;
 pub mod clocks;
+pub mod deadline;
 pub mod engine;
 pub mod health;
 pub mod log;

@@ -55,6 +55,7 @@ use super::status::{Code, Status};
 pub use super::stream::{RequestBody, Sink, Streaming};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
 use crate::types::{Body, BoxError, BoxFuture};
+use crate::web::deadline;
 use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
 use crate::web::middleware::{panic_message, CatchUnwind};
 use crate::web::server::Service;
@@ -430,14 +431,15 @@ async fn isolated<T>(fut: BoxFuture<'static, Result<T, Status>>) -> Result<T, St
 
 /// `call`, or DEADLINE_EXCEEDED once `due` (instant, and the timeout it came
 /// from) has passed; an already-passed deadline fails without polling `call`.
+/// A write of `call` already inside its committing transaction at the
+/// deadline is answered by its commit instead ([`deadline::run`]).
 async fn within<T>(
     due: Option<(Instant, Duration)>,
     call: impl Future<Output = Result<T, Status>>,
 ) -> Result<T, Status> {
     match due {
         None => call.await,
-        Some((at, d)) if Instant::now() >= at => Err(deadline_exceeded(d)),
-        Some((at, d)) => tokio::time::timeout_at(at.into(), call)
+        Some((at, d)) => deadline::run(at, call)
             .await
             .unwrap_or_else(|_| Err(deadline_exceeded(d))),
     }
