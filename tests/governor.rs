@@ -4,6 +4,9 @@
 //!
 //! - connections parked on long-lived streams (health Watch) cannot keep a
 //!   new client out at the cap;
+//! - gzip messages that inflate 1,000-fold are inflated at each
+//!   connection's allowance, so a few such connections cannot take the
+//!   cores from a normal client;
 //!
 //! The full-size figures (1,030 connections, RSS) are in
 //! `docs/reliability.md`.
@@ -107,4 +110,92 @@ async fn at_the_cap_connections_holding_long_lived_streams_are_taken_back_for_a_
     for task in parked {
         task.abort();
     }
+}
+
+/// 4 MiB of zeros, gzip-compressed (about 4 KiB), as one gRPC frame.
+fn gzip_bomb_frame() -> Bytes {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(&vec![0u8; 4 << 20]).unwrap();
+    let packed = e.finish().unwrap();
+    let mut framed = vec![1u8];
+    framed.extend_from_slice(&(packed.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&packed);
+    Bytes::from(framed)
+}
+
+/// Sends `frame` as SayHello with `grpc-encoding: gzip` on one h2
+/// connection, one call after another, until `until`; the calls answered.
+async fn inflate_flood(addr: SocketAddr, frame: Bytes, until: Instant) -> usize {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    let mut answered = 0;
+    while Instant::now() < until {
+        let mut client = client.clone().ready().await.unwrap();
+        let req = http::Request::post(format!("http://{addr}{SAY_HELLO}"))
+            .header("content-type", "application/grpc")
+            .header("grpc-encoding", "gzip")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let (response, mut send) = client.send_request(req, false).unwrap();
+        send.send_data(frame.clone(), true).unwrap();
+        let left = until.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, response).await {
+            Ok(Ok(_)) => answered += 1,
+            _ => break,
+        }
+    }
+    answered
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gzip_messages_are_inflated_at_each_connections_allowance_so_probes_stay_fast() {
+    use handwire::protocol::grpc::health::{HealthCheckRequest, HealthCheckResponse};
+    const ALLOWANCE: usize = 4 << 20;
+    const FLOOD: Duration = Duration::from_secs(2);
+    let (_http, grpc, _dir) = greeter(Options {
+        inflate_per_second: ALLOWANCE,
+        ..Options::default()
+    })
+    .await;
+    let frame = gzip_bomb_frame();
+    assert!(frame.len() < 8 << 10, "{}", frame.len());
+    let until = Instant::now() + FLOOD;
+    let floods: Vec<_> = (0..4)
+        .map(|_| tokio::spawn(inflate_flood(grpc, frame.clone(), until)))
+        .collect();
+    let mut probe = support::grpc::client(grpc).await;
+    let mut took = Vec::new();
+    while Instant::now() + Duration::from_millis(100) < until {
+        let t0 = Instant::now();
+        let _: HealthCheckResponse = support::grpc::call_on(
+            &mut probe,
+            "/grpc.health.v1.Health/Check",
+            HealthCheckRequest::default(),
+        )
+        .await
+        .unwrap();
+        took.push(t0.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut inflated = 0;
+    for flood in floods {
+        inflated += flood.await.unwrap();
+    }
+    took.sort();
+    let median = took[took.len() / 2];
+    // Each connection: its burst (8 MiB) plus 2 s of allowance, 4 MiB a
+    // message, plus the one in progress.
+    let bound = 4 * ((8 << 20) + 2 * ALLOWANCE) / (4 << 20) + 4;
+    eprintln!("{inflated} messages of 4 MiB inflated in {FLOOD:?}; probe median {median:?}");
+    assert!(
+        inflated <= bound,
+        "{inflated} inflated, allowance bound {bound}"
+    );
+    assert!(
+        median < Duration::from_millis(50),
+        "probe median {median:?}"
+    );
 }

@@ -42,6 +42,7 @@ use tokio::task::JoinSet;
 use crate::types::{Body, BoxFuture};
 pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
 use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
+use crate::web::governor::{ConnectionShare, DEFAULT_INFLATE_PER_SECOND};
 use crate::web::log;
 use crate::web::metrics::Gauge;
 
@@ -110,6 +111,11 @@ pub struct Options {
     /// Counts the open connections (the `server_connections` gauge of
     /// [`crate::web::metrics`]); `None`: not counted.
     pub connection_gauge: Option<Arc<Gauge>>,
+    /// Bytes one connection may inflate per second (gzip gRPC messages),
+    /// after a burst of [`crate::web::governor::INFLATE_BURST`]; past it
+    /// its calls wait. Default
+    /// [`crate::web::governor::DEFAULT_INFLATE_PER_SECOND`] (16 MiB).
+    pub inflate_per_second: usize,
 }
 
 impl Default for Options {
@@ -125,6 +131,7 @@ impl Default for Options {
             http2: true,
             write_timeout: Duration::from_secs(10),
             connection_gauge: None,
+            inflate_per_second: DEFAULT_INFLATE_PER_SECOND,
         }
     }
 }
@@ -237,8 +244,10 @@ pub async fn serve(
         opts.connections.register(&activity);
         let svc = service.clone();
         let tracker = activity.clone();
-        let hyper_svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+        let share = ConnectionShare::new(opts.inflate_per_second);
+        let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
             let request = tracker.request_started(req.version());
+            req.extensions_mut().insert(share.clone());
             let fut = svc.call(req, remote);
             async move { Ok::<_, Infallible>(fut.await.map(|body| Tracked::new(body, request))) }
         });

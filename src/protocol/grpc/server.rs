@@ -56,6 +56,7 @@ pub use super::stream::{RequestBody, Sink, Streaming};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
 use crate::types::{Body, BoxError, BoxFuture};
 use crate::web::deadline;
+use crate::web::governor::ConnectionShare;
 use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
 use crate::web::middleware::{panic_message, CatchUnwind};
 use crate::web::server::Service;
@@ -228,8 +229,10 @@ impl Server {
                 Err(response) => response,
                 Ok(call) => {
                     let max = inner.options.max_message_size;
-                    let streaming =
-                        Streaming::new(req.into_body(), max).with_encoding(call.encoding);
+                    let share = req.extensions().get::<Arc<ConnectionShare>>().cloned();
+                    let streaming = Streaming::new(req.into_body(), max)
+                        .with_encoding(call.encoding)
+                        .with_share(share);
                     match call.handler {
                         Handler::Unary(h) => {
                             let deadline =

@@ -3,6 +3,8 @@
 //! compressed), and [`Sink`], where a streaming handler writes its replies
 //! (compressed when the client takes gzip and a reply is over 1 KiB).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::BodyExt;
@@ -13,6 +15,7 @@ use super::compression::{self, Encoding};
 use super::frame::{Decoder, Frame, FrameError};
 use super::status::{Code, Status};
 use crate::types::BoxError;
+use crate::web::governor::ConnectionShare;
 
 /// The request body as the dispatcher sees it (boxed so tests can feed any body).
 pub type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
@@ -24,6 +27,8 @@ pub struct Streaming {
     ended: bool,
     encoding: Option<Encoding>,
     max_message_size: usize,
+    /// The connection's allowance of inflated bytes (`None`: unpaced).
+    share: Option<Arc<ConnectionShare>>,
 }
 
 impl Streaming {
@@ -35,7 +40,14 @@ impl Streaming {
             ended: false,
             encoding: None,
             max_message_size,
+            share: None,
         }
+    }
+
+    /// The same stream, inflating its messages at the pace `share` allows.
+    pub fn with_share(mut self, share: Option<Arc<ConnectionShare>>) -> Streaming {
+        self.share = share;
+        self
     }
 
     /// The same stream, its compressed messages in `encoding` (the call's
@@ -51,7 +63,10 @@ impl Streaming {
             if let Some(frame) = self.decoder.next_frame().map_err(frame_status)? {
                 if frame.compressed {
                     let max = self.max_message_size;
-                    return compression::decompress(self.encoding, &frame.message, max).map(Some);
+                    let share = self.share.as_deref();
+                    let message =
+                        compression::decompress(self.encoding, &frame.message, max, share).await;
+                    return message.map(Some);
                 }
                 return Ok(Some(frame.message));
             }
