@@ -4,6 +4,9 @@
 //!
 //! - connections parked on long-lived streams (health Watch) cannot keep a
 //!   new client out at the cap;
+//! - h2 clients that open many streams with a window of 0 cannot make the
+//!   process hold their responses past the budget of bytes waiting for
+//!   peers;
 //! - gzip messages that inflate 1,000-fold are inflated at each
 //!   connection's allowance, so a few such connections cannot take the
 //!   cores from a normal client;
@@ -198,4 +201,143 @@ async fn gzip_messages_are_inflated_at_each_connections_allowance_so_probes_stay
         median < Duration::from_millis(50),
         "probe median {median:?}"
     );
+}
+
+/// `n` users with 60-byte names, straight into the greeter's database.
+fn insert_users(db: &std::path::Path, n: usize) {
+    let mut conn = rusqlite::Connection::open(db).unwrap();
+    let tx = conn.transaction().unwrap();
+    for i in 0..n {
+        tx.execute(
+            "INSERT INTO users (username, password, age) VALUES (?1, 'pw', 1)",
+            [format!("{i:0>60}")],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
+/// An h2 connection with a window of 0 opening `streams` requests for
+/// `path`: every response is produced and none can be sent. Returns the
+/// response heads that arrived, and whether the server closed the
+/// connection within `limit`.
+async fn zero_window_streams(
+    addr: SocketAddr,
+    path: &str,
+    streams: usize,
+    limit: Duration,
+) -> (usize, bool) {
+    let until = tokio::time::Instant::now() + limit;
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (client, conn) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    let mut driving = tokio::spawn(conn);
+    let mut heads = tokio::task::JoinSet::new();
+    for _ in 0..streams {
+        let Ok(mut client) = client.clone().ready().await else {
+            break;
+        };
+        let req = http::Request::get(format!("http://{addr}{path}"))
+            .body(())
+            .unwrap();
+        let Ok((response, _)) = client.send_request(req, true) else {
+            break;
+        };
+        heads.spawn(async move { response.await.map(|r| r.into_body()) });
+    }
+    let mut bodies = Vec::new();
+    let _ = tokio::time::timeout_at(until, async {
+        while let Some(head) = heads.join_next().await {
+            if let Ok(Ok(body)) = head {
+                bodies.push(body);
+            }
+        }
+    })
+    .await;
+    let closed = tokio::time::timeout_at(until, &mut driving).await.is_ok();
+    driving.abort();
+    (bodies.len(), closed)
+}
+
+/// A greeter whose budget of bytes waiting for peers is `total` for the
+/// process and `per_connection`, with 1,000 users of 60-byte names; its
+/// HTTP port, the budget, and the size of a 1,000-user page.
+async fn greeter_with_a_big_page(
+    total: usize,
+    per_connection: usize,
+) -> (SocketAddr, ConnectionBudget, usize, TempDir) {
+    let budget = ConnectionBudget::new(64).with_waiting_limits(total, per_connection);
+    let (http, _grpc, dir) = greeter(Options {
+        connections: budget.clone(),
+        ..Options::default()
+    })
+    .await;
+    insert_users(&dir.0.join("greeter.db"), 1000);
+    let page = get(Proto::H1, http, BIG_PAGE).await;
+    assert_eq!(page.status, http::StatusCode::OK);
+    (http, budget, page.body.len(), dir)
+}
+
+const BIG_PAGE: &str = "/v1/users?page_size=1000";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_whose_zero_window_responses_pass_its_share_is_closed_at_once() {
+    let (http, budget, size, _dir) = greeter_with_a_big_page(64 << 20, 1 << 20).await;
+    // 20 responses of ~90 KiB: past the 1 MiB share after a dozen. The
+    // write time-out (10 s) would close it only much later.
+    let t0 = Instant::now();
+    let (answered, closed) = zero_window_streams(http, BIG_PAGE, 20, Duration::from_secs(4)).await;
+    assert!(
+        closed,
+        "the connection is still open after 4 s ({answered} responses of {size} bytes)"
+    );
+    assert!(
+        answered * size >= 1 << 20,
+        "{answered} responses of {size} bytes"
+    );
+    eprintln!("closed after {:?}", t0.elapsed());
+    // What it held is given back.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(budget.waiting_bytes(), 0);
+    let page = get(Proto::H1, http, "/v1/users?page_size=10").await;
+    assert_eq!(page.status, http::StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_process_budget_of_bytes_waiting_for_peers_the_connections_holding_the_most_are_closed(
+) {
+    const TOTAL: usize = 2 << 20;
+    let (http, budget, size, _dir) = greeter_with_a_big_page(TOTAL, 64 << 20).await;
+    // 6 connections x 8 responses of ~90 KiB: ~4.3 MiB against 2 MiB.
+    let attack: Vec<_> = (0..6)
+        .map(|_| {
+            tokio::spawn(zero_window_streams(
+                http,
+                BIG_PAGE,
+                8,
+                Duration::from_secs(4),
+            ))
+        })
+        .collect();
+    let mut closed = 0;
+    let mut answered = 0;
+    for a in attack {
+        let (n, c) = a.await.unwrap();
+        answered += n;
+        closed += usize::from(c);
+    }
+    eprintln!("{answered} responses of {size} bytes, {closed} of 6 connections closed");
+    assert!(answered * size > TOTAL, "the attack passed the budget");
+    assert!(closed >= 1, "no connection was closed within 4 s");
+    assert!(closed < 6, "only the ones holding the most are closed");
+    assert!(
+        budget.waiting_bytes() <= TOTAL + size,
+        "{}",
+        budget.waiting_bytes()
+    );
+    let page = get(Proto::H1, http, "/v1/users?page_size=10").await;
+    assert_eq!(page.status, http::StatusCode::OK);
 }

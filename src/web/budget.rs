@@ -23,8 +23,19 @@
 //! ([`Activity::reclaim_rank`]). A port held full by one kind of client
 //! (idle HTTP/1 keep-alives, h2 connections parked on a health Watch) so
 //! never locks a client of the other port out.
+//!
+//! It also keeps the process' account of *bytes waiting for peers*: the
+//! response bytes that handlers have produced and that the clients have not
+//! taken yet (an h2 stream whose window stays at 0 holds its whole response).
+//! Every response body counts what it holds ([`crate::web::clocks::Tracked`]);
+//! a connection holding more than its share
+//! ([`DEFAULT_CONNECTION_WAITING_BYTES`]) is closed, and when the process
+//! total passes [`DEFAULT_WAITING_BYTES`] the connection holding the most is
+//! closed (Envoy's "reset the streams holding the most buffered bytes", one
+//! connection at a time), which drops what its streams held.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -35,6 +46,22 @@ use crate::web::log;
 /// Upper bound of the process' connection budget.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
+/// Default bytes of responses the process holds for peers that have not
+/// taken them; past it the connection holding the most is closed.
+pub const DEFAULT_WAITING_BYTES: usize = 64 << 20;
+
+/// Default bytes of responses one connection may hold for its peer; past
+/// it the connection is closed.
+pub const DEFAULT_CONNECTION_WAITING_BYTES: usize = 16 << 20;
+
+/// The account of bytes waiting for peers.
+#[derive(Debug)]
+struct Waiting {
+    total: AtomicUsize,
+    limit: usize,
+    per_connection: usize,
+}
+
 /// A number of connections open at once, shared by every listener holding
 /// a clone of it.
 #[derive(Clone)]
@@ -44,6 +71,7 @@ pub struct ConnectionBudget {
     /// Every open connection of every listener sharing the budget, to take
     /// the stalest back at the cap.
     open: Arc<Mutex<Vec<Weak<Activity>>>>,
+    waiting: Arc<Waiting>,
 }
 
 impl ConnectionBudget {
@@ -55,7 +83,30 @@ impl ConnectionBudget {
             permits: Arc::new(Semaphore::new(max)),
             max,
             open: Arc::default(),
+            waiting: Arc::new(Waiting {
+                total: AtomicUsize::new(0),
+                limit: DEFAULT_WAITING_BYTES,
+                per_connection: DEFAULT_CONNECTION_WAITING_BYTES,
+            }),
         }
+    }
+
+    /// The same budget with other bounds on bytes waiting for peers: `total`
+    /// for the process, `per_connection` for each connection. Call it
+    /// before handing out clones: the clones made earlier keep the old
+    /// account.
+    pub fn with_waiting_limits(mut self, total: usize, per_connection: usize) -> ConnectionBudget {
+        self.waiting = Arc::new(Waiting {
+            total: AtomicUsize::new(0),
+            limit: total,
+            per_connection,
+        });
+        self
+    }
+
+    /// Bytes of responses waiting for their peers, all connections together.
+    pub fn waiting_bytes(&self) -> usize {
+        self.waiting.total.load(Ordering::Relaxed)
     }
 
     /// The process budget: the same one on every call, of
@@ -97,6 +148,7 @@ impl ConnectionBudget {
     /// may close. Connections that ended are forgotten here too, so the
     /// list stays within twice the budget.
     pub fn register(&self, activity: &Arc<Activity>) {
+        activity.govern(self.clone());
         let mut open = self.open();
         if open.len() >= self.max.saturating_mul(2) {
             open.retain(|weak| weak.strong_count() > 0);
@@ -131,6 +183,68 @@ impl ConnectionBudget {
         );
         activity.evict();
         true
+    }
+
+    /// A response of `conn` now holds `after` bytes for its peer instead of
+    /// `before`; `conn_total` is what all of `conn`'s responses hold now.
+    /// Enforces both bounds.
+    pub(crate) fn waiting_changed(
+        &self,
+        conn: &Activity,
+        before: usize,
+        after: usize,
+        conn_total: usize,
+    ) {
+        let w = &self.waiting;
+        if after <= before {
+            w.total.fetch_sub(before - after, Ordering::Relaxed);
+            return;
+        }
+        let total = w.total.fetch_add(after - before, Ordering::Relaxed) + (after - before);
+        if conn_total > w.per_connection && !conn.is_evicted() {
+            log::message(
+                "server",
+                format_args!(
+                    "closing a connection holding {conn_total} bytes of responses its peer                      does not take (more than {} per connection)",
+                    w.per_connection
+                ),
+            );
+            conn.evict();
+        } else if total > w.limit {
+            self.reclaim_largest();
+        }
+    }
+
+    /// Over the process' bound on bytes waiting for peers: close the
+    /// connection holding the most, unless the ones already being closed
+    /// bring the total back under it.
+    fn reclaim_largest(&self) {
+        let victim = {
+            let open = self.open();
+            let mut live = 0usize;
+            let mut largest: Option<(usize, Arc<Activity>)> = None;
+            for activity in open.iter().filter_map(Weak::upgrade) {
+                if activity.is_evicted() {
+                    continue;
+                }
+                let held = activity.waiting_bytes();
+                live += held;
+                if largest.as_ref().is_none_or(|(most, _)| held > *most) {
+                    largest = Some((held, activity));
+                }
+            }
+            largest.filter(|_| live > self.waiting.limit)
+        };
+        if let Some((held, activity)) = victim {
+            log::message(
+                "server",
+                format_args!(
+                    "responses waiting for peers passed {} bytes: closing the connection                      holding the most ({held} bytes)",
+                    self.waiting.limit
+                ),
+            );
+            activity.evict();
+        }
     }
 }
 

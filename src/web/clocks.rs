@@ -60,6 +60,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::types::{Body, BoxError};
+use crate::web::budget::ConnectionBudget;
 
 /// What one connection has been doing, and when.
 pub struct Activity {
@@ -71,6 +72,14 @@ pub struct Activity {
     state: Mutex<State>,
     /// Wakes [`Activity::expired`] when the deadline may have moved.
     changed: Notify,
+    /// Bytes its responses hold for the peer: in the bodies ([`Tracked`])
+    /// and in hyper's buffers (`in_hyper`).
+    waiting: std::sync::atomic::AtomicUsize,
+    /// Bytes of response data handed to hyper and not yet written to the
+    /// socket (hyper's and h2's send buffers, as seen from outside).
+    in_hyper: std::sync::atomic::AtomicUsize,
+    /// The budget that counts it, once registered.
+    governor: std::sync::OnceLock<ConnectionBudget>,
 }
 
 struct State {
@@ -135,7 +144,58 @@ impl Activity {
                 write_blocked: None,
             }),
             changed: Notify::new(),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            in_hyper: std::sync::atomic::AtomicUsize::new(0),
+            governor: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Counted by `budget` from now on (set once, by
+    /// [`ConnectionBudget::register`]).
+    pub(crate) fn govern(&self, budget: ConnectionBudget) {
+        let _ = self.governor.set(budget);
+    }
+
+    /// Bytes this connection's responses hold for its peer.
+    pub fn waiting_bytes(&self) -> usize {
+        self.waiting.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A response now holds `after` bytes for the peer instead of `before`.
+    fn holds(&self, before: usize, after: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let total = if after >= before {
+            self.waiting.fetch_add(after - before, Relaxed) + (after - before)
+        } else {
+            self.waiting.fetch_sub(before - after, Relaxed) - (before - after)
+        };
+        if let Some(budget) = self.governor.get() {
+            budget.waiting_changed(self, before, after, total);
+        }
+    }
+
+    /// A response handed `bytes` of data to hyper: held until written.
+    fn handed(&self, bytes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.in_hyper.fetch_add(bytes, Relaxed);
+        self.holds(0, bytes);
+    }
+
+    /// The socket took `bytes`: what hyper held for the peer is that much
+    /// less (headers and framing make this an estimate, never below 0).
+    fn sent(&self, bytes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Ok(before) = self.in_hyper.fetch_update(Relaxed, Relaxed, |held| {
+            (held > 0).then(|| held.saturating_sub(bytes))
+        }) else {
+            return;
+        };
+        self.holds(before.min(bytes), 0);
+    }
+
+    /// Whether [`evict`](Self::evict) was called.
+    pub fn is_evicted(&self) -> bool {
+        self.lock().evicted
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -295,6 +355,16 @@ impl Activity {
     }
 }
 
+impl Drop for Activity {
+    fn drop(&mut self) {
+        // The connection is gone, and what hyper held for it with it.
+        let held = *self.in_hyper.get_mut();
+        if let Some(budget) = self.governor.get() {
+            budget.waiting_changed(self, held, 0, 0);
+        }
+    }
+}
+
 /// One request in flight; ends it when dropped.
 pub struct InFlight(Arc<Activity>);
 
@@ -305,8 +375,12 @@ impl Drop for InFlight {
 }
 
 /// A response body that keeps its request in flight until hyper has sent
-/// it (or given up on it) and dropped it: "the end of the response"; and
-/// that runs the response's write and stream-idle clocks.
+/// it (or given up on it) and dropped it: "the end of the response"; that
+/// runs the response's write and stream-idle clocks; and that counts the
+/// bytes it holds for the peer with the connection's budget. It hands its
+/// data to hyper in pieces of at most [`CHUNK`] bytes, so a response
+/// stays here, counted, until the peer's window lets it out, instead of
+/// moving whole into h2's send buffer.
 pub struct Tracked {
     inner: Body,
     request: InFlight,
@@ -314,18 +388,48 @@ pub struct Tracked {
     /// Armed while the body waits for its own data; fires after the idle
     /// time-out.
     quiet: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The rest of a data frame larger than [`CHUNK`].
+    rest: Bytes,
+    /// Bytes counted as held for the peer.
+    held: usize,
 }
+
+/// Largest piece of a response handed to hyper at once.
+pub const CHUNK: usize = 64 << 10;
 
 impl Tracked {
     /// `body`, keeping `request` in flight while it lives.
     pub fn new(body: Body, request: InFlight) -> Tracked {
         let id = request.0.response_started();
-        Tracked {
+        let mut tracked = Tracked {
             inner: body,
             request,
             id,
             quiet: None,
+            rest: Bytes::new(),
+            held: 0,
+        };
+        tracked.count_held();
+        tracked
+    }
+
+    /// Bring the count of held bytes up to date: what is left of a frame,
+    /// plus what the body says it still has.
+    fn count_held(&mut self) {
+        let lower = usize::try_from(self.inner.size_hint().lower()).unwrap_or(usize::MAX);
+        let now = self.rest.len().saturating_add(lower);
+        if now != self.held {
+            self.request.0.holds(self.held, now);
+            self.held = now;
         }
+    }
+
+    /// The next piece of `data`: at most [`CHUNK`] bytes, the rest kept.
+    fn piece(&mut self, mut data: Bytes) -> Bytes {
+        if data.len() > CHUNK {
+            self.rest = data.split_off(CHUNK);
+        }
+        data
     }
 }
 
@@ -333,8 +437,9 @@ impl Drop for Tracked {
     fn drop(&mut self) {
         // hyper stops polling a body that says it has ended (a full body
         // after its one frame), so "sent to its end" is also decided here.
-        let complete = self.inner.is_end_stream();
+        let complete = self.rest.is_empty() && self.inner.is_end_stream();
         self.request.0.response_done(self.id, complete);
+        self.request.0.holds(self.held, 0);
     }
 }
 
@@ -347,15 +452,33 @@ impl HttpBody for Tracked {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
+        if !this.rest.is_empty() {
+            let rest = std::mem::take(&mut this.rest);
+            let piece = this.piece(rest);
+            this.count_held();
+            this.request.0.handed(piece.len());
+            this.request.0.response_waits(this.id, true);
+            return Poll::Ready(Some(Ok(Frame::data(piece))));
+        }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 this.quiet = None;
+                let frame = match frame.into_data() {
+                    Ok(data) => {
+                        let piece = this.piece(data);
+                        this.count_held();
+                        this.request.0.handed(piece.len());
+                        Frame::data(piece)
+                    }
+                    Err(frame) => frame,
+                };
                 this.request.0.response_waits(this.id, true);
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(end) => {
                 let complete = end.is_none();
                 this.request.0.response_done(this.id, complete);
+                this.count_held();
                 Poll::Ready(end)
             }
             Poll::Pending => {
@@ -380,11 +503,23 @@ impl HttpBody for Tracked {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.rest.is_empty() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        let mut hint = self.inner.size_hint();
+        let rest = self.rest.len() as u64;
+        match hint.exact() {
+            Some(exact) => hint.set_exact(exact + rest),
+            None => {
+                // Upper first: a lower bound over the upper one panics.
+                if let Some(upper) = hint.upper() {
+                    hint.set_upper(upper + rest);
+                }
+                hint.set_lower(hint.lower() + rest);
+            }
+        }
+        hint
     }
 }
 
@@ -424,6 +559,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.io).poll_write(cx, buf);
         self.activity.wrote(polled.is_ready());
+        if let Poll::Ready(Ok(n)) = polled {
+            self.activity.sent(n);
+        }
         polled
     }
 
@@ -434,6 +572,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
         self.activity.wrote(polled.is_ready());
+        if let Poll::Ready(Ok(n)) = polled {
+            self.activity.sent(n);
+        }
         polled
     }
 

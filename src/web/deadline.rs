@@ -92,14 +92,13 @@ pub async fn run<T>(at: Instant, call: impl Future<Output = T>) -> Result<T, Exp
     });
     CALL.scope(state.clone(), async move {
         let mut call = std::pin::pin!(call);
-        if Instant::now() < at {
-            tokio::select! {
-                out = call.as_mut() => return Ok(out),
-                _ = tokio::time::sleep_until(at.into()) => {}
-            }
-        } else {
-            // Already past: nothing has run, nothing can be stored.
-            return Err(Expired);
+        tokio::select! {
+            // The call first, as `tokio::time::timeout` does: an answer
+            // ready at the deadline (one given early, or by a time-out of
+            // its own due at the same instant) wins over expiry.
+            biased;
+            out = call.as_mut() => return Ok(out),
+            _ = tokio::time::sleep_until(at.into()) => {}
         }
         if state.abandon_all() {
             Err(Expired)
@@ -165,7 +164,11 @@ mod tests {
         let at = soon();
         assert_eq!(current(), None);
         assert_eq!(run(at, async { current() }).await, Ok(Some(at)));
+        // Past already: an answer that is ready is still given (as with
+        // `tokio::time::timeout`); one that is not expires at once.
         let past = Instant::now() - Duration::from_millis(1);
-        assert_eq!(run(past, async { 1 }).await, Err(Expired));
+        assert_eq!(run(past, async { 1 }).await, Ok(1));
+        let pending = std::future::pending::<()>();
+        assert_eq!(run(past, pending).await, Err(Expired));
     }
 }

@@ -11,8 +11,21 @@
 //! bucket of inflated bytes per second: a connection past its allowance is
 //! slowed to it (its own calls wait, bounded by their deadlines), nobody
 //! else is.
+//!
+//! After a flood the memory the process freed stays mapped: glibc's malloc
+//! keeps freed chunks in its arenas (one per thread that allocated), so the
+//! greeter idled at 1.12 GB with no connection open after the floods that
+//! 8 MB had started with. What is given back is counted here
+//! ([`released`]: closed connections, buffered bytes let go); once a flood's
+//! worth has been ([`TRIM_AFTER`]), a thread of the governor calls glibc's
+//! `malloc_trim(0)`, which returns the free pages of every arena to the
+//! kernel. A trim walks the heap (a few milliseconds after a flood), so it
+//! runs at most once per [`TRIM_INTERVAL`] and only when there is something
+//! to give back. jemalloc or mimalloc would return memory by themselves,
+//! but would be a dependency for what one libc call does.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -70,6 +83,61 @@ impl ConnectionShare {
             Duration::ZERO
         } else {
             Duration::from_secs_f64(-b.tokens / b.rate)
+        }
+    }
+}
+
+/// Bytes given back since the last trim after which the next look trims.
+pub const TRIM_AFTER: usize = 32 << 20;
+
+/// How often the trimming thread looks.
+pub const TRIM_INTERVAL: Duration = Duration::from_secs(5);
+
+/// What a closed connection is counted as given back (hyper's read and
+/// write buffers, the h2 state, the task).
+pub const CONNECTION_BYTES: usize = 64 << 10;
+
+/// Bytes given back since the last trim.
+static RELEASED: AtomicUsize = AtomicUsize::new(0);
+
+/// `bytes` of buffers were let go (a closed connection counts
+/// [`CONNECTION_BYTES`]); starts the trimming thread on first use.
+pub fn released(bytes: usize) {
+    static TRIMMER: Once = Once::new();
+    TRIMMER.call_once(|| {
+        let started = std::thread::Builder::new()
+            .name("governor-trim".into())
+            .spawn(|| loop {
+                std::thread::sleep(TRIM_INTERVAL);
+                if RELEASED.load(Ordering::Relaxed) >= TRIM_AFTER {
+                    RELEASED.store(0, Ordering::Relaxed);
+                    trim();
+                }
+            });
+        if let Err(e) = started {
+            crate::web::log::message(
+                "server",
+                format_args!("cannot start the memory-trimming thread: {e}"),
+            );
+        }
+    });
+    RELEASED.fetch_add(bytes, Ordering::Relaxed);
+}
+
+/// Give the free pages of the allocator's arenas back to the kernel.
+pub fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            /// glibc: release free memory from the heap of every arena
+            /// down to `pad` bytes; returns 1 if memory was released.
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim takes a size, touches only the allocator's
+        // own state under its own locks, and is safe to call at any time
+        // from any thread.
+        unsafe {
+            malloc_trim(0);
         }
     }
 }

@@ -42,7 +42,7 @@ use tokio::task::JoinSet;
 use crate::types::{Body, BoxFuture};
 pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
 use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
-use crate::web::governor::{ConnectionShare, DEFAULT_INFLATE_PER_SECOND};
+use crate::web::governor::{self, ConnectionShare, DEFAULT_INFLATE_PER_SECOND};
 use crate::web::log;
 use crate::web::metrics::Gauge;
 
@@ -260,6 +260,7 @@ pub async fn serve(
         connections.spawn(async move {
             let _permit: OwnedSemaphorePermit = permit;
             let _open = open_gauge;
+            let _released = Released;
             let mut conn = std::pin::pin!(conn);
             let expired = tokio::select! {
                 // Errors here are the peer's (reset, bad preface, protocol error).
@@ -337,6 +338,10 @@ fn connection_builder(opts: &Options) -> Result<auto::Builder<TokioExecutor>, Se
         //   h2load -m10 and gRPC clients stay far below it, and it bounds
         //   the work one connection can queue.
         .max_concurrent_streams(200)
+        // - At most 64 KiB of a response in h2's send buffer per stream
+        //   (hyper's default is 400 KiB): the rest stays in the response
+        //   body, where the governor counts it (see `clocks::Tracked`).
+        .max_send_buf_size(crate::web::clocks::CHUNK)
         // - Windows of 1 MiB per stream and 2 MiB per connection instead of
         //   the protocol's 64 KiB: a 4 MiB gRPC message arrives without
         //   stalling on WINDOW_UPDATE round trips, while the memory a slow
@@ -368,6 +373,16 @@ async fn drain(mut connections: JoinSet<()>, grace: Duration) {
             ),
         );
         connections.shutdown().await;
+    }
+}
+
+/// Counts a connection's buffers as given back when its task ends, so the
+/// governor trims the heap after a flood ([`governor::released`]).
+struct Released;
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        governor::released(governor::CONNECTION_BYTES);
     }
 }
 

@@ -442,6 +442,7 @@ async fn within<T>(
 ) -> Result<T, Status> {
     match due {
         None => call.await,
+        Some((at, d)) if Instant::now() >= at => Err(deadline_exceeded(d)),
         Some((at, d)) => deadline::run(at, call)
             .await
             .unwrap_or_else(|_| Err(deadline_exceeded(d))),
