@@ -7,6 +7,10 @@
 //! - h2 clients that open many streams with a window of 0 cannot make the
 //!   process hold their responses past the budget of bytes waiting for
 //!   peers;
+//! - request bodies: a body trickled slower than the minimum rate is 408
+//!   after the grace, connections receiving bodies are taken back at the
+//!   cap, and the bytes being received by the whole process are bounded
+//!   (503 past the budget);
 //! - gzip messages that inflate 1,000-fold are inflated at each
 //!   connection's allowance, so a few such connections cannot take the
 //!   cores from a normal client;
@@ -340,4 +344,184 @@ async fn past_the_process_budget_of_bytes_waiting_for_peers_the_connections_hold
     );
     let page = get(Proto::H1, http, "/v1/users?page_size=10").await;
     assert_eq!(page.status, http::StatusCode::OK);
+}
+
+/// `POST /echo` answers the body's length; `GET /hi` answers `hi`.
+fn echo_app(
+    min_rate: Option<(u32, Duration)>,
+) -> std::sync::Arc<dyn handwire::web::server::Service> {
+    use handwire::web::chain::handler;
+    let mut e = handwire::web::engine::Engine::bare();
+    e.get(
+        "/hi",
+        handler(|c| Box::pin(async move { c.string(http::StatusCode::OK, "hi") })),
+    )
+    .unwrap();
+    e.post(
+        "/echo",
+        handler(|c| {
+            Box::pin(async move {
+                let n = c.body().len();
+                c.string(http::StatusCode::OK, n.to_string())
+            })
+        }),
+    )
+    .unwrap();
+    if let Some((rate, grace)) = min_rate {
+        e.min_body_rate(rate, grace);
+    }
+    e.build()
+}
+
+/// A connection that sends the head of a `POST /echo` announcing
+/// `length` bytes, then `first` bytes of it, then one byte every `every`
+/// (if any; otherwise it stalls); resolves to what the server answered
+/// once it closed the connection.
+async fn trickle(
+    addr: SocketAddr,
+    length: usize,
+    first: usize,
+    every: Option<Duration>,
+) -> JoinHandle<Vec<u8>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let conn = TcpStream::connect(addr).await.unwrap();
+    let (mut rd, mut wr) = conn.into_split();
+    let head = format!("POST /echo HTTP/1.1\r\nHost: x\r\ncontent-length: {length}\r\n\r\n");
+    wr.write_all(head.as_bytes()).await.unwrap();
+    wr.write_all(&vec![b'x'; first]).await.unwrap();
+    tokio::spawn(async move {
+        let writing = async move {
+            for _ in first..length {
+                match every {
+                    Some(every) => tokio::time::sleep(every).await,
+                    None => std::future::pending().await,
+                }
+                if wr.write_all(b"x").await.is_err() {
+                    break;
+                }
+            }
+            std::future::pending::<()>().await
+        };
+        let mut answer = Vec::new();
+        tokio::select! {
+            _ = rd.read_to_end(&mut answer) => {}
+            _ = writing => {}
+        }
+        answer
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_trickled_slower_than_the_minimum_rate_is_408_once_the_grace_has_passed() {
+    let srv = support::app::start_with(
+        echo_app(Some((240, Duration::from_millis(300)))),
+        Options::default(),
+    )
+    .await;
+    // 10 bytes a second against a minimum of 240, body time-out 10 s.
+    let t0 = Instant::now();
+    let answer = trickle(srv.addr, 100, 1, Some(Duration::from_millis(100))).await;
+    let answer = tokio::time::timeout(Duration::from_secs(3), answer)
+        .await
+        .expect("answered and closed long before the body time-out")
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("request body too slow"), "{text}");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t0.elapsed()
+    );
+    // A body at full speed is not affected.
+    let fast = trickle(srv.addr, 100_000, 100_000, None).await;
+    let _ = tokio::time::timeout(Duration::from_millis(500), fast).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_connections_trickling_bodies_are_taken_back_and_probes_stay_fast() {
+    const CAP: usize = 32;
+    let srv = support::app::start_with(
+        echo_app(None),
+        Options {
+            connections: ConnectionBudget::new(CAP),
+            ..Options::default()
+        },
+    )
+    .await;
+    // Every slot holds a body arriving a byte every 200 ms (under the
+    // minimum rate, but inside its 5 s grace).
+    let mut trickling = Vec::new();
+    for _ in 0..CAP {
+        trickling.push(trickle(srv.addr, 1000, 1, Some(Duration::from_millis(200))).await);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut took = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        let reply = tokio::time::timeout(Duration::from_secs(2), get(Proto::H1, srv.addr, "/hi"))
+            .await
+            .expect("a probe is served at the cap");
+        assert_eq!(reply.text(), "hi");
+        took.push(t0.elapsed());
+        // The attacker re-opens what was taken back.
+        trickling.retain(|t| !t.is_finished());
+        while trickling.len() < CAP {
+            trickling.push(trickle(srv.addr, 1000, 1, Some(Duration::from_millis(200))).await);
+        }
+    }
+    took.sort();
+    let p95 = took[took.len() * 95 / 100 - 1];
+    eprintln!(
+        "probes at the cap: median {:?}, p95 {p95:?}, max {:?}",
+        took[10], took[19]
+    );
+    assert!(p95 < Duration::from_millis(100), "p95 {p95:?}");
+    for t in trickling {
+        t.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_process_budget_of_request_bytes_being_received_a_body_is_refused_with_503() {
+    const BODIES: usize = 1 << 20;
+    let budget = ConnectionBudget::new(64).with_body_limit(BODIES);
+    let srv = support::app::start_with(
+        echo_app(None),
+        Options {
+            connections: budget.clone(),
+            ..Options::default()
+        },
+    )
+    .await;
+    // Three bodies of 512 KiB each stall after 300 KiB: 900 KiB held.
+    let mut stalled = Vec::new();
+    for _ in 0..3 {
+        stalled.push(trickle(srv.addr, 512 << 10, 300 << 10, None).await);
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while budget.bodies().held() < 900 << 10 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(budget.bodies().held(), 900 << 10);
+    // A fourth cannot have its 300 KiB: 503, and its bytes are given back.
+    let refused = trickle(srv.addr, 512 << 10, 300 << 10, None).await;
+    let answer = tokio::time::timeout(Duration::from_secs(2), refused)
+        .await
+        .expect("refused at once")
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(text.contains("too many request bodies"), "{text}");
+    // Small requests still pass, and a stalled body's bytes come back when
+    // its connection goes.
+    assert_eq!(get(Proto::H1, srv.addr, "/hi").await.text(), "hi");
+    for s in stalled {
+        s.abort();
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while budget.bodies().held() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(budget.bodies().held(), 0);
 }

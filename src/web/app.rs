@@ -15,11 +15,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::types::{self, Body, BoxError, BoxFuture};
 use crate::web::chain::{Context, Handler};
+use crate::web::governor::ConnectionShare;
+use crate::web::intake::{self, Bounds, Refusal};
 use crate::web::log;
 use crate::web::metrics::{Operation, OPERATION_KEY};
 use crate::web::path_params::PathParams;
@@ -61,6 +63,8 @@ pub struct App {
     pub(crate) body_limit: usize,
     pub(crate) body_timeout: Duration,
     pub(crate) on_body_timeout: BodyTimeoutAnswer,
+    /// Least average body rate after the grace (bytes a second, 0: none).
+    pub(crate) min_body_rate: (u32, Duration),
     pub(crate) trace: bool,
 }
 
@@ -97,8 +101,12 @@ impl App {
         let (parts, body) = req.into_parts();
         let chosen = self.choose(&parts);
         let read = ReadLimits {
-            bytes: self.body_limit,
-            time: self.body_timeout,
+            bounds: Bounds {
+                bytes: self.body_limit,
+                time: self.body_timeout,
+                min_rate: self.min_body_rate.0,
+                grace: self.min_body_rate.1,
+            },
             on_timeout: self.on_body_timeout,
         };
         let operation = self.metered.as_ref().map(|m| {
@@ -192,15 +200,14 @@ struct Chosen {
     route_id: Option<usize>,
 }
 
-/// The bounds on reading a request body.
+/// The bounds on reading a request body, and the answer past its time-out.
 #[derive(Clone, Copy)]
 struct ReadLimits {
-    bytes: usize,
-    time: Duration,
+    bounds: Bounds,
     on_timeout: BodyTimeoutAnswer,
 }
 
-/// The whole body, or the answer to give instead (413, 408, 400).
+/// The whole body, or the answer to give instead (413, 408, 503, 400).
 async fn read_body<B>(
     parts: &http::request::Parts,
     body: B,
@@ -211,35 +218,44 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
+    let max = limits.bounds.bytes;
     let declared_too_large = parts
         .headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
-        .is_some_and(|n| n > limits.bytes as u64);
+        .is_some_and(|n| n > max as u64);
     if declared_too_large {
-        return Err(too_large(limits.bytes));
+        return Err(too_large(max));
     }
     // A body that is already complete (GET, or a test's `Full`) needs no clock.
     if body.is_end_stream() {
         return Ok(Bytes::new());
     }
-    let collect = Limited::new(body, limits.bytes).collect();
-    let Ok(read) = tokio::time::timeout(limits.time, collect).await else {
-        let mut resp = (limits.on_timeout)(limits.time);
+    let share = parts.extensions.get::<Arc<ConnectionShare>>();
+    let account = share.map(|s| s.bodies());
+    let closing = |mut resp: Response<Body>| {
         resp.headers_mut()
             .insert(CONNECTION, http::HeaderValue::from_static("close"));
-        return Err(resp);
+        resp
     };
-    match read {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(too_large(limits.bytes))
-        }
-        Err(e) => Err(bad_body(&e.to_string())),
+    match intake::collect(body, limits.bounds, account).await {
+        Ok(body) => Ok(body),
+        Err(Refusal::TooLarge) => Err(too_large(max)),
+        Err(Refusal::TimedOut) => Err(closing((limits.on_timeout)(limits.bounds.time))),
+        Err(Refusal::TooSlow { received, after }) => Err(closing(json_response(
+            StatusCode::REQUEST_TIMEOUT,
+            &serde_json::json!({ "error": format!(
+                "request body too slow: {received} bytes in {after:.1?}, under the minimum of \
+                 {} bytes/s", limits.bounds.min_rate
+            ) }),
+        ))),
+        Err(Refusal::Busy) => Err(closing(json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &serde_json::json!({ "error": "server busy: too many request bodies being received, \
+                                           try again shortly" }),
+        ))),
+        Err(Refusal::Failed(e)) => Err(bad_body(&e.to_string())),
     }
 }
 

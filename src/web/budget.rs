@@ -41,6 +41,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::web::clocks::Activity;
+use crate::web::governor::{ByteAccount, DEFAULT_BODY_BYTES};
 use crate::web::log;
 
 /// Upper bound of the process' connection budget.
@@ -72,6 +73,8 @@ pub struct ConnectionBudget {
     /// the stalest back at the cap.
     open: Arc<Mutex<Vec<Weak<Activity>>>>,
     waiting: Arc<Waiting>,
+    /// Request bytes being received, all connections together.
+    bodies: Arc<ByteAccount>,
 }
 
 impl ConnectionBudget {
@@ -88,7 +91,21 @@ impl ConnectionBudget {
                 limit: DEFAULT_WAITING_BYTES,
                 per_connection: DEFAULT_CONNECTION_WAITING_BYTES,
             }),
+            bodies: ByteAccount::new(DEFAULT_BODY_BYTES),
         }
+    }
+
+    /// The same budget with another bound on request bytes being received
+    /// at once (default [`DEFAULT_BODY_BYTES`]); call it before handing out
+    /// clones.
+    pub fn with_body_limit(mut self, bytes: usize) -> ConnectionBudget {
+        self.bodies = ByteAccount::new(bytes);
+        self
+    }
+
+    /// The account of request bytes being received.
+    pub fn bodies(&self) -> &Arc<ByteAccount> {
+        &self.bodies
     }
 
     /// The same budget with other bounds on bytes waiting for peers: `total`

@@ -41,6 +41,54 @@ pub const INFLATE_BURST: usize = 8 << 20;
 #[derive(Debug)]
 pub struct ConnectionShare {
     inflate: Mutex<Bucket>,
+    /// The process' account of request bytes being received.
+    bodies: Arc<ByteAccount>,
+}
+
+/// Default bytes of request bodies the process buffers at once while they
+/// arrive; past it new bytes are refused (503 / `RESOURCE_EXHAUSTED`).
+pub const DEFAULT_BODY_BYTES: usize = 256 << 20;
+
+/// A process-wide count of bytes against a limit.
+#[derive(Debug)]
+pub struct ByteAccount {
+    held: AtomicUsize,
+    limit: usize,
+}
+
+impl ByteAccount {
+    /// An empty account of at most `limit` bytes.
+    pub fn new(limit: usize) -> Arc<ByteAccount> {
+        Arc::new(ByteAccount {
+            held: AtomicUsize::new(0),
+            limit,
+        })
+    }
+
+    /// Take `bytes` if they fit; `false` (nothing taken) if they do not.
+    pub fn take(&self, bytes: usize) -> bool {
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(bytes).filter(|&after| after <= self.limit)
+            })
+            .is_ok()
+    }
+
+    /// Give back `bytes` taken earlier.
+    pub fn give_back(&self, bytes: usize) {
+        self.held.fetch_sub(bytes, Ordering::AcqRel);
+        released(bytes);
+    }
+
+    /// Bytes held now.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
 }
 
 /// A token bucket of bytes: `rate` a second, at most `burst` saved up; it
@@ -55,8 +103,9 @@ struct Bucket {
 
 impl ConnectionShare {
     /// A fresh share allowing `inflate_per_second` inflated bytes a second
-    /// (at least 1), with [`INFLATE_BURST`] at once.
-    pub fn new(inflate_per_second: usize) -> Arc<ConnectionShare> {
+    /// (at least 1), with [`INFLATE_BURST`] at once, receiving bodies on
+    /// the process account `bodies`.
+    pub fn new(inflate_per_second: usize, bodies: Arc<ByteAccount>) -> Arc<ConnectionShare> {
         let burst = INFLATE_BURST as f64;
         Arc::new(ConnectionShare {
             inflate: Mutex::new(Bucket {
@@ -65,7 +114,13 @@ impl ConnectionShare {
                 rate: inflate_per_second.max(1) as f64,
                 burst,
             }),
+            bodies,
         })
+    }
+
+    /// The process' account of request bytes being received.
+    pub fn bodies(&self) -> &ByteAccount {
+        &self.bodies
     }
 
     /// `bytes` more were inflated for this connection: how long it must
@@ -148,7 +203,7 @@ mod tests {
 
     #[test]
     fn a_connection_past_its_inflate_allowance_waits_for_it_to_refill() {
-        let share = ConnectionShare::new(1 << 20);
+        let share = ConnectionShare::new(1 << 20, ByteAccount::new(0));
         let t0 = share.inflate.lock().unwrap().last;
         // The burst is free.
         assert_eq!(share.inflated_at(INFLATE_BURST, t0), Duration::ZERO);
