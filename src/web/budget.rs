@@ -215,6 +215,7 @@ impl ConnectionBudget {
         let w = &self.waiting;
         if after <= before {
             w.total.fetch_sub(before - after, Ordering::Relaxed);
+            crate::web::governor::released(before - after);
             return;
         }
         let total = w.total.fetch_add(after - before, Ordering::Relaxed) + (after - before);
@@ -222,7 +223,8 @@ impl ConnectionBudget {
             log::message(
                 "server",
                 format_args!(
-                    "closing a connection holding {conn_total} bytes of responses its peer                      does not take (more than {} per connection)",
+                    "closing a connection holding {conn_total} bytes of responses its peer \
+                     does not take (more than {} per connection)",
                     w.per_connection
                 ),
             );
@@ -256,7 +258,8 @@ impl ConnectionBudget {
             log::message(
                 "server",
                 format_args!(
-                    "responses waiting for peers passed {} bytes: closing the connection                      holding the most ({held} bytes)",
+                    "responses waiting for peers passed {} bytes: closing the connection \
+                     holding the most ({held} bytes)",
                     self.waiting.limit
                 ),
             );
