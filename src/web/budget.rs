@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::web::clocks::Activity;
+use crate::web::clocks::{Activity, WaitingAccount};
 use crate::web::governor::{ByteAccount, DEFAULT_BODY_BYTES};
 use crate::web::log;
 
@@ -165,7 +165,7 @@ impl ConnectionBudget {
     /// may close. Connections that ended are forgotten here too, so the
     /// list stays within twice the budget.
     pub fn register(&self, activity: &Arc<Activity>) {
-        activity.govern(self.clone());
+        activity.govern(Box::new(self.clone()));
         let mut open = self.open();
         if open.len() >= self.max.saturating_mul(2) {
             open.retain(|weak| weak.strong_count() > 0);
@@ -201,17 +201,11 @@ impl ConnectionBudget {
         activity.evict();
         true
     }
+}
 
-    /// A response of `conn` now holds `after` bytes for its peer instead of
-    /// `before`; `conn_total` is what all of `conn`'s responses hold now.
-    /// Enforces both bounds.
-    pub(crate) fn waiting_changed(
-        &self,
-        conn: &Activity,
-        before: usize,
-        after: usize,
-        conn_total: usize,
-    ) {
+impl WaitingAccount for ConnectionBudget {
+    /// Enforces both bounds on bytes waiting for peers.
+    fn waiting_changed(&self, conn: &Activity, before: usize, after: usize, conn_total: usize) {
         let w = &self.waiting;
         if after <= before {
             w.total.fetch_sub(before - after, Ordering::Relaxed);
@@ -233,7 +227,9 @@ impl ConnectionBudget {
             self.reclaim_largest();
         }
     }
+}
 
+impl ConnectionBudget {
     /// Over the process' bound on bytes waiting for peers: close the
     /// connection holding the most, unless the ones already being closed
     /// bring the total back under it.

@@ -60,7 +60,6 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::types::{Body, BoxError};
-use crate::web::budget::ConnectionBudget;
 
 /// What one connection has been doing, and when.
 pub struct Activity {
@@ -79,7 +78,7 @@ pub struct Activity {
     /// socket (hyper's and h2's send buffers, as seen from outside).
     in_hyper: std::sync::atomic::AtomicUsize,
     /// The budget that counts it, once registered.
-    governor: std::sync::OnceLock<ConnectionBudget>,
+    governor: std::sync::OnceLock<Box<dyn WaitingAccount>>,
 }
 
 struct State {
@@ -106,6 +105,14 @@ struct State {
     /// Since when the socket has refused our bytes (its send buffer full:
     /// the peer does not read), whatever is in flight.
     write_blocked: Option<Instant>,
+}
+
+/// Where a connection reports the bytes its responses hold for the peer:
+/// the budget it was registered with, which enforces the bounds.
+pub trait WaitingAccount: Send + Sync {
+    /// A response of `conn` now holds `after` bytes instead of `before`;
+    /// `conn_total` is what all of `conn`'s responses hold now.
+    fn waiting_changed(&self, conn: &Activity, before: usize, after: usize, conn_total: usize);
 }
 
 /// Why [`Activity::expired`] completed.
@@ -151,8 +158,8 @@ impl Activity {
     }
 
     /// Counted by `budget` from now on (set once, by
-    /// [`ConnectionBudget::register`]).
-    pub(crate) fn govern(&self, budget: ConnectionBudget) {
+    /// [`crate::web::budget::ConnectionBudget::register`]).
+    pub(crate) fn govern(&self, budget: Box<dyn WaitingAccount>) {
         let _ = self.governor.set(budget);
     }
 

@@ -27,8 +27,11 @@ pub struct Streaming {
     ended: bool,
     encoding: Option<Encoding>,
     max_message_size: usize,
-    /// The connection's allowance of inflated bytes (`None`: unpaced).
+    /// The connection's allowance of inflated bytes, and the process'
+    /// account of request bytes being received (`None`: neither).
     share: Option<Arc<ConnectionShare>>,
+    /// Bytes of the decoder's buffer held on that account.
+    held: usize,
 }
 
 impl Streaming {
@@ -41,7 +44,27 @@ impl Streaming {
             encoding: None,
             max_message_size,
             share: None,
+            held: 0,
         }
+    }
+
+    /// Bring what the decoder buffers on the process account up to date;
+    /// `false` if the account cannot take more.
+    fn hold_buffered(&mut self) -> bool {
+        let now = self.decoder.buffered();
+        let Some(share) = self.share.as_ref() else {
+            return true;
+        };
+        let account = share.bodies();
+        if now > self.held {
+            if !account.take(now - self.held) {
+                return false;
+            }
+        } else {
+            account.give_back(self.held - now);
+        }
+        self.held = now;
+        true
     }
 
     /// The same stream, inflating its messages at the pace `share` allows.
@@ -60,7 +83,9 @@ impl Streaming {
     /// The next message, `None` once the client has half-closed the stream.
     pub async fn message(&mut self) -> Result<Option<Bytes>, Status> {
         loop {
-            if let Some(frame) = self.decoder.next_frame().map_err(frame_status)? {
+            let next = self.decoder.next_frame().map_err(frame_status)?;
+            self.hold_buffered();
+            if let Some(frame) = next {
                 if frame.compressed {
                     let max = self.max_message_size;
                     let share = self.share.as_deref();
@@ -80,6 +105,13 @@ impl Streaming {
                     // Request trailers carry nothing gRPC needs.
                     if let Ok(data) = frame.into_data() {
                         self.decoder.push(&data);
+                        if !self.hold_buffered() {
+                            return Err(Status::new(
+                                Code::ResourceExhausted,
+                                "server busy: too many request messages being received, \
+                                 try again shortly",
+                            ));
+                        }
                     }
                 }
                 Some(Err(e)) => {
@@ -99,6 +131,14 @@ impl Streaming {
             Some(bytes) => T::decode(bytes)
                 .map(Some)
                 .map_err(|e| Status::internal(format!("cannot decode request message: {e}"))),
+        }
+    }
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        if let Some(share) = self.share.as_ref() {
+            share.bodies().give_back(self.held);
         }
     }
 }
