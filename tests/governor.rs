@@ -610,3 +610,51 @@ async fn past_the_process_budget_of_request_bytes_a_grpc_message_is_resource_exh
         s.abort();
     }
 }
+
+/// The `grpc-status` of a Trailers-Only answer to a health `Watch` (a
+/// refusal), `None` if the stream was opened.
+async fn watch_refusal(addr: SocketAddr) -> Option<String> {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    let req = http::Request::post(format!("http://{addr}/grpc.health.v1.Health/Watch"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let (response, mut send) = client.send_request(req, false).unwrap();
+    send.send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true)
+        .unwrap();
+    let response = response.await.unwrap();
+    let status = response.headers().get("grpc-status")?;
+    Some(status.to_str().unwrap().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_process_cap_on_long_lived_streams_a_new_stream_is_resource_exhausted() {
+    let (_http, grpc, _dir) = greeter(Options {
+        connections: ConnectionBudget::new(64).with_stream_limit(4),
+        ..Options::default()
+    })
+    .await;
+    let mut parked = Vec::new();
+    for _ in 0..4 {
+        parked.push(parked_on_a_watch(grpc).await);
+    }
+    assert_eq!(watch_refusal(grpc).await.as_deref(), Some("8"));
+    // Unary calls are not counted.
+    assert_eq!(say_hello(grpc).await.message, "Hello probe");
+    // A stream that ends gives its place back.
+    parked.pop().unwrap().abort();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if watch_refusal(grpc).await.is_none() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the place was not given back");
+    }
+    for task in parked {
+        task.abort();
+    }
+}

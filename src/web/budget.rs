@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::web::clocks::{Activity, WaitingAccount};
-use crate::web::governor::{ByteAccount, DEFAULT_BODY_BYTES};
+use crate::web::governor::{ByteAccount, DEFAULT_BODY_BYTES, DEFAULT_LONG_LIVED_STREAMS};
 use crate::web::log;
 
 /// Upper bound of the process' connection budget.
@@ -75,6 +75,8 @@ pub struct ConnectionBudget {
     waiting: Arc<Waiting>,
     /// Request bytes being received, all connections together.
     bodies: Arc<ByteAccount>,
+    /// Long-lived streams open, all connections together.
+    streams: Arc<ByteAccount>,
 }
 
 impl ConnectionBudget {
@@ -92,7 +94,21 @@ impl ConnectionBudget {
                 per_connection: DEFAULT_CONNECTION_WAITING_BYTES,
             }),
             bodies: ByteAccount::new(DEFAULT_BODY_BYTES),
+            streams: ByteAccount::new(DEFAULT_LONG_LIVED_STREAMS),
         }
+    }
+
+    /// The same budget with another bound on long-lived streams open at
+    /// once (default [`DEFAULT_LONG_LIVED_STREAMS`]); call it before
+    /// handing out clones.
+    pub fn with_stream_limit(mut self, streams: usize) -> ConnectionBudget {
+        self.streams = ByteAccount::new(streams);
+        self
+    }
+
+    /// The count of long-lived streams open.
+    pub fn streams(&self) -> &Arc<ByteAccount> {
+        &self.streams
     }
 
     /// The same budget with another bound on request bytes being received

@@ -43,13 +43,32 @@ pub struct ConnectionShare {
     inflate: Mutex<Bucket>,
     /// The process' account of request bytes being received.
     bodies: Arc<ByteAccount>,
+    /// The process' count of long-lived streams open.
+    streams: Arc<ByteAccount>,
 }
 
 /// Default bytes of request bodies the process buffers at once while they
 /// arrive; past it new bytes are refused (503 / `RESOURCE_EXHAUSTED`).
 pub const DEFAULT_BODY_BYTES: usize = 256 << 20;
 
-/// A process-wide count of bytes against a limit.
+/// What [`ByteAccount::hold`] took; given back when dropped.
+#[derive(Debug)]
+pub struct Hold {
+    account: Arc<ByteAccount>,
+    n: usize,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.account.give_back(self.n);
+    }
+}
+
+/// Default long-lived streams (server-streaming and bidirectional gRPC
+/// calls: health `Watch`, reflection) the process keeps open at once.
+pub const DEFAULT_LONG_LIVED_STREAMS: usize = 1024;
+
+/// A process-wide count (bytes, or streams) against a limit.
 #[derive(Debug)]
 pub struct ByteAccount {
     held: AtomicUsize,
@@ -77,7 +96,14 @@ impl ByteAccount {
     /// Give back `bytes` taken earlier.
     pub fn give_back(&self, bytes: usize) {
         self.held.fetch_sub(bytes, Ordering::AcqRel);
-        released(bytes);
+    }
+
+    /// Take `n` if they fit, given back when the returned guard drops.
+    pub fn hold(self: &Arc<Self>, n: usize) -> Option<Hold> {
+        self.take(n).then(|| Hold {
+            account: self.clone(),
+            n,
+        })
     }
 
     /// Bytes held now.
@@ -104,8 +130,13 @@ struct Bucket {
 impl ConnectionShare {
     /// A fresh share allowing `inflate_per_second` inflated bytes a second
     /// (at least 1), with [`INFLATE_BURST`] at once, receiving bodies on
-    /// the process account `bodies`.
-    pub fn new(inflate_per_second: usize, bodies: Arc<ByteAccount>) -> Arc<ConnectionShare> {
+    /// the process account `bodies` and counting long-lived streams on
+    /// `streams`.
+    pub fn new(
+        inflate_per_second: usize,
+        bodies: Arc<ByteAccount>,
+        streams: Arc<ByteAccount>,
+    ) -> Arc<ConnectionShare> {
         let burst = INFLATE_BURST as f64;
         Arc::new(ConnectionShare {
             inflate: Mutex::new(Bucket {
@@ -115,7 +146,13 @@ impl ConnectionShare {
                 burst,
             }),
             bodies,
+            streams,
         })
+    }
+
+    /// The process' count of long-lived streams open.
+    pub fn streams(&self) -> &Arc<ByteAccount> {
+        &self.streams
     }
 
     /// The process' account of request bytes being received.
@@ -203,7 +240,7 @@ mod tests {
 
     #[test]
     fn a_connection_past_its_inflate_allowance_waits_for_it_to_refill() {
-        let share = ConnectionShare::new(1 << 20, ByteAccount::new(0));
+        let share = ConnectionShare::new(1 << 20, ByteAccount::new(0), ByteAccount::new(0));
         let t0 = share.inflate.lock().unwrap().last;
         // The burst is free.
         assert_eq!(share.inflated_at(INFLATE_BURST, t0), Duration::ZERO);

@@ -150,6 +150,7 @@ impl Drop for Held<'_> {
     fn drop(&mut self) {
         if let Some(account) = self.account {
             account.give_back(self.bytes);
+            crate::web::governor::released(self.bytes);
         }
     }
 }

@@ -244,8 +244,11 @@ pub async fn serve(
         opts.connections.register(&activity);
         let svc = service.clone();
         let tracker = activity.clone();
-        let share =
-            ConnectionShare::new(opts.inflate_per_second, opts.connections.bodies().clone());
+        let share = ConnectionShare::new(
+            opts.inflate_per_second,
+            opts.connections.bodies().clone(),
+            opts.connections.streams().clone(),
+        );
         let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
             let request = tracker.request_started(req.version());
             req.extensions_mut().insert(share.clone());

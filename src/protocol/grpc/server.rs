@@ -56,7 +56,7 @@ pub use super::stream::{RequestBody, Sink, Streaming};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
 use crate::types::{Body, BoxError, BoxFuture};
 use crate::web::deadline;
-use crate::web::governor::ConnectionShare;
+use crate::web::governor::{ConnectionShare, Hold};
 use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
 use crate::web::middleware::{panic_message, CatchUnwind};
 use crate::web::server::Service;
@@ -230,6 +230,7 @@ impl Server {
                 Ok(call) => {
                     let max = inner.options.max_message_size;
                     let share = req.extensions().get::<Arc<ConnectionShare>>().cloned();
+                    let streams = share.as_ref().map(|s| s.streams().clone());
                     let streaming = Streaming::new(req.into_body(), max)
                         .with_encoding(call.encoding)
                         .with_share(share);
@@ -240,7 +241,20 @@ impl Server {
                             call_unary(h, streaming, deadline, max, call.gzip_replies).await
                         }
                         Handler::Streaming(h) => {
-                            call_streaming(h, streaming, call.client_timeout, call.gzip_replies)
+                            // Long-lived streams are counted for the
+                            // process: past the cap, RESOURCE_EXHAUSTED.
+                            let slot = match streams.map(|s| s.hold(1)) {
+                                Some(None) => return trailers_only(&too_many_streams()),
+                                Some(slot) => slot,
+                                None => None,
+                            };
+                            call_streaming(
+                                h,
+                                streaming,
+                                call.client_timeout,
+                                call.gzip_replies,
+                                slot,
+                            )
                         }
                     }
                 }
@@ -449,11 +463,23 @@ async fn within<T>(
     }
 }
 
+/// The answer to a streaming call past the process' cap on long-lived
+/// streams.
+fn too_many_streams() -> Status {
+    Status::new(
+        Code::ResourceExhausted,
+        "server busy: too many long-lived streams open, try again shortly",
+    )
+}
+
+/// Starts a streaming call; `slot` (its place among the process'
+/// long-lived streams) is held until the handler ends.
 fn call_streaming(
     handler: StreamingHandler,
     requests: Streaming,
     deadline: Option<Duration>,
     gzip: bool,
+    slot: Option<Hold>,
 ) -> Response<Body> {
     let (tx, mut response) = streaming_response(8);
     if gzip {
@@ -466,6 +492,7 @@ fn call_streaming(
     let sink = Sink::new(tx.clone(), gzip);
     let due = deadline.and_then(|d| Some((Instant::now().checked_add(d)?, d)));
     tokio::spawn(async move {
+        let _slot = slot;
         // A stream is driven by its own task (the response body is read
         // while the handler still runs); a panic ends the call with
         // INTERNAL trailers instead of a stream without a status.

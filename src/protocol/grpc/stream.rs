@@ -139,6 +139,7 @@ impl Drop for Streaming {
     fn drop(&mut self) {
         if let Some(share) = self.share.as_ref() {
             share.bodies().give_back(self.held);
+            crate::web::governor::released(self.held);
         }
     }
 }
