@@ -58,5 +58,5 @@ async fn main() {
          chain; the status stays the default 200 and the body empty, as in Gin.\n\
          To refuse, write the answer too: /json uses abort_with_json(403, …).\n"
     );
-    support::serve_and_get(e, &["/plain", "/json", "/json?pass=1"]).await;
+    support::serve_and_send(e, &["GET /plain", "GET /json", "GET /json?pass=1"]).await;
 }

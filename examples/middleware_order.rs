@@ -55,5 +55,5 @@ async fn main() {
         ],
     )
     .expect("route registers");
-    support::serve_and_get(e, &["/api/hello/gopher"]).await;
+    support::serve_and_send(e, &["GET /api/hello/gopher"]).await;
 }

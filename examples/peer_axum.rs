@@ -9,7 +9,10 @@
 //! | `GET /book/{id}`     | router-demo (`text/plain`)     |
 //! | `GET /helloworld/{name}` | the greeter (JSON), but no database write |
 //!
-//! `cargo run --release --example peer_axum -- 127.0.0.1:8001`
+//! `cargo run --release --example peer_axum -- 127.0.0.1:8001 [CERT KEY]`
+//!
+//! With a PEM certificate and key it serves HTTPS through axum-server's
+//! rustls acceptor (ring, ALPN h2 and http/1.1): the peer of the TLS rows.
 
 use axum::extract::Path;
 use axum::http::header::CONTENT_TYPE;
@@ -43,6 +46,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .route("/hello", get(hello))
         .route("/book/{id}", get(book))
         .route("/helloworld/{name}", get(helloworld));
+    if let (Some(cert), Some(key)) = (std::env::args().nth(2), std::env::args().nth(3)) {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key).await?;
+        let addr: std::net::SocketAddr = addr.parse()?;
+        println!("peer_axum listening on https://{addr}");
+        axum_server::bind_rustls(addr, tls)
+            .serve(app.into_make_service())
+            .await?;
+        return Ok(());
+    }
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("peer_axum listening on http://{}", listener.local_addr()?);
     axum::serve(listener, app).await?;

@@ -25,13 +25,17 @@
 # with a file DB vs tonic and vs tonic + rusqlite; greeter /helloworld/{name}
 # with a file DB vs axum (which writes nothing); 1,000 keep-alive connections
 # on /hello with peak RSS (fresh processes); token-auth's profile p99 idle vs
-# while 20 concurrent bcrypt logins run.
+# while 20 concurrent bcrypt logins run; TLS: router-demo /hello over HTTPS
+# vs axum-server with rustls, keep-alive and one handshake per request
+# (development certificate from examples/dev_cert.rs, ECDSA P-256).
 #
 # Environment: LOAD_SECONDS, LOAD_ROUNDS, LOAD_SYNCHRONOUS (FULL or NORMAL;
 # default: what src/services/greeter/data/ sets, else SQLite's FULL),
 # LOAD_PORT_BASE (default 18500), LOAD_NO_BUILD=1 (skip cargo build),
 # LOAD_PIN=0 (no taskset), LOAD_CLUSTER=0 (skip the PostgreSQL + Redis run,
-# load/load-cluster.sh), LOAD_ONLY=cluster (only that run). Needs wrk,
+# load/load-cluster.sh), LOAD_ONLY=cluster (only that run) or LOAD_ONLY=tls
+# (only the TLS rows), LOAD_BIN_DIR (default target/release; e.g. target/debug
+# with LOAD_NO_BUILD=1 to check the script itself, not to measure). Needs wrk,
 # h2load (nghttp2-client) and curl; the cluster run also postgresql and
 # redis-server (skipped, saying so, without them).
 set -euo pipefail
@@ -44,7 +48,7 @@ port_base="${LOAD_PORT_BASE:-18500}"
 # ---- tools ------------------------------------------------------------------
 missing=()
 command -v wrk >/dev/null || missing+=("wrk (Debian: apt-get install -y wrk)")
-command -v h2load >/dev/null || missing+=("h2load (Debian: apt-get install -y nghttp2-client)")
+[ "${LOAD_ONLY:-}" = tls ] || command -v h2load >/dev/null || missing+=("h2load (Debian: apt-get install -y nghttp2-client)")
 command -v curl >/dev/null || missing+=("curl (Debian: apt-get install -y curl)")
 if [ "${LOAD_NO_BUILD:-}" != 1 ]; then
 	command -v cargo >/dev/null || missing+=("cargo (or set LOAD_NO_BUILD=1 with release binaries built)")
@@ -89,8 +93,8 @@ esac
 if [ "${LOAD_NO_BUILD:-}" != 1 ]; then
 	cargo build --release --bins --examples --features cluster
 fi
-bin=target/release
-for b in router-demo greeter token-auth examples/peer_axum examples/peer_tonic examples/bare_hyper; do
+bin="${LOAD_BIN_DIR:-target/release}"
+for b in router-demo greeter token-auth examples/peer_axum examples/peer_tonic examples/bare_hyper examples/dev_cert; do
 	[ -x "$bin/$b" ] || { echo "load.sh: $bin/$b is not built" >&2; exit 1; }
 done
 
@@ -121,7 +125,7 @@ start() {
 stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 wait_http() { # URL NAME
 	for _ in $(seq 100); do
-		curl -sf -o /dev/null "$1" && return 0
+		curl -sf --cacert "$tmp/tls/ca.pem" -o /dev/null "$1" && return 0
 		sleep 0.1
 	done
 	echo "load.sh: $2 did not answer $1; its stderr:" >&2
@@ -145,12 +149,18 @@ p_gfile_http=$((port_base + 4)) p_gfile=$((port_base + 5))
 p_tonic=$((port_base + 6)) p_tonic_db=$((port_base + 7))
 p_auth=$((port_base + 8)) p_c1k=$((port_base + 9)) p_bare=$((port_base + 10))
 p_demo_nometrics=$((port_base + 11))
+p_demo_tls=$((port_base + 12)) p_axum_tls=$((port_base + 13))
 
 greeter_config "$tmp/mem.yaml" "$p_gmem_http" "$p_gmem" ":memory:"
 greeter_config "$tmp/file.yaml" "$p_gfile_http" "$p_gfile" "$tmp/greeter.db"
 start router-demo "$bin/router-demo" --addr "127.0.0.1:$p_demo" --quiet
 start router-demo-nometrics "$bin/router-demo" --addr "127.0.0.1:$p_demo_nometrics" --quiet --no-metrics
 start peer_axum "$bin/examples/peer_axum" "127.0.0.1:$p_axum"
+# The TLS pair: one development certificate, served by both.
+"$bin/examples/dev_cert" "$tmp/tls" >/dev/null
+start router-demo-tls "$bin/router-demo" --addr "127.0.0.1:$p_demo_tls" --quiet \
+	--tls-cert "$tmp/tls/cert.pem" --tls-key "$tmp/tls/key.pem"
+start peer_axum_tls "$bin/examples/peer_axum" "127.0.0.1:$p_axum_tls" "$tmp/tls/cert.pem" "$tmp/tls/key.pem"
 start greeter-mem "$bin/greeter" --config "$tmp/mem.yaml"
 start greeter-file "$bin/greeter" --config "$tmp/file.yaml"
 start bare_hyper "$bin/examples/bare_hyper" "127.0.0.1:$p_bare"
@@ -160,6 +170,8 @@ start peer_tonic_db "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic_db" \
 wait_http "http://127.0.0.1:$p_demo/hello" router-demo
 wait_http "http://127.0.0.1:$p_demo_nometrics/hello" router-demo-nometrics
 wait_http "http://127.0.0.1:$p_axum/hello" peer_axum
+wait_http "https://127.0.0.1:$p_demo_tls/hello" router-demo-tls
+wait_http "https://127.0.0.1:$p_axum_tls/hello" peer_axum_tls
 wait_http "http://127.0.0.1:$p_bare/hello" bare_hyper
 wait_http "http://127.0.0.1:$p_gmem_http/helloworld/up" greeter-mem
 wait_http "http://127.0.0.1:$p_gfile_http/helloworld/up" greeter-file
@@ -195,8 +207,8 @@ for peer in greeter-file peer_tonic peer_tonic_db; do
 done
 same_http() { # URL_A URL_B: same status, content type and body bytes
 	local a b
-	a=$(curl -s -o "$tmp/a.body" -w '%{http_code} %{content_type}' "$1")
-	b=$(curl -s -o "$tmp/b.body" -w '%{http_code} %{content_type}' "$2")
+	a=$(curl -s --cacert "$tmp/tls/ca.pem" -o "$tmp/a.body" -w '%{http_code} %{content_type}' "$1")
+	b=$(curl -s --cacert "$tmp/tls/ca.pem" -o "$tmp/b.body" -w '%{http_code} %{content_type}' "$2")
 	if [ "$a" != "$b" ] || ! cmp -s "$tmp/a.body" "$tmp/b.body"; then
 		echo "load.sh: $1 and $2 answer differently:" >&2
 		echo "  $a: $(cat "$tmp/a.body")" >&2
@@ -209,6 +221,7 @@ echo "== checks"
 same_http "http://127.0.0.1:$p_demo/hello" "http://127.0.0.1:$p_axum/hello"
 same_http "http://127.0.0.1:$p_demo/hello" "http://127.0.0.1:$p_bare/hello"
 same_http "http://127.0.0.1:$p_demo/book/42" "http://127.0.0.1:$p_axum/book/42"
+same_http "https://127.0.0.1:$p_demo_tls/hello" "https://127.0.0.1:$p_axum_tls/hello"
 same_http "http://127.0.0.1:$p_gfile_http/helloworld/load" "http://127.0.0.1:$p_axum/helloworld/load"
 echo "  grpc-status 0 and the same SayHello reply from greeter (:memory:), greeter (file), tonic, tonic+rusqlite"
 
@@ -312,7 +325,17 @@ u=http://127.0.0.1
 TOKEN_AUTH_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n=+/')
 export TOKEN_AUTH_SECRET
 password=load-test-password-1
+# ---- TLS: keep-alive, and a full handshake per request --------------------------
+# wrk does not resume TLS sessions, so with `Connection: close` every request
+# pays a handshake (ECDHE + ECDSA P-256 signature) on a new connection.
 if [ "${LOAD_ONLY:-}" != cluster ]; then
+compare "TLS GET /hello, keep-alive" wrk "https://127.0.0.1:$p_demo_tls/hello" \
+	"axum-server+rustls" "https://127.0.0.1:$p_axum_tls/hello"
+compare "TLS GET /hello, one handshake per request" wrk "https://127.0.0.1:$p_demo_tls/hello" \
+	"axum-server+rustls" "https://127.0.0.1:$p_axum_tls/hello" -- -H 'Connection: close'
+fi
+
+if [ "${LOAD_ONLY:-}" != cluster ] && [ "${LOAD_ONLY:-}" != tls ]; then
 compare "router-demo GET /hello" wrk "$u:$p_demo/hello" axum "$u:$p_axum/hello" \
 	"bare hyper" "$u:$p_bare/hello"
 # The metrics middleware's cost: the same server with and without it.
@@ -438,7 +461,7 @@ echo "  median p99: idle $idle_p99 ms, during logins $busy_p99 ms: loaded/idle =
 fi # LOAD_ONLY
 
 # ---- token-auth: several instances on PostgreSQL + Redis ---------------------------
-if [ "${LOAD_CLUSTER:-1}" != 0 ]; then
+if [ "${LOAD_CLUSTER:-1}" != 0 ] && [ "${LOAD_ONLY:-}" != tls ]; then
 	. load/load-cluster.sh
 fi
 
@@ -455,7 +478,7 @@ while IFS='|' read -r title hw peer prps hp99 pp99 hrange prange; do
 		'BEGIN { printf "| %s | %.0f (%sk) | %s | %.0f (%sk) | %.2f | %.2f | %.2f |\n", t, h, hr, p, r, pr, h / r, a, b }'
 done <"$results"
 [ -n "${cluster_logins:-}" ] && echo "$cluster_logins"
-[ "${LOAD_ONLY:-}" = cluster ] && exit 0
+[ "${LOAD_ONLY:-}" = cluster ] || [ "${LOAD_ONLY:-}" = tls ] && exit 0
 printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | |\n' \
 	"${c_hwm[0]}" "${c_hwm[1]}" "$(awk -v a="${c_hwm[0]}" -v b="${c_hwm[1]}" 'BEGIN {print a / b}')"
 printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | %s idle (%s), %s loaded (%s): x%s | |\n' \

@@ -109,8 +109,9 @@ impl From<serde_yaml::Error> for Error {
     }
 }
 
-/// Largest configuration file read: far above any real one, and small
-/// enough that `--config /dev/zero` is refused at once.
+/// Largest configuration file read: far above any real one, so a file
+/// that is not a configuration is refused at once (a FIFO or a device
+/// such as `/dev/zero` is refused before it is opened).
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Deepest nesting of YAML collections accepted; real configs use 3 or 4.
@@ -123,6 +124,15 @@ pub fn load<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
         path: path.to_owned(),
         source,
     };
+    // Only a regular file: opening a FIFO blocks until a writer comes (a
+    // service that never starts), and a device streams without end.
+    let kind = std::fs::metadata(path).map_err(read_err)?.file_type();
+    if !kind.is_file() {
+        return Err(read_err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("not a regular file ({})", file_kind(kind)),
+        )));
+    }
     let file = std::fs::File::open(path).map_err(read_err)?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
@@ -141,6 +151,28 @@ pub fn load<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
         ))
     })?;
     from_yaml(&text)
+}
+
+/// What a path that is not a regular file is, for the start-up error.
+fn file_kind(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
 }
 
 /// Parses YAML text into `T`; documents nested deeper than [`MAX_DEPTH`]

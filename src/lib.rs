@@ -5,8 +5,8 @@
 //!
 //! - `src/bin/`: the three binaries, thin: parse arguments, run a service.
 //! - [`services`]: the three services —
-//!   [`services::greeter`] (Area A), [`services::router_demo`] (Area B),
-//!   [`services::token_auth`] (Area C). A service never imports another.
+//!   [`services::greeter`], [`services::router_demo`],
+//!   [`services::token_auth`]. A service never imports another.
 //! - [`protocol`]: protocol pieces by hand — [`protocol::grpc`] (framing,
 //!   status, dispatch, reflection over h2, the `.proto` parser),
 //!   [`protocol::gateway`] (HTTP/JSON routes derived from `google.api.http`

@@ -12,6 +12,8 @@ mod support;
 
 #[path = "cluster/greeter.rs"]
 mod greeter;
+#[path = "cluster/oauth.rs"]
+mod oauth;
 #[path = "cluster/parity.rs"]
 mod parity;
 #[path = "cluster/restart.rs"]
@@ -23,7 +25,7 @@ use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-use support::fake_provider::{FakeProvider, FakeUser};
+use support::fake_captcha::FakeCaptcha;
 use support::http::{Client, Proto, Reply};
 use support::servers::{available, free_port, Postgres, RedisServer};
 use support::token_auth::{TEST_ENC_KEY, TEST_SECRET};
@@ -251,6 +253,47 @@ async fn twelve_logins_at_once_across_both_instances_admit_exactly_five() {
     assert_eq!((ok, refused), (5, 7), "{statuses:?}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn failures_on_a_make_b_ask_for_a_captcha_that_b_verifies() {
+    if !available("failures_on_a_make_b_ask_for_a_captcha_that_b_verifies") {
+        return;
+    }
+    let provider = FakeCaptcha::start("127.0.0.1:0", "cluster-captcha-secret").await;
+    let config = support::temp_path("cluster-captcha", ".yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "captcha:\n  verify_url: {}\n  secret: cluster-captcha-secret\n",
+            provider.verify_url()
+        ),
+    )
+    .unwrap();
+    let c = cluster(&["--config", config.to_str().unwrap()]);
+    assert_eq!(
+        c.a.register("dot", PASSWORD).await.status,
+        StatusCode::CREATED
+    );
+    for _ in 0..3 {
+        let r = c.a.login("dot", "wrong-password-1").await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    }
+    // B reads the count A wrote: the right password alone is refused there.
+    let on_b = c.b.login("dot", PASSWORD).await;
+    assert_eq!(on_b.status, StatusCode::UNAUTHORIZED, "{}", on_b.text());
+    assert_eq!(on_b.error(), "captcha required");
+    let token = provider.solve("localhost", "login");
+    let body = json!({ "username": "dot", "password": PASSWORD, "captcha_token": token });
+    let on_b = c.b.post("/login", body, None).await;
+    assert_eq!(on_b.status, StatusCode::OK, "{}", on_b.text());
+    // The success reset the shared count (A asks for no captcha now).
+    assert_eq!(
+        redis_cli(&c.redis, &["EXISTS", "token-auth:fails:dot"]),
+        "0"
+    );
+    assert_eq!(provider.calls().len(), 1);
+    let _ = std::fs::remove_file(config);
+}
+
 #[tokio::test]
 async fn a_lock_made_on_a_holds_on_b_and_failures_count_across_instances() {
     if !available("a_lock_made_on_a_holds_on_b_and_failures_count_across_instances") {
@@ -296,72 +339,6 @@ async fn a_lock_made_on_a_holds_on_b_and_failures_count_across_instances() {
         (1790..=1800).contains(&retry),
         "locked for 30 minutes, not {retry}"
     );
-}
-
-#[tokio::test]
-async fn an_oauth_sign_in_begun_on_a_completes_on_b_once_and_only_once() {
-    if !available("an_oauth_sign_in_begun_on_a_completes_on_b_once_and_only_once") {
-        return;
-    }
-    let user = FakeUser {
-        openid: "octo-1".into(),
-        nickname: "The Octocat".into(),
-        avatar: "http://127.0.0.1/octocat.png".into(),
-    };
-    let provider = FakeProvider::start("127.0.0.1:0", "app", "app-secret", user).await;
-    // Both instances sit behind one public address (a load balancer), which
-    // is what the provider sends the browser back to.
-    let public = format!("127.0.0.1:{}", free_port());
-    let redirect_uri = format!("http://{public}/auth/oauth/github/callback");
-    provider.register_redirect_uri(&redirect_uri);
-    let config = support::temp_path("oauth", ".yaml");
-    let base = provider.base();
-    std::fs::write(
-        &config,
-        format!(
-            "oauth:\n  github:\n    appid: app\n    secret: app-secret\n    \
-             auth_url: {base}/authorize\n    token_url: {base}/token\n    \
-             userinfo_url: {base}/userinfo\n    redirect_uri: {redirect_uri}\n    \
-             scope: profile\n"
-        ),
-    )
-    .unwrap();
-    let config_path = config.to_str().unwrap().to_string();
-    let c = cluster(&["--config", &config_path]);
-
-    let begun = c.a.get("/auth/oauth/github/login", None).await;
-    assert_eq!(begun.status, StatusCode::FOUND, "{}", begun.text());
-    let at_provider = Client::new(Proto::H1)
-        .request(
-            Method::GET,
-            begun.header("location").unwrap(),
-            &[],
-            Bytes::new(),
-        )
-        .await;
-    assert_eq!(
-        at_provider.status,
-        StatusCode::FOUND,
-        "{}",
-        at_provider.text()
-    );
-    let callback = at_provider.header("location").unwrap().to_string();
-    let path = callback.strip_prefix(&format!("http://{public}")).unwrap();
-    // The balancer sends the callback to B.
-    let on_b = c.b.get(path, None).await;
-    assert_eq!(on_b.status, StatusCode::OK, "{}", on_b.text());
-    let profile =
-        c.a.get("/api/user/profile", Some(&on_b.str("access_token")))
-            .await;
-    assert_eq!(profile.status, StatusCode::OK, "{}", profile.text());
-    // A replay reaches nothing, on either instance.
-    for instance in [&c.a, &c.b] {
-        let replay = instance.get(path, None).await;
-        assert_eq!(replay.status, StatusCode::BAD_REQUEST, "{}", replay.text());
-        assert_eq!(replay.error(), "invalid state");
-    }
-    assert_eq!(provider.token_calls(), 1, "the code was exchanged once");
-    let _ = std::fs::remove_file(config);
 }
 
 /// Poll `check` until it is true or `within` passes.

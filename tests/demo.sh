@@ -9,7 +9,13 @@
 #    127.0.0.1:0, a link to proto/), starts greeter, router-demo and
 #    token-auth there as `make run`, `make run-router` and `make run-auth`
 #    do (default databases ./greeter.db and ./token-auth.db, a demo-only
-#    secret) and reads their addresses from their start-up lines.
+#    secret) and reads their addresses from their start-up lines. token-auth
+#    runs as docs/token-auth.md's OAuth walk-through starts it: with the
+#    `--config` that examples/fake_oauth_provider prints (the provider runs
+#    too, on loopback) and a demo-only TOKEN_AUTH_ENC_KEY. Two variants
+#    run beside them: router-demo over TLS (a certificate from
+#    examples/dev_cert.rs in /tmp/tls/) and token-auth verifying captchas at
+#    examples/fake_captcha_provider.rs (`localhost:9300` in the pages).
 # 2. Runs, in order, every line of the ```sh demo SERVICE blocks of README.md
 #    then docs/*.md, in the work directory, with `localhost:8000` /
 #    `127.0.0.1:8000` replaced by that SERVICE's address, `localhost:9000` by
@@ -28,6 +34,9 @@
 #    with whitespace runs collapsed, `…` matching any text. For a failing
 #    grpcurl call the body is the error message. tests/demo_readme.py parses
 #    and compares.
+#    A ```sh demo example block runs a study example (`cargo run --example
+#    NAME`) instead: the ```text block right after it is its expected
+#    stdout, line by line, `…` matching any text; it must exit 0.
 # 4. Stops the services, runs `make reset` in the work directory (which must
 #    remove both databases) and does 1-3 again.
 # 5. Prints every command with its answer, then `demo: N passed, M failed`,
@@ -47,8 +56,8 @@ max_time="${DEMO_MAX_TIME:-10}"
 bin_dir="$(realpath "${CARGO_TARGET_DIR:-target}")/debug"
 pages=(README.md docs/*.md)
 
-echo "demo: building the binaries"
-"$CARGO" build --quiet --bins
+echo "demo: building the binaries, the fake OAuth and captcha providers and the dev certificate tool"
+"$CARGO" build --quiet --bins --example fake_oauth_provider --example dev_cert --example fake_captcha_provider
 
 grpcurl_bin="${GRPCURL:-$(command -v grpcurl || true)}"
 if [ -z "$grpcurl_bin" ]; then
@@ -126,8 +135,10 @@ if [ "$(grep -c 'addr: 127.0.0.1:0$' "$work/config.yaml")" != 2 ]; then
 	cat "$work/config.yaml" >&2
 	exit 1
 fi
-# DEMO ONLY: a throw-away signing secret made for this run, never stored.
+# DEMO ONLY: a throw-away signing secret and provider-token key made for
+# this run, never stored.
 demo_secret="demo-only-not-a-real-secret-$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
+demo_enc_key="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
 
 # start_all: the three services as the Makefile starts them, their addresses
 # in greeter_http, greeter_grpc, router_http, auth_http.
@@ -139,29 +150,67 @@ start_all() {
 	start router "$bin_dir/router-demo" --addr 127.0.0.1:0
 	router_http="$(address router '^router-demo listening on http://\(.*\)$')"
 
-	start auth env TOKEN_AUTH_SECRET="$demo_secret" "$bin_dir/token-auth" --addr 127.0.0.1:0
+	# The provider must know token-auth's callback before token-auth starts
+	# with the provider's config: token-auth gets a port chosen here.
+	local auth_port
+	auth_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+	start provider "$bin_dir/examples/fake_oauth_provider" --addr 127.0.0.1:0 \
+		--redirect-uri "http://127.0.0.1:$auth_port/auth/oauth/github/callback"
+	address provider '^\(--- Ctrl-C to stop ---\)$' >/dev/null
+	# The "oauth:" block it prints, as the page says to copy it.
+	sed -n '/^oauth:$/,/^---/p' "$tmp/provider.out" | sed '$d' >"$work/auth.yaml"
+	start auth env TOKEN_AUTH_SECRET="$demo_secret" TOKEN_AUTH_ENC_KEY="$demo_enc_key" \
+		"$bin_dir/token-auth" --addr "127.0.0.1:$auth_port" --config auth.yaml
 	auth_http="$(address auth '^token-auth listening on http://\(.*\)$')"
 
-	echo "demo: greeter HTTP $greeter_http, gRPC $greeter_grpc; router-demo $router_http; token-auth $auth_http"
+	# router-demo once more over TLS, with a development certificate in
+	# $tmp/tls/ (what the README's TLS lines make): the ```sh demo
+	# router-demo-tls blocks, which trust /tmp/tls/ca.pem.
+	"$bin_dir/examples/dev_cert" "$tmp/tls" >/dev/null
+	start router-tls "$bin_dir/router-demo" --addr 127.0.0.1:0 --quiet \
+		--tls-cert "$tmp/tls/cert.pem" --tls-key "$tmp/tls/key.pem"
+	router_tls="$(address router-tls '^router-demo listening on https://\(.*\)$')"
+
+	# token-auth once more, verifying captchas at the fake provider of
+	# examples/fake_captcha_provider.rs: the ```sh demo token-auth-captcha
+	# blocks, where localhost:9300 is the provider. Its own database,
+	# fresh each round.
+	start captcha "$bin_dir/examples/fake_captcha_provider" --addr 127.0.0.1:0 --secret demo-captcha-secret
+	captcha_http="$(address captcha '^fake captcha provider listening on http://\(.*\)$')"
+	printf 'captcha:\n  verify_url: http://%s/siteverify\n  secret: demo-captcha-secret\n  hostname: localhost\n  action: login\n' \
+		"$captcha_http" >"$tmp/captcha.yaml"
+	rm -f "$tmp/captcha.db" "$tmp/captcha.db-wal" "$tmp/captcha.db-shm"
+	start auth-captcha env TOKEN_AUTH_SECRET="$demo_secret" "$bin_dir/token-auth" --addr 127.0.0.1:0 \
+		--quiet --db "$tmp/captcha.db" --config "$tmp/captcha.yaml"
+	auth_captcha="$(address auth-captcha '^token-auth listening on http://\(.*\)$')"
+
+	echo "demo: greeter HTTP $greeter_http, gRPC $greeter_grpc; router-demo $router_http (TLS $router_tls); token-auth $auth_http (captcha $auth_captcha, provider $captcha_http)"
 }
 
 # What the README's commands run as. Each request is bounded in time; curl
 # also writes the response head to $tmp/head for the status and headers.
 curl() { command curl --silent --show-error --max-time "$max_time" -D "$tmp/head" "$@"; }
 grpcurl() { "$grpcurl_bin" -max-time "$max_time" "$@"; }
-# `cargo run [-q] --bin NAME -- ARGS` runs the binary built above.
+# `cargo run [-q] --bin NAME -- ARGS` runs the binary built above;
+# `cargo run [-q] --example NAME` builds the study example if needed and runs it.
 cargo() {
-	local name=""
+	local name="" example=""
 	[ "${1:-}" = run ] || { echo "demo: README demo blocks may only use 'cargo run --bin NAME -- ARGS'" >&2; return 2; }
 	shift
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		-q | --quiet) shift ;;
 		--bin) name="$2"; shift 2 ;;
+		--example) example="$2"; shift 2 ;;
 		--) shift; break ;;
 		*) echo "demo: unsupported cargo option $1" >&2; return 2 ;;
 		esac
 	done
+	if [ -n "$example" ]; then
+		# `command`: $CARGO is usually `cargo`, which is this function.
+		command "$CARGO" run --quiet --manifest-path "$repo/Cargo.toml" --example "$example" -- "$@"
+		return
+	fi
 	"$bin_dir/$name" "$@"
 }
 if ! command -v jq >/dev/null 2>&1; then
@@ -199,7 +248,8 @@ run_round() {
 	mkdir "$steps"
 	python3 tests/demo_readme.py extract "$steps" "${pages[@]}" -- \
 		GREETER_HTTP="$greeter_http" GREETER_GRPC="$greeter_grpc" \
-		ROUTER_HTTP="$router_http" AUTH_HTTP="$auth_http" TMP="$tmp/" >/dev/null
+		ROUTER_HTTP="$router_http" ROUTER_TLS="$router_tls" AUTH_HTTP="$auth_http" \
+		AUTH_CAPTCHA="$auth_captcha" CAPTCHA="$captcha_http" TMP="$tmp/" >/dev/null
 	cd "$work"
 	set +eu # the pages' lines run as a person's shell would run them
 	for script in "$steps"/*.sh; do
@@ -218,7 +268,9 @@ run_round() {
 			fi
 			continue
 		fi
-		if [[ "$cmd" == grpcurl* ]]; then
+		if [[ "$cmd" == cargo* ]]; then
+			status="exit $rc"
+		elif [[ "$cmd" == grpcurl* ]]; then
 			if [ "$rc" -eq 0 ]; then
 				status=OK
 			else

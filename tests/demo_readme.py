@@ -18,13 +18,27 @@ The README convention (also described in the header of tests/demo.sh):
 
   ```sh demo router-demo      <- a block that `make demo` runs, top to bottom,
                                  against the service it names (greeter,
-                                 router-demo, token-auth)
+                                 router-demo, router-demo-tls, token-auth,
+                                 token-auth-captcha)
   B=http://127.0.0.1:8000     <- any shell line runs as written
   curl -s $B/hello            <- a curl or grpcurl command (may continue
   # 200 Hello World!              with a trailing backslash) must be followed
   # Content-Type: text/plain…     by `# STATUS [BODY]`, then optional
                                   `# Header-Name: value` lines
   ```
+
+A study example is run the same way and its whole stdout checked:
+
+  ```sh demo example          <- one `cargo run --example NAME` line
+  cargo run --example abort
+  ```
+  ```text                     <- the very next block: what it prints,
+  --> GET /plain                 line by line
+  ```
+
+Lines are compared with runs of whitespace collapsed and `…` standing for
+any text (a time, a latency); the example must also exit 0. Its stderr
+(Rust's panic hook, cargo) is not compared.
 
 STATUS is the HTTP status for curl and the gRPC code name for grpcurl (`OK`,
 `AlreadyExists`, ...). BODY is optional (absent: not compared). A BODY that
@@ -44,18 +58,28 @@ ELLIPSIS = "\u2026"
 ANY = "\u0000any"
 
 # The services a ```sh demo block may name.
-SERVICES = ("greeter", "router-demo", "token-auth")
+SERVICES = ("greeter", "router-demo", "router-demo-tls", "token-auth", "token-auth-captcha")
+
+# The services the README itself must show (the others are variants run by
+# the docs' examples: over TLS, with a captcha provider).
+README_SERVICES = ("greeter", "router-demo", "token-auth")
+# A ```sh demo example block runs a study example instead of calling a service.
+EXAMPLE = "example"
+EXAMPLE_RE = re.compile(r"^cargo run (?:-q |--quiet )?--example ([a-z0-9_]+)$")
 
 # What the README writes -> which NAME=VALUE given to `extract` replaces it.
 # The block's service decides which one `localhost:8000` means.
 SUBSTITUTIONS = [
     ("localhost:9000", "GREETER_GRPC"),
+    ("localhost:9300", "CAPTCHA"),
     ("/tmp/", "TMP"),
 ]
 HTTP_BY_SERVICE = {
     "greeter": "GREETER_HTTP",
     "router-demo": "ROUTER_HTTP",
+    "router-demo-tls": "ROUTER_TLS",
     "token-auth": "AUTH_HTTP",
+    "token-auth-captcha": "AUTH_CAPTCHA",
 }
 
 GRPC_CODES = (
@@ -74,12 +98,20 @@ class ReadmeError(Exception):
 
 
 def demo_blocks(name, lines):
-    """Yield (service, [(line_number, text)]) for each ```sh demo SERVICE block."""
+    """Yield (service, [(line_number, text)], output) for each ```sh demo
+    SERVICE block; output is the lines of the ```text block that follows a
+    ```sh demo example block (None for a service)."""
     block = None
-    for number, line in enumerate(lines, 1):
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        number += 1
         if block is not None:
             if line.startswith("```"):
-                yield service, block
+                output = None
+                if service == EXAMPLE:
+                    output, number = example_output(name, lines, number)
+                yield service, block, output
                 block = None
             else:
                 block.append((number, line))
@@ -88,14 +120,32 @@ def demo_blocks(name, lines):
             info = line[3:].split()
             if info[:2] == ["sh", "demo"]:
                 service = info[2] if len(info) == 3 else None
-                if service not in SERVICES:
+                if service not in SERVICES + (EXAMPLE,):
                     raise ReadmeError(
                         f"{name}:{number}: a demo block must name its service: "
-                        f"```sh demo {'|'.join(SERVICES)}"
+                        f"```sh demo {'|'.join(SERVICES + (EXAMPLE,))}"
                     )
                 block = []
     if block is not None:
         raise ReadmeError(f"{name}: a ```sh demo block is not closed")
+
+
+def example_output(name, lines, number):
+    """The ```text block right after line `number` (blank lines between are
+    allowed): its lines, and the number of the line after it."""
+    while number < len(lines) and not lines[number].strip():
+        number += 1
+    if number >= len(lines) or lines[number].strip() != "```text":
+        raise ReadmeError(
+            f"{name}:{number + 1}: a ```sh demo example block must be followed "
+            "by a ```text block with what the example prints"
+        )
+    output = []
+    for end in range(number + 1, len(lines)):
+        if lines[end].startswith("```"):
+            return output, end + 1
+        output.append(lines[end])
+    raise ReadmeError(f"{name}:{number + 1}: the ```text block is not closed")
 
 
 def statements(block):
@@ -119,9 +169,13 @@ def extract(outdir, files, values):
     for name in files:
         with open(name, encoding="utf-8") as f:
             lines = f.read().splitlines()
-        for service, block in demo_blocks(name, lines):
+        for service, block, output in demo_blocks(name, lines):
             if os.path.basename(name) == "README.md":
                 in_readme.add(service)
+            if service == EXAMPLE:
+                step += 1
+                write_example(outdir, step, name, block, output)
+                continue
             subst = [(text, values[key]) for text, key in SUBSTITUTIONS]
             http = values[HTTP_BY_SERVICE[service]]
             subst += [("localhost:8000", http), ("127.0.0.1:8000", http)]
@@ -148,10 +202,35 @@ def extract(outdir, files, values):
                 expect.update(line=f"{name}:{number}", kind=match.group(1), service=service)
                 with open(base + ".json", "w", encoding="utf-8") as f:
                     json.dump(expect, f)
-    missing = set(SERVICES) - in_readme
+    missing = set(README_SERVICES) - in_readme
     if missing:
         raise ReadmeError(f"README.md: no ```sh demo block for {sorted(missing)}")
     print(step)
+
+
+def write_example(outdir, step, name, block, output):
+    """One step for a ```sh demo example block: its command and its output."""
+    commands = [(n, t.strip()) for n, t in block if t.strip() and not t.strip().startswith("#")]
+    if len(commands) != 1 or not EXAMPLE_RE.match(commands[0][1]):
+        raise ReadmeError(
+            f"{name}:{block[0][0] if block else '?'}: a ```sh demo example block holds "
+            "exactly one `cargo run --example NAME` line"
+        )
+    number, command = commands[0]
+    base = os.path.join(outdir, f"{step:04d}")
+    with open(base + ".sh", "w", encoding="utf-8") as f:
+        f.write(command)
+    expect = {
+        "line": f"{name}:{number}",
+        "kind": "example",
+        "service": EXAMPLE,
+        "status": "exit 0",
+        "body": None,
+        "headers": [],
+        "output": output,
+    }
+    with open(base + ".json", "w", encoding="utf-8") as f:
+        json.dump(expect, f)
 
 
 def expectation(stmts, i, where):
@@ -250,12 +329,39 @@ def collapse(text):
     return " ".join(text.split())
 
 
+def compare_output(want_lines, got_lines):
+    """None when the output matches line by line, else where it differs."""
+    want = [collapse(line) for line in want_lines]
+    got = [collapse(line) for line in got_lines]
+    while want and not want[-1]:
+        want.pop()
+    while got and not got[-1]:
+        got.pop()
+    for n, (w, g) in enumerate(zip(want, got), 1):
+        if not glob(w, g):
+            return f"output line {n}: expected {w!r}, got {g!r}"
+    if len(want) != len(got):
+        extra = got[len(want)] if len(got) > len(want) else want[len(got)]
+        which = "more" if len(got) > len(want) else "fewer"
+        return f"output: {which} lines than expected ({len(got)} vs {len(want)}), first odd one: {extra!r}"
+    return None
+
+
 def check(expect_file, status, body_file, headers_file):
     with open(expect_file, encoding="utf-8") as f:
         expect = json.load(f)
     with open(body_file, encoding="utf-8", errors="replace") as f:
         body = f.read()
     problems = []
+    if expect.get("kind") == "example":
+        if status != expect["status"]:
+            problems.append(f"status: expected {expect['status']}, got {status}")
+        diff = compare_output(expect["output"], body.splitlines())
+        if diff:
+            problems.append(diff)
+        for p in problems:
+            print(p)
+        return 1 if problems else 0
     if status != expect["status"]:
         problems.append(f"status: expected {expect['status']}, got {status}")
     want = expect["body"]

@@ -200,8 +200,8 @@ async fn errors_are_kratos_json_with_grpc_gateway_statuses() {
             "/v1/books/1?genre=EPIC",
             "",
             400,
-            "CODEC",
-            "genre: \"EPIC\" is not a value of Genre",
+            "INVALID_ARGUMENT",
+            "query parameter genre: \"EPIC\" is not a value of Genre",
         ),
         (
             Method::GET,

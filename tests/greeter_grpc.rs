@@ -147,12 +147,12 @@ async fn user_register_fields_past_their_bounds_are_invalid_argument_naming_fiel
         (
             mib.as_str(),
             "pw",
-            "username must be at most 64 bytes of UTF-8, got 1048576 bytes",
+            "username must be at most 64 characters, got 1048576",
         ),
         (
             &*"n".repeat(65),
             "pw",
-            "username must be at most 64 bytes of UTF-8, got 65 bytes",
+            "username must be at most 64 characters, got 65",
         ),
         (
             "ann",
@@ -162,12 +162,12 @@ async fn user_register_fields_past_their_bounds_are_invalid_argument_naming_fiel
         (
             "a\0b",
             "pw",
-            "username must not contain control characters (found U+0000 at byte 1)",
+            "username must match ^[A-Za-z0-9_.-]+$ (found '\\0', U+0000, at byte 1)",
         ),
         (
             "ann",
             "line\nbreak",
-            "password must not contain control characters (found U+000A at byte 4)",
+            r"password must match ^[^\x00-\x1F\x7F-\x9F]*$ (found '\n', U+000A, at byte 4)",
         ),
     ];
     for (u, p, message) in cases {
@@ -674,13 +674,11 @@ async fn grpc_message_is_percent_encoded_on_the_wire() {
     let reply = raw_call(g.grpc, "POST", REGISTER, &[], &body).await;
     assert_eq!(
         reply.headers["grpc-message"],
-        "username may contain only ASCII letters, digits, '_', '-' and '.' \
-         (found '%C3%BC', U+00FC, at byte 1)"
+        "username must match ^[A-Za-z0-9_.-]+$ (found '%C3%BC', U+00FC, at byte 1)"
     );
     assert_eq!(
         reply.status().message,
-        "username may contain only ASCII letters, digits, '_', '-' and '.' \
-         (found 'ü', U+00FC, at byte 1)"
+        "username must match ^[A-Za-z0-9_.-]+$ (found 'ü', U+00FC, at byte 1)"
     );
     assert_eq!(reply.status().code, Code::InvalidArgument);
 }
@@ -852,7 +850,7 @@ async fn binary_logs_one_line_per_call_with_its_final_status() {
     }
     assert!(grpc_lines[0].contains(" | OK | "), "{}", grpc_lines[0]);
     assert!(
-        grpc_lines[0].ends_with(" | 127.0.0.1 | /helloworld.v1.Greeter/SayHello"),
+        grpc_lines[0].contains(" | 127.0.0.1 | /helloworld.v1.Greeter/SayHello | trace_id="),
         "{}",
         grpc_lines[0]
     );
@@ -862,7 +860,7 @@ async fn binary_logs_one_line_per_call_with_its_final_status() {
         grpc_lines[1]
     );
     assert!(
-        grpc_lines[1].ends_with("/helloworld.v1.Greeter/UserRegister"),
+        grpc_lines[1].contains("/helloworld.v1.Greeter/UserRegister | trace_id="),
         "{}",
         grpc_lines[1]
     );

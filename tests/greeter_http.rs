@@ -17,6 +17,17 @@ fn kratos_error(code: u16, reason: &str, message: &str) -> Value {
     json!({ "code": code, "reason": reason, "message": message, "metadata": {} })
 }
 
+/// A 400 for one field breaking its greeter.proto rule: the Kratos body
+/// plus the `google.rpc.BadRequest` naming the field.
+fn bad_field(field: &str, reason: &str, message: &str) -> Value {
+    let mut body = kratos_error(400, reason, message);
+    body["details"] = json!([{
+        "@type": "type.googleapis.com/google.rpc.BadRequest",
+        "fieldViolations": [{"field": field, "description": message, "reason": reason}]
+    }]);
+    body
+}
+
 #[tokio::test]
 async fn helloworld_returns_hello_name_as_json_and_stores_a_greeting() {
     let g = start().await;
@@ -27,6 +38,34 @@ async fn helloworld_returns_hello_name_as_json_and_stores_a_greeting() {
     assert!(ct.starts_with("application/json"), "{ct}");
     assert_eq!(body, json!({ "message": "Hello kratos" }));
     assert_eq!(greetings_for(&g.db, "kratos"), 1);
+}
+
+#[tokio::test]
+async fn say_hello_names_with_control_characters_or_bidi_overrides_are_400_and_not_stored() {
+    let g = start().await;
+    let cases = [
+        ("/helloworld/a%00b", "U+0000 at byte 1"),
+        ("/helloworld/%1B%5B2J", "U+001B at byte 0"),
+        ("/helloworld/x%0D%0Aforged", "U+000D at byte 1"),
+        ("/helloworld/abc%E2%80%AEexe.pdf", "U+202E at byte 3"),
+        ("/helloworld/%E2%81%A6x", "U+2066 at byte 0"),
+    ];
+    for (path, found) in cases {
+        let reply = call(g.http, Method::GET, path, "").await;
+        let message = format!(
+            "name must not contain control characters or bidirectional overrides (found {found})"
+        );
+        assert_eq!(reply.status.as_u16(), 400, "{path}");
+        assert_eq!(
+            reply.json(),
+            kratos_error(400, "NAME_INVALID_CHARACTERS", &message)
+        );
+    }
+    let rows: i64 = rusqlite::Connection::open(&g.db)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM greetings", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 0, "no refused name was stored");
 }
 
 #[tokio::test]
@@ -97,7 +136,8 @@ async fn empty_or_missing_fields_are_400_kratos_errors() {
         let reply = call(g.http, Method::POST, "/v1/users", &input.to_string()).await;
         let (status, body) = (reply.status.as_u16(), reply.json());
         assert_eq!(status, 400, "{input}");
-        assert_eq!(body, kratos_error(400, reason, message));
+        let field = reason.split('_').next().unwrap().to_ascii_lowercase();
+        assert_eq!(body, bad_field(&field, reason, message));
     }
     assert!(user_rows(&g.db).is_empty());
 }
@@ -110,7 +150,7 @@ async fn fields_past_their_bounds_are_400_kratos_errors_naming_field_and_bound()
         (
             json!({"username": mib, "password": "pw"}),
             "USERNAME_TOO_LONG",
-            "username must be at most 64 bytes of UTF-8, got 1048576 bytes",
+            "username must be at most 64 characters, got 1048576",
         ),
         (
             json!({"username": "ann", "password": mib}),
@@ -119,25 +159,26 @@ async fn fields_past_their_bounds_are_400_kratos_errors_naming_field_and_bound()
         ),
         (
             json!({"username": "é".repeat(33), "password": "pw"}),
-            "USERNAME_TOO_LONG",
-            "username must be at most 64 bytes of UTF-8, got 66 bytes",
+            "USERNAME_INVALID_CHARACTERS",
+            "username must match ^[A-Za-z0-9_.-]+$ (found 'é', U+00E9, at byte 0)",
         ),
         (
             json!({"username": "nul\0", "password": "pw"}),
             "USERNAME_INVALID_CHARACTERS",
-            "username must not contain control characters (found U+0000 at byte 3)",
+            r"username must match ^[A-Za-z0-9_.-]+$ (found '\0', U+0000, at byte 3)",
         ),
         (
             json!({"username": "ann", "password": "esc\u{1b}[2J"}),
             "PASSWORD_INVALID_CHARACTERS",
-            "password must not contain control characters (found U+001B at byte 3)",
+            r"password must match ^[^\x00-\x1F\x7F-\x9F]*$ (found '\u{1b}', U+001B, at byte 3)",
         ),
     ];
     for (input, reason, message) in cases {
         let reply = call(g.http, Method::POST, "/v1/users", &input.to_string()).await;
         let (status, body) = (reply.status.as_u16(), reply.json());
         assert_eq!(status, 400, "{reason}");
-        assert_eq!(body, kratos_error(400, reason, message));
+        let field = reason.split('_').next().unwrap().to_ascii_lowercase();
+        assert_eq!(body, bad_field(&field, reason, message));
     }
     assert!(user_rows(&g.db).is_empty());
     // At the bounds, the password with non-ASCII letters and spaces (a
@@ -156,7 +197,9 @@ async fn malformed_json_is_400_codec_error() {
         "{not json",
         "[1,2]",
         "{\"username\": 5, \"password\": \"x\"}",
-        "",
+        // No body at all is the empty message (USERNAME_EMPTY); only
+        // whitespace is still not JSON.
+        " \n",
     ] {
         let reply = call(g.http, Method::POST, "/v1/users", input).await;
         let (status, body) = (reply.status.as_u16(), reply.json());
@@ -290,6 +333,55 @@ fn unreadable_config_is_a_startup_error_naming_the_path() {
         err.contains("cannot read config file /nonexistent/greeter.yaml"),
         "{err}"
     );
+}
+
+/// A FIFO blocked start-up forever (opening it waits for a writer) and a
+/// device is no file: both are refused before they are opened.
+#[test]
+fn config_that_is_not_a_regular_file_is_a_startup_error_naming_the_path() {
+    let dir = TempDir::new("config-kind");
+    let fifo = dir.0.join("config.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let cases = [
+        (
+            fifo.to_str().unwrap().to_owned(),
+            "not a regular file (a FIFO)",
+        ),
+        ("/dev/zero".to_owned(), "not a regular file (a device)"),
+        ("/dev/null".to_owned(), "not a regular file (a device)"),
+        (
+            dir.0.to_str().unwrap().to_owned(),
+            "not a regular file (a directory)",
+        ),
+    ];
+    for (path, why) in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_greeter"))
+            .args(["--config", &path])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("greeter --config {path} did not exit within 10 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(1), "{path}: {err}");
+        assert!(
+            err.contains(&format!("cannot read config file {path}")),
+            "{err}"
+        );
+        assert!(err.contains(why), "{path}: {err}");
+    }
 }
 
 #[test]

@@ -20,7 +20,9 @@ async fn say_hello_again_is_served_at_the_route_its_annotation_declares() {
     assert_eq!(reply.status.as_u16(), 400);
     assert_eq!(
         reply.json(),
-        json!({"code": 400, "reason": "NAME_EMPTY", "message": "name must not be empty", "metadata": {}})
+        json!({"code": 400, "reason": "NAME_EMPTY", "message": "name must not be empty", "metadata": {},
+               "details": [{"@type": "type.googleapis.com/google.rpc.BadRequest",
+                            "fieldViolations": [{"field": "name", "description": "name must not be empty", "reason": "NAME_EMPTY"}]}]})
     );
     // The verb is part of the route: without it, or with GET, no SayHelloAgain.
     let reply = call(g.http, Method::POST, "/v1/greetings", &body).await;

@@ -42,6 +42,28 @@ fn token(page: &Value) -> String {
     t.and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
+/// A token has one spelling: `v1:+5` and `v1:05` name the same position as
+/// the real token for id 5 (`djE6NQ`), and are refused.
+#[tokio::test]
+async fn page_tokens_have_one_spelling_and_other_spellings_are_page_token_invalid() {
+    let g = start().await;
+    insert_users(&g.db, 8);
+    let real = call(g.http, Method::GET, "/v1/users?page_token=djE6NQ", "").await;
+    assert_eq!(real.status, StatusCode::OK, "{}", real.text());
+    assert_eq!(names(&real.json()), ["user0005", "user0006", "user0007"]);
+    for token in ["djE6KzU", "djE6MDU", "djE6NQ%3D%3D"] {
+        let path = format!("/v1/users?page_token={token}");
+        let reply = call(g.http, Method::GET, &path, "").await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{token}: {}",
+            reply.text()
+        );
+        assert_eq!(reply.json()["reason"], "PAGE_TOKEN_INVALID", "{token}");
+    }
+}
+
 #[tokio::test]
 async fn user_list_is_paged_by_page_size_and_page_token_over_http() {
     let g = start().await;
@@ -76,7 +98,11 @@ async fn user_list_is_paged_by_page_size_and_page_token_over_http() {
 
     for (path, reason) in [
         ("/v1/users?page_size=-1", "PAGE_SIZE_NEGATIVE"),
-        ("/v1/users?page_token=bm90LWEtdG9rZW4", "PAGE_TOKEN_INVALID"),
+        (
+            "/v1/users?page_token=bm90LWE",
+            "PAGE_TOKEN_INVALID_CHARACTERS",
+        ),
+        ("/v1/users?page_token=0123456789abc", "PAGE_TOKEN_TOO_LONG"),
     ] {
         let reply = call(g.http, Method::GET, path, "").await;
         assert_eq!(

@@ -92,9 +92,100 @@ async fn greeter_serves_a_valid_openapi_document_listing_every_declared_route() 
     let register = &doc["paths"]["/v1/users"]["post"]["requestBody"];
     assert_eq!(
         register["content"]["application/json"]["schema"]["$ref"],
-        "#/components/schemas/helloworld.v1.UserRegisterRequest"
+        "#/components/schemas/UserRegisterRequest"
     );
     validate("greeter-openapi", &doc);
+}
+
+#[tokio::test]
+async fn operations_and_schemas_are_described_by_the_protos_comments_without_file_lines() {
+    let g = start().await;
+    let doc = call(g.http, Method::GET, "/openapi.json", "").await.json();
+    let say_hello = &doc["paths"]["/helloworld/{name}"]["get"];
+    assert_eq!(say_hello["summary"], "Sends a greeting.");
+    let list = &doc["paths"]["/v1/users"]["get"];
+    assert_eq!(
+        list["summary"],
+        "Lists users, oldest first, one page at a time (AIP-158)."
+    );
+    let text = doc.to_string();
+    assert!(!text.contains(".proto:"), "a file:line is left: {text}");
+    let schemas = &doc["components"]["schemas"];
+    for name in [
+        "HelloRequest",
+        "HelloReply",
+        "UserRegisterRequest",
+        "User",
+        "UserListResponse",
+    ] {
+        assert!(schemas[name].is_object(), "{name} in {schemas:#}");
+        assert!(
+            schemas[name]["description"].is_string(),
+            "{name} has no description"
+        );
+    }
+    assert!(schemas.get("helloworld.v1.HelloReply").is_none());
+    assert_eq!(
+        schemas["UserListResponse"]["properties"]["nextPageToken"]["description"],
+        "Empty on the last page."
+    );
+}
+
+#[tokio::test]
+async fn the_protos_validation_rules_are_published_in_the_schema() {
+    let g = start().await;
+    let doc = call(g.http, Method::GET, "/openapi.json", "").await.json();
+    let register = &doc["components"]["schemas"]["UserRegisterRequest"];
+    assert_eq!(
+        register["required"],
+        serde_json::json!(["username", "password"])
+    );
+    let username = &register["properties"]["username"];
+    assert_eq!(username["minLength"], 1);
+    assert_eq!(username["maxLength"], 64);
+    assert_eq!(username["pattern"], "^[A-Za-z0-9_.-]+$");
+    let password = &register["properties"]["password"];
+    assert_eq!(
+        password["maxLength"], 32,
+        "128 bytes: 32 characters always fit"
+    );
+    assert_eq!(password["pattern"], r"^[^\x00-\x1F\x7F-\x9F]*$");
+    let list = doc["paths"]["/v1/users"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let page_size = list.iter().find(|p| p["name"] == "page_size").unwrap();
+    assert_eq!(page_size["schema"]["minimum"], 0);
+    let name = &doc["paths"]["/helloworld/{name}"]["get"]["parameters"][0]["schema"];
+    assert_eq!(name["minLength"], 1);
+    assert_eq!(name["maxLength"], 16, "64 bytes: 16 characters always fit");
+}
+
+#[tokio::test]
+async fn every_error_status_is_listed_and_a_413_is_the_documented_error_model() {
+    let g = start().await;
+    let doc = call(g.http, Method::GET, "/openapi.json", "").await.json();
+    let responses = &doc["paths"]["/v1/users"]["post"]["responses"];
+    for status in [
+        "400", "404", "405", "409", "413", "429", "500", "503", "504",
+    ] {
+        assert_eq!(
+            responses[status]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/kratos.Error",
+            "{status}"
+        );
+    }
+    let big = format!(r#"{{"username":"{}","password":"x"}}"#, "a".repeat(5 << 20));
+    let reply = call(g.http, Method::POST, "/v1/users", &big).await;
+    assert_eq!(reply.status.as_u16(), 413);
+    let body = reply.json();
+    assert_eq!(body["code"], 413);
+    assert_eq!(body["reason"], "PAYLOAD_TOO_LARGE");
+    assert!(
+        body["message"].as_str().unwrap().contains("too large"),
+        "{body}"
+    );
+    assert_eq!(body["metadata"], serde_json::json!({}));
 }
 
 #[test]
@@ -116,7 +207,7 @@ fn test_proto_document_with_nested_repeated_map_and_enum_fields_is_valid() {
         version: "1".into(),
         description: "test".into(),
     };
-    let doc = openapi::document(&gateway, &info);
+    let doc = openapi::document(&gateway, &files, &info);
     assert_lists_every_route(&doc, &declared_routes(&files[0]));
     let get = &doc["paths"]["/v1/{name}"]["get"]["parameters"];
     let query: Vec<&str> = get
@@ -130,18 +221,15 @@ fn test_proto_document_with_nested_repeated_map_and_enum_fields_is_valid() {
     assert!(query.contains(&"author.address.city"), "{query:?}");
     assert!(!query.contains(&"name"), "path-bound: {query:?}");
     let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["Book"]["properties"]["tags"]["type"], "array");
     assert_eq!(
-        schemas["library.v1.Book"]["properties"]["tags"]["type"],
-        "array"
-    );
-    assert_eq!(
-        schemas["library.v1.Book"]["properties"]["ratings"]["additionalProperties"]["format"],
+        schemas["Book"]["properties"]["ratings"]["additionalProperties"]["format"],
         "int32"
     );
-    assert_eq!(schemas["library.v1.Genre"]["enum"][2], "POETRY");
+    assert_eq!(schemas["Genre"]["enum"][2], "POETRY");
     assert_eq!(
-        schemas["library.v1.Book"]["properties"]["notes"]["items"]["$ref"],
-        "#/components/schemas/library.v1.Book.Note"
+        schemas["Book"]["properties"]["notes"]["items"]["$ref"],
+        "#/components/schemas/Book.Note"
     );
     validate("library-openapi", &doc);
 }

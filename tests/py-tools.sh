@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The Python tools some tests check the services with, in a venv under
-# target/ (made once, reused): prometheus_client's text parser for /metrics.
+# target/ (made once, reused): prometheus_client's text parser for /metrics,
+# grpcio with grpcio-status for the gRPC error details and the gRPC-over-TLS
+# test (a client from another implementation), schemathesis for the
+# OpenAPI document against the running greeter.
 # Prints the venv's python on stdout; exits non-zero (saying why on stderr)
 # when the venv cannot be made, e.g. offline. The tests then skip with that
 # reason, unless HANDWIRE_PY_TOOLS_REQUIRED=1 (CI), where they fail.
@@ -8,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${HANDWIRE_PY_VENV:-${CARGO_TARGET_DIR:-target}/venv}"
-packages=(prometheus_client==0.21.1)
+packages=(prometheus_client==0.21.1 grpcio==1.85.3 grpcio-status==1.85.3 googleapis-common-protos==1.76.0 schemathesis==4.32.5)
 mkdir -p "$(dirname "$venv")"
 stamp="$venv/.handwire-$(printf '%s\n' "${packages[@]}" | sha256sum | cut -c1-16)"
 # Test binaries run in parallel: one of them installs, the others wait.

@@ -1,5 +1,5 @@
-//! Area B black-box tests: every row of spec §4.2 against the demo routes on
-//! a real server, over HTTP/1.1 and HTTP/2, plus the `router-demo` binary
+//! router-demo black-box tests: every demo route against a real server,
+//! over HTTP/1.1 and HTTP/2, plus the `router-demo` binary
 //! itself (start-up line, request log, port-in-use error).
 
 mod support;
@@ -76,7 +76,7 @@ async fn v1_group_is_get_and_v2_group_is_post_with_default_names() {
             let r = send(proto, srv.addr, Method::POST, path, &[], "").await;
             assert_text(&r, want);
         }
-        // Versions differ by method (spec §9.2).
+        // The versions differ by method: /v1 answers GET, /v2 POST.
         let r = get(proto, srv.addr, "/v2/login").await;
         assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(r.header("allow"), Some("POST"));

@@ -7,106 +7,25 @@ mod support;
 
 use bytes::Bytes;
 use handwire::services::token_auth::clock::Clock;
-use handwire::services::token_auth::config::{Provider, ProviderConfig};
+use handwire::services::token_auth::config::Provider;
 use handwire::services::token_auth::oauth::form;
 use handwire::services::token_auth::service::{AuthService, Settings};
 use handwire::services::token_auth::store::NO_PASSWORD;
 use http::{Method, StatusCode, Version};
 use serde_json::json;
-use std::path::PathBuf;
-use support::fake_provider::{Failure, FakeProvider, FakeUser};
+use support::fake_provider::{Failure, FakeProvider};
 use support::http::{Client, Proto, Reply};
+use support::oauth::{
+    approve, begin, finish, get, octocat, provider_config, query_of, serve_with, setup, sign_in,
+    stored_rows, APPID, SECRET,
+};
 use support::tls::TestPki;
-use support::token_auth::{start, start_with, AuthServer, TEST_ENC_KEY};
-
-const APPID: &str = "test-app";
-const SECRET: &str = "test-app-secret";
-
-fn octocat() -> FakeUser {
-    FakeUser {
-        openid: "octo-1".into(),
-        nickname: "The Octocat".into(),
-        avatar: "http://127.0.0.1/octocat.png".into(),
-    }
-}
-
-fn provider_config(provider_base: &str, server_base: &str) -> ProviderConfig {
-    ProviderConfig {
-        appid: APPID.into(),
-        secret: SECRET.into(),
-        auth_url: format!("{provider_base}/authorize"),
-        token_url: format!("{provider_base}/token"),
-        userinfo_url: format!("{provider_base}/userinfo"),
-        redirect_uri: format!("{server_base}/auth/oauth/github/callback"),
-        scope: "profile".into(),
-        ca_file: None,
-    }
-}
-
-async fn setup() -> (AuthServer, FakeProvider) {
-    let provider = FakeProvider::start("127.0.0.1:0", APPID, SECRET, octocat()).await;
-    (serve_with(&provider, None).await, provider)
-}
-
-/// Our server, configured for `provider` with `ca_file`.
-async fn serve_with(provider: &FakeProvider, ca_file: Option<PathBuf>) -> AuthServer {
-    let base = provider.base();
-    let s = start_with(|settings, server_base| {
-        let mut config = provider_config(&base, server_base);
-        config.ca_file = ca_file;
-        settings.providers.insert(Provider::Github, config);
-        settings.enc_key = Some(TEST_ENC_KEY.into());
-    })
-    .await;
-    provider.register_redirect_uri(&s.url("/auth/oauth/github/callback"));
-    s
-}
-
-async fn get(url: &str) -> Reply {
-    Client::new(Proto::H1)
-        .request(Method::GET, url, &[], Bytes::new())
-        .await
-}
-
-fn query_of(url: &str) -> Vec<(String, String)> {
-    form::parse(url.split_once('?').map_or("", |(_, q)| q)).expect("well-formed query")
-}
-
-/// Start a sign-in at our server; the provider URL it redirects to.
-async fn begin(s: &AuthServer) -> String {
-    let reply = get(&s.url("/auth/oauth/github/login")).await;
-    assert_eq!(reply.status, StatusCode::FOUND, "{}", reply.text());
-    reply.header("location").expect("Location").to_string()
-}
-
-/// Play the browser at the provider: the callback URL it sends us back to.
-async fn approve(authorize_url: &str) -> String {
-    let reply = get(authorize_url).await;
-    assert_eq!(
-        reply.status,
-        StatusCode::FOUND,
-        "provider: {}",
-        reply.text()
-    );
-    reply.header("location").expect("Location").to_string()
-}
-
-async fn sign_in(s: &AuthServer) -> Reply {
-    let callback = approve(&begin(s).await).await;
-    get(&callback).await
-}
-
-fn stored_rows(s: &AuthServer) -> (i64, i64) {
-    (
-        s.db.count("SELECT count(*) FROM users"),
-        s.db.count("SELECT count(*) FROM user_auth_providers"),
-    )
-}
+use support::token_auth::{start, TEST_ENC_KEY};
 
 #[tokio::test]
 async fn login_redirects_to_the_provider_with_state_and_pkce() {
     let (s, _provider) = setup().await;
-    let location = begin(&s).await;
+    let location = begin(&s).await.location;
     assert!(location.starts_with(&format!(
         "http://127.0.0.1:{}/authorize?",
         _provider.addr.port()
@@ -122,7 +41,7 @@ async fn login_redirects_to_the_provider_with_state_and_pkce() {
     let state = form::get(&q, "state").unwrap();
     assert!(state.len() >= 43, "state {state:?}");
     assert_ne!(
-        query_of(&begin(&s).await),
+        query_of(&begin(&s).await.location),
         q,
         "each sign-in gets its own state"
     );
@@ -216,9 +135,11 @@ async fn signing_in_again_updates_the_same_local_user() {
 #[tokio::test]
 async fn reused_unknown_missing_or_expired_state_is_400_invalid_state() {
     let (s, provider) = setup().await;
-    let callback = approve(&begin(&s).await).await;
-    assert_eq!(get(&callback).await.status, StatusCode::OK);
-    let replay = get(&callback).await;
+    let begun = begin(&s).await;
+    let callback = approve(&begun.location).await;
+    let cookie = Some(begun.cookie.as_str());
+    assert_eq!(finish(&callback, cookie).await.status, StatusCode::OK);
+    let replay = finish(&callback, cookie).await;
     assert_eq!(replay.status, StatusCode::BAD_REQUEST);
     assert_eq!(replay.json(), json!({"error": "invalid state"}));
 
@@ -229,14 +150,15 @@ async fn reused_unknown_missing_or_expired_state_is_400_invalid_state() {
         format!("{base}?code={code}"),
         format!("{base}?code={code}&state="),
     ] {
-        let reply = get(&url).await;
+        let reply = finish(&url, cookie).await;
         assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{url}");
         assert_eq!(reply.json(), json!({"error": "invalid state"}), "{url}");
     }
 
-    let late = approve(&begin(&s).await).await;
+    let begun = begin(&s).await;
+    let late = approve(&begun.location).await;
     s.clock.advance(10 * 60);
-    let reply = get(&late).await;
+    let reply = finish(&late, Some(&begun.cookie)).await;
     assert_eq!(reply.json(), json!({"error": "invalid state"}));
     // None of the refused callbacks reached the provider's token endpoint.
     assert_eq!(provider.token_calls(), 1);
@@ -246,18 +168,23 @@ async fn reused_unknown_missing_or_expired_state_is_400_invalid_state() {
 #[tokio::test]
 async fn an_authorization_code_is_single_use() {
     let (s, provider) = setup().await;
-    let first = approve(&begin(&s).await).await;
-    assert_eq!(get(&first).await.status, StatusCode::OK);
+    let begun = begin(&s).await;
+    let first = approve(&begun.location).await;
+    assert_eq!(
+        finish(&first, Some(&begun.cookie)).await.status,
+        StatusCode::OK
+    );
     let used_code = form::get(&query_of(&first), "code").unwrap().to_string();
-    // A fresh, valid state with the already used code: the provider refuses it.
-    let second = approve(&begin(&s).await).await;
-    let state = form::get(&query_of(&second), "state").unwrap().to_string();
+    // A fresh, valid state (and its cookie) with the already used code: the
+    // provider refuses it.
+    let begun = begin(&s).await;
+    let state = begun.state();
     let url = format!(
         "{}?{}",
         s.url("/auth/oauth/github/callback"),
         form::encode_pairs([("code", used_code.as_str()), ("state", state.as_str())])
     );
-    let reply = get(&url).await;
+    let reply = finish(&url, Some(&begun.cookie)).await;
     assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{}", reply.text());
     assert!(reply.error().contains("invalid_grant"), "{}", reply.text());
     assert_eq!(provider.token_calls(), 2);
@@ -298,9 +225,10 @@ async fn provider_failures_are_502_and_store_nothing() {
 #[tokio::test]
 async fn unreachable_provider_is_502_and_stores_nothing() {
     let (s, provider) = setup().await;
-    let callback = approve(&begin(&s).await).await;
+    let begun = begin(&s).await;
+    let callback = approve(&begun.location).await;
     provider.stop().await;
-    let reply = get(&callback).await;
+    let reply = finish(&callback, Some(&begun.cookie)).await;
     assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{}", reply.text());
     assert!(reply.error().contains("unreachable"), "{}", reply.text());
     assert_eq!(stored_rows(&s), (0, 0));
@@ -309,16 +237,14 @@ async fn unreachable_provider_is_502_and_stores_nothing() {
 #[tokio::test]
 async fn provider_denial_is_400_and_unknown_providers_are_404() {
     let (s, provider) = setup().await;
-    let location = begin(&s).await;
-    let state = form::get(&query_of(&location), "state")
-        .unwrap()
-        .to_string();
+    let begun = begin(&s).await;
+    let state = begun.state();
     let url = format!(
         "{}?{}",
         s.url("/auth/oauth/github/callback"),
         form::encode_pairs([("error", "access_denied"), ("state", state.as_str())])
     );
-    let denied = get(&url).await;
+    let denied = finish(&url, Some(&begun.cookie)).await;
     assert_eq!(denied.status, StatusCode::BAD_REQUEST);
     assert!(
         denied.error().contains("access_denied"),
@@ -365,7 +291,8 @@ async fn https_provider_trusted_through_ca_file_signs_in_over_tls() {
         FakeProvider::start_tls("127.0.0.1:0", APPID, SECRET, octocat(), pki.server_config()).await;
     let s = serve_with(&provider, Some(ca_file.path.clone())).await;
 
-    let location = begin(&s).await;
+    let begun = begin(&s).await;
+    let location = begun.location.clone();
     let port = provider.addr.port();
     assert!(
         location.starts_with(&format!("https://127.0.0.1:{port}/authorize?")),
@@ -377,7 +304,7 @@ async fn https_provider_trusted_through_ca_file_signs_in_over_tls() {
         .await;
     assert_eq!(approved.status, StatusCode::FOUND, "{}", approved.text());
     let callback = approved.header("location").expect("Location").to_string();
-    let reply = get(&callback).await;
+    let reply = finish(&callback, Some(&begun.cookie)).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
 
     let profile = s
@@ -402,12 +329,13 @@ async fn https_provider_whose_ca_is_not_trusted_is_502_and_stores_nothing() {
     // Built-in roots only, then a ca_file holding an unrelated CA.
     for ca_file in [None, Some(other_ca.path.clone())] {
         let s = serve_with(&provider, ca_file.clone()).await;
+        let begun = begin(&s).await;
         let approved = Client::new(Proto::H1)
             .trusting(pki.client_roots())
-            .request(Method::GET, &begin(&s).await, &[], Bytes::new())
+            .request(Method::GET, &begun.location, &[], Bytes::new())
             .await;
         let callback = approved.header("location").expect("Location").to_string();
-        let reply = get(&callback).await;
+        let reply = finish(&callback, Some(&begun.cookie)).await;
         assert_eq!(
             reply.status,
             StatusCode::BAD_GATEWAY,
@@ -436,16 +364,14 @@ async fn https_provider_certificate_for_another_host_is_502_even_with_its_ca_tru
     let s = serve_with(&provider, Some(ca_file.path.clone())).await;
     // The browser step is played over plain HTTP to our own callback: a
     // valid state and code are all the callback needs to call the provider.
-    let location = begin(&s).await;
-    let state = form::get(&query_of(&location), "state")
-        .unwrap()
-        .to_string();
+    let begun = begin(&s).await;
+    let state = begun.state();
     let url = format!(
         "{}?{}",
         s.url("/auth/oauth/github/callback"),
         form::encode_pairs([("code", "any"), ("state", state.as_str())])
     );
-    let reply = get(&url).await;
+    let reply = finish(&url, Some(&begun.cookie)).await;
     assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{}", reply.text());
     let error = reply.error();
     assert!(

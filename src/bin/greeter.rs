@@ -1,9 +1,9 @@
-//! `greeter [--config PATH]`: the Area A service (HTTP + gRPC over SQLite,
+//! `greeter [--config PATH]`: the greeting service (HTTP + gRPC over SQLite,
 //! or PostgreSQL + Redis when built with the feature `cluster`).
 //!
 //! Reads the YAML config (default `./config.yaml`), opens the store, binds
-//! both listeners, prints their addresses and then the store it uses, and
-//! serves until SIGINT/SIGTERM.
+//! both listeners, prints their addresses, the store it uses and the HTTP
+//! routes in the order a request tries them, and serves until SIGINT/SIGTERM.
 //! Any start-up problem is one line on stderr and exit status 1.
 //!
 //! The config file has no key for the shutdown grace period (how long
@@ -25,7 +25,7 @@ const GRACE_VAR: &str = "GREETER_SHUTDOWN_GRACE";
 
 const USAGE: Usage = Usage {
     program: "greeter",
-    about: "the greeting service over HTTP and gRPC (Area A); addresses, time-outs and the \
+    about: "the greeting service over HTTP and gRPC; addresses, time-outs and the \
             database come from the config file",
     synopsis: &["[--config PATH]"],
     flags: &[Flag::value(
@@ -82,7 +82,17 @@ fn main() -> ExitCode {
             "greeter: gRPC listening on {}",
             greeter.grpc_addr()
         ));
+        for (listener, on) in [("HTTP", greeter.http_tls()), ("gRPC", greeter.grpc_tls())] {
+            if on {
+                log::announce(&format!(
+                    "greeter: {listener} serves TLS (certificate reloaded on SIGHUP)"
+                ));
+            }
+        }
         log::announce(&format!("greeter: {}", greeter.store()));
+        for route in greeter.routes() {
+            log::announce(&format!("[routes] {route}"));
+        }
         match greeter.serve(shutdown_signal()).await {
             Ok(()) => {
                 log::announce("greeter: stopped");

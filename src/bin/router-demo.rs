@@ -1,10 +1,11 @@
 //! `router-demo [--addr HOST:PORT] [--redirect-target URL] [--quiet] [--trace]`:
-//! the Area B server. At start-up it prints the route table as Gin's debug
+//! the Gin-style demo server. At start-up it prints the route table as Gin's debug
 //! mode does (`--quiet` turns it off); `--trace` logs each request's walk of
 //! its handler chain. `--shutdown-grace DURATION` (default 10s) bounds how
 //! long in-flight requests may finish after SIGTERM. `GET /metrics` serves
 //! Prometheus metrics; `--no-metrics` turns them off (the load script
-//! compares both). `--help` lists it all.
+//! compares both). `--tls-cert FILE --tls-key FILE` serve HTTPS (the files
+//! are read again on SIGHUP). `--help` lists it all.
 
 use std::process::ExitCode;
 
@@ -14,14 +15,16 @@ use handwire::services::router_demo::{self, DemoOptions};
 use handwire::web::log;
 use handwire::web::metrics::{Kind, Metrics};
 use handwire::web::server::{self, Options, ServerError};
+use handwire::web::tls;
 
 const DEFAULT_ADDR: &str = "0.0.0.0:8000";
 
 const USAGE: Usage = Usage {
     program: "router-demo",
-    about: "the Gin-style routing and middleware demo (Area B)",
+    about: "the Gin-style routing and middleware demo",
     synopsis: &[
         "[--addr HOST:PORT] [--redirect-target URL] [--shutdown-grace DURATION] [--quiet] [--trace] [--no-metrics]",
+        " [--tls-cert FILE --tls-key FILE]",
     ],
     flags: &[
         Flag::value(
@@ -41,6 +44,18 @@ const USAGE: Usage = Usage {
             "DURATION",
             Some("10s"),
             "how long requests may finish after SIGTERM",
+        ),
+        Flag::value(
+            "tls-cert",
+            "FILE",
+            None,
+            "serve HTTPS with this PEM certificate chain (reloaded on SIGHUP)",
+        ),
+        Flag::value(
+            "tls-key",
+            "FILE",
+            None,
+            "the PEM private key of --tls-cert",
         ),
         Flag::switch("quiet", "do not print the route table at start-up"),
         Flag::switch("trace", "log each request's walk of its handler chain"),
@@ -76,6 +91,7 @@ async fn run() -> Result<(), String> {
     if let Some(text) = args.get("shutdown-grace") {
         options.shutdown_grace = parse_duration_setting("--shutdown-grace", text)?;
     }
+    options.tls = tls::from_flags(args.get("tls-cert"), args.get("tls-key"))?;
     let mut opts = DemoOptions::default();
     if let Some(t) = args.get("redirect-target") {
         opts.redirect_target = t.to_string();
@@ -97,7 +113,13 @@ async fn run() -> Result<(), String> {
     engine.study_mode(args.has("trace"), args.has("quiet"));
     let app = engine.build();
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    log::announce(&format!("router-demo listening on http://{local}"));
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    log::announce(&format!("router-demo listening on {scheme}://{local}"));
+    tls::reload_on_sighup(options.tls.iter().cloned().collect());
     server::serve(listener, app, options, server::shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;

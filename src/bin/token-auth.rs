@@ -1,9 +1,9 @@
-//! `token-auth`: the Area C token-authentication server.
+//! `token-auth`: the token-authentication server.
 //!
 //! ```text
 //! token-auth [--addr ADDR] [--db PATH|postgres://…] [--redis redis://…]
 //!            [--shared-timeout DURATION] [--config PATH] [--shutdown-grace DURATION]
-//!            [--quiet] [--trace]
+//!            [--tls-cert FILE --tls-key FILE] [--quiet] [--trace]
 //! token-auth create-admin --username NAME [--db PATH|postgres://…]  (password on stdin)
 //! ```
 //!
@@ -34,16 +34,17 @@ use handwire::services::token_auth::user::{check_username, Role};
 use handwire::web::log;
 use handwire::web::metrics::{Kind, Metrics};
 use handwire::web::server::{self, Options, ServerError};
+use handwire::web::tls;
 
 const DEFAULT_ADDR: &str = "0.0.0.0:8000";
 const DEFAULT_DB: &str = "token-auth.db";
 
 const USAGE: Usage = Usage {
     program: "token-auth",
-    about: "the token authentication service (Area C)",
+    about: "the token authentication service",
     synopsis: &[
         "[--addr HOST:PORT] [--db PATH|postgres://…] [--redis redis://…] [--shared-timeout DURATION]",
-        " [--config PATH] [--shutdown-grace DURATION] [--quiet] [--trace]",
+        " [--config PATH] [--shutdown-grace DURATION] [--tls-cert FILE --tls-key FILE] [--quiet] [--trace]",
         "create-admin --username NAME [--db PATH|postgres://…]   (password read from stdin)",
     ],
     flags: &[
@@ -88,6 +89,18 @@ const USAGE: Usage = Usage {
             "NAME",
             None,
             "create-admin: the admin's name",
+        ),
+        Flag::value(
+            "tls-cert",
+            "FILE",
+            None,
+            "serve HTTPS with this PEM certificate chain (reloaded on SIGHUP)",
+        ),
+        Flag::value(
+            "tls-key",
+            "FILE",
+            None,
+            "the PEM private key of --tls-cert",
         ),
         Flag::switch("quiet", "do not print the route table at start-up"),
         Flag::switch("trace", "log each request's walk of its handler chain"),
@@ -190,6 +203,7 @@ async fn serve(args: &Args) -> Result<(), String> {
     if let Some(text) = args.get("shutdown-grace") {
         options.shutdown_grace = parse_duration_setting("--shutdown-grace", text)?;
     }
+    options.tls = tls::from_flags(args.get("tls-cert"), args.get("tls-key"))?;
     let config = match args.get("config") {
         // A read error names the path (and the directory) itself.
         Some(path) => FileConfig::load(path.as_ref()).map_err(|e| match e {
@@ -200,7 +214,20 @@ async fn serve(args: &Args) -> Result<(), String> {
     };
     let mut settings = storage_settings(args, secret.into_bytes())?;
     settings.providers = config.oauth;
+    match &config.captcha {
+        Some(captcha) => log::announce(&format!(
+            "token-auth: captcha verified at {captcha} after 3 failed logins in a row"
+        )),
+        None => log::announce(
+            "token-auth: captcha is hint-only (no captcha: in --config): after 3 failed logins \
+             the answer says captcha_required, but no captcha is checked",
+        ),
+    }
+    settings.captcha = config.captcha;
     settings.enc_key = std::env::var(ENC_KEY_VAR).ok();
+    // Cookies (the OAuth sign-in binding) are marked `Secure` exactly when
+    // the listener below serves TLS (--tls-cert / --tls-key).
+    settings.listener_tls = options.tls.is_some();
     for (name, provider) in &settings.providers {
         log::announce(&format!("token-auth: OAuth provider {name}: {provider}"));
         for key in provider.cleartext_endpoints() {
@@ -234,7 +261,13 @@ async fn serve(args: &Args) -> Result<(), String> {
     options.connection_gauge = Some(metrics.connections(Kind::Http));
 
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    log::announce(&format!("token-auth listening on http://{local}"));
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    log::announce(&format!("token-auth listening on {scheme}://{local}"));
+    tls::reload_on_sighup(options.tls.iter().cloned().collect());
     // Draining begins with `/readyz` turning 503, then the listener closes.
     let shutdown = async move {
         server::shutdown_signal().await;

@@ -226,12 +226,27 @@ fn durations_past_a_day_are_refused_so_no_deadline_overflows() {
 
 #[test]
 fn a_config_file_over_1_mib_is_refused_without_reading_it_all() {
-    let err = load::<File>(Path::new("/dev/zero")).expect_err("/dev/zero");
+    let path = std::env::temp_dir().join(format!("handwire-big-{}.yaml", std::process::id()));
+    std::fs::write(&path, vec![b'#'; (MAX_FILE_BYTES + 10) as usize]).unwrap();
+    let err = load::<File>(&path).expect_err("over 1 MiB");
+    let _ = std::fs::remove_file(&path);
     let text = err.to_string();
     assert!(
-        text.contains("/dev/zero") && text.contains("larger than"),
+        text.contains(&path.display().to_string()) && text.contains("larger than"),
         "{text}"
     );
+}
+
+#[test]
+fn a_config_path_that_is_not_a_regular_file_is_refused_before_it_is_opened() {
+    for (path, kind) in [("/dev/zero", "a device"), ("/", "a directory")] {
+        let err = load::<File>(Path::new(path)).expect_err(path);
+        let text = err.to_string();
+        assert!(
+            text.contains(path) && text.contains(&format!("not a regular file ({kind})")),
+            "{text}"
+        );
+    }
 }
 
 #[test]

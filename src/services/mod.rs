@@ -2,10 +2,10 @@
 //! ([`crate::web`]) and the protocol pieces ([`crate::protocol`]); none
 //! imports another.
 //!
-//! - [`greeter`]: Area A, `GET /helloworld/{name}` and `helloworld.v1.Greeter`
+//! - [`greeter`]: `GET /helloworld/{name}` and `helloworld.v1.Greeter`
 //!   over hand-framed gRPC, users in SQLite, Kratos-style configuration.
-//! - [`router_demo`]: Area B, the Gin-style demo routes.
-//! - [`token_auth`]: Area C, HS256 access/refresh tokens, roles, blacklist,
+//! - [`router_demo`]: the Gin-style demo routes.
+//! - [`token_auth`]: HS256 access/refresh tokens, roles, blacklist,
 //!   login limits and OAuth sign-in.
 
 pub mod greeter;

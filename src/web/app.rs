@@ -5,8 +5,11 @@
 //! past it, and by the body time-out, 408 past it, with `Connection: close`)
 //! and runs one of five chains through [`Context::next`]: the route's, a
 //! trailing-slash redirect, 405 (with `Allow`), 404, or the early answer
-//! (413, 408, 400 for a body that could not be read). All but the route's
-//! are the global middleware plus one handler of this file.
+//! (431 for a head with too many or too large header fields, 413, 408, 400
+//! for a body that could not be read). All but the route's are the global
+//! middleware plus one handler of this file. The early answers are shaped
+//! by the engine's [`EdgeAnswer`], so a service whose errors are Kratos
+//! JSON answers these in Kratos JSON too.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,6 +34,22 @@ use crate::web::server::Service;
 /// Builds the answer to a body that did not arrive within the body
 /// time-out (given as the argument). The engine adds `Connection: close`.
 pub type BodyTimeoutAnswer = fn(Duration) -> Response<Body>;
+
+/// Builds the answer the engine gives itself, before any chain (431, 413,
+/// 400 for a body that could not be read): status, a reason in the style
+/// of `PAYLOAD_TOO_LARGE`, and the message. The default, `edge_json`,
+/// writes `{"error": message}`.
+pub type EdgeAnswer = fn(StatusCode, &str, &str) -> Response<Body>;
+
+/// Most header fields a request may carry; more is 431. hyper parses up to
+/// [`crate::web::server::PARSED_HEADERS_MAX`], so it is the engine, in the
+/// service's error shape, that refuses a header flood.
+pub const HEADER_FIELDS_MAX: usize = 100;
+
+/// Most bytes of header names and values a request may carry; more is 431.
+/// Below hyper's 128 KiB read buffer, so the engine answers a head between
+/// the two; past the buffer, hyper answers (with no body).
+pub const HEADER_BYTES_MAX: usize = 64 << 10;
 
 /// Context key under which the trailing-slash redirect target is stored.
 const TSR_LOCATION: &str = "handwire.tsr_location";
@@ -65,6 +84,7 @@ pub struct App {
     pub(crate) on_body_timeout: BodyTimeoutAnswer,
     /// Least average body rate after the grace (bytes a second, 0: none).
     pub(crate) min_body_rate: (u32, Duration),
+    pub(crate) on_edge_error: EdgeAnswer,
     pub(crate) trace: bool,
 }
 
@@ -108,6 +128,7 @@ impl App {
                 grace: self.min_body_rate.1,
             },
             on_timeout: self.on_body_timeout,
+            on_error: self.on_edge_error,
         };
         let operation = self.metered.as_ref().map(|m| {
             chosen
@@ -128,7 +149,15 @@ impl App {
                 }
                 resp
             };
-            let body = match read_body(&parts, body, read).await {
+            let read = match too_many_headers(&parts.headers) {
+                Some(message) => Err((read.on_error)(
+                    StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    "REQUEST_HEADER_FIELDS_TOO_LARGE",
+                    &message,
+                )),
+                None => read_body(&parts, body, read).await,
+            };
+            let body = match read {
                 Ok(body) => body,
                 Err(answer) => {
                     let c = Context::new(
@@ -200,11 +229,29 @@ struct Chosen {
     route_id: Option<usize>,
 }
 
-/// The bounds on reading a request body, and the answer past its time-out.
+/// Why the head is refused (431), if it carries more than
+/// [`HEADER_FIELDS_MAX`] fields or [`HEADER_BYTES_MAX`] bytes.
+fn too_many_headers(headers: &http::HeaderMap) -> Option<String> {
+    if headers.len() > HEADER_FIELDS_MAX {
+        return Some(format!(
+            "too many header fields: {} (at most {HEADER_FIELDS_MAX})",
+            headers.len()
+        ));
+    }
+    let bytes: usize = headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len())
+        .sum();
+    (bytes > HEADER_BYTES_MAX)
+        .then(|| format!("header fields too large: {bytes} bytes (at most {HEADER_BYTES_MAX})"))
+}
+
+/// The bounds on reading a request body, and the answers past them.
 #[derive(Clone, Copy)]
 struct ReadLimits {
     bounds: Bounds,
     on_timeout: BodyTimeoutAnswer,
+    on_error: EdgeAnswer,
 }
 
 /// The whole body, or the answer to give instead (413, 408, 503, 400).
@@ -226,7 +273,7 @@ where
         .and_then(|v| v.parse::<u64>().ok())
         .is_some_and(|n| n > max as u64);
     if declared_too_large {
-        return Err(too_large(max));
+        return Err(too_large(limits));
     }
     // A body that is already complete (GET, or a test's `Full`) needs no clock.
     if body.is_end_stream() {
@@ -241,21 +288,27 @@ where
     };
     match intake::collect(body, limits.bounds, account).await {
         Ok(body) => Ok(body),
-        Err(Refusal::TooLarge) => Err(too_large(max)),
+        Err(Refusal::TooLarge) => Err(too_large(limits)),
         Err(Refusal::TimedOut) => Err(closing((limits.on_timeout)(limits.bounds.time))),
-        Err(Refusal::TooSlow { received, after }) => Err(closing(json_response(
+        Err(Refusal::TooSlow { received, after }) => Err(closing((limits.on_error)(
             StatusCode::REQUEST_TIMEOUT,
-            &serde_json::json!({ "error": format!(
+            "REQUEST_TIMEOUT",
+            &format!(
                 "request body too slow: {received} bytes in {after:.1?}, under the minimum of \
-                 {} bytes/s", limits.bounds.min_rate
-            ) }),
+                 {} bytes/s",
+                limits.bounds.min_rate
+            ),
         ))),
-        Err(Refusal::Busy) => Err(closing(json_response(
+        Err(Refusal::Busy) => Err(closing((limits.on_error)(
             StatusCode::SERVICE_UNAVAILABLE,
-            &serde_json::json!({ "error": "server busy: too many request bodies being received, \
-                                           try again shortly" }),
+            "SERVICE_UNAVAILABLE",
+            "server busy: too many request bodies being received, try again shortly",
         ))),
-        Err(Refusal::Failed(e)) => Err(bad_body(&e.to_string())),
+        Err(Refusal::Failed(e)) => Err((limits.on_error)(
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+            &format!("cannot read request body: {e}"),
+        )),
     }
 }
 
@@ -329,10 +382,25 @@ pub(crate) fn early_answer(c: &mut Context) -> BoxFuture<'_, ()> {
 #[derive(Clone)]
 struct Served(Arc<Operation>);
 
+/// The response the chain built. To HEAD it is the headers the handler gave,
+/// with `Content-Length` saying how long the body would be, and no body:
+/// hyper leaves a HEAD body out over HTTP/1.1 but sends it over HTTP/2,
+/// where the client must reject it (curl: `PROTOCOL_ERROR`).
 fn into_response(c: Context) -> Response<Body> {
     let served = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
-    let draft = c.response;
-    let mut resp = Response::new(types::full(draft.body.freeze()));
+    let head = c.method() == Method::HEAD;
+    let mut draft = c.response;
+    let body = std::mem::take(&mut draft.body);
+    let body = if head {
+        let len = body.freeze().len();
+        if len > 0 {
+            draft.headers.insert(CONTENT_LENGTH, len.into());
+        }
+        types::full(Bytes::new())
+    } else {
+        body.into_body()
+    };
+    let mut resp = Response::new(body);
     *resp.status_mut() = draft.status;
     *resp.headers_mut() = draft.headers;
     if let Some(op) = served {
@@ -356,18 +424,20 @@ pub(crate) fn json_response(status: StatusCode, body: &impl serde::Serialize) ->
     resp
 }
 
-fn too_large(limit: usize) -> Response<Body> {
-    json_response(
+fn too_large(limits: ReadLimits) -> Response<Body> {
+    (limits.on_error)(
         StatusCode::PAYLOAD_TOO_LARGE,
-        &serde_json::json!({ "error": format!("request body too large (limit {limit} bytes)") }),
+        "PAYLOAD_TOO_LARGE",
+        &format!(
+            "request body too large (limit {} bytes)",
+            limits.bounds.bytes
+        ),
     )
 }
 
-fn bad_body(reason: &str) -> Response<Body> {
-    json_response(
-        StatusCode::BAD_REQUEST,
-        &serde_json::json!({ "error": format!("cannot read request body: {reason}") }),
-    )
+/// The default [`EdgeAnswer`]: `{"error": message}`.
+pub(crate) fn edge_json(status: StatusCode, _reason: &str, message: &str) -> Response<Body> {
+    json_response(status, &serde_json::json!({ "error": message }))
 }
 
 /// The default answer past the body time-out: 408 with a JSON error.

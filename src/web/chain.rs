@@ -11,12 +11,13 @@
 //! ```
 //!
 //! So a middleware that calls `next()` runs the rest of the chain at that
-//! point and then continues its own code (rule 3); one that never calls
-//! `next()` returns to the loop, which runs the following handler (rule 4);
-//! one that calls `abort()` keeps running its own code but nothing after it
-//! runs (rule 5). Values stored with [`Context::set`] are visible to every
-//! later handler (rule 6). The engine that builds the chains lives in
-//! [`crate::web::engine`].
+//! point and then continues its own code; one that never calls `next()`
+//! returns to the loop, which runs the following handler (the implicit
+//! next); one that calls `abort()` keeps running its own code but nothing
+//! after it runs, and a `next()` after `abort()` runs nothing. Values stored
+//! with [`Context::set`] are visible to every later handler. The engine that
+//! builds the chains lives in [`crate::web::engine`]; `docs/middleware.md`
+//! teaches each rule with an example and the test that proves it.
 
 use std::any::Any;
 use std::net::{IpAddr, SocketAddr};
@@ -29,7 +30,7 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 
 use crate::types::BoxFuture;
 use crate::web::path_params::PathParams;
-use crate::web::trace::Trace;
+use crate::web::trace::{Trace, Unwound};
 use crate::web::urlenc;
 
 /// The function inside a [`Handler`].
@@ -94,6 +95,14 @@ where
 /// enough from `isize::MAX` that the loop's `+= 1` cannot overflow (Gin uses 63).
 const ABORT_INDEX: isize = isize::MAX / 2;
 
+/// A handler's place in the chain, from [`Context::mark`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    index: isize,
+    /// How many handlers the trace had open.
+    open: usize,
+}
+
 /// The response a chain is building.
 #[derive(Debug)]
 pub(crate) struct ResponseDraft {
@@ -106,12 +115,26 @@ pub(crate) struct ResponseDraft {
 /// The body written so far. Most handlers write once: that write is kept as
 /// it came (a `&'static str` or a `String` becomes `Bytes` without a copy),
 /// and only a second write starts a buffer.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) enum DraftBody {
     #[default]
     Empty,
     One(Bytes),
     Many(BytesMut),
+    /// Produced while it is sent ([`Context::stream`]); later writes are
+    /// ignored. In a mutex only so that a context stays `Sync`.
+    Stream(std::sync::Mutex<crate::types::Body>),
+}
+
+impl std::fmt::Debug for DraftBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DraftBody::Empty => f.write_str("Empty"),
+            DraftBody::One(b) => write!(f, "One({} bytes)", b.len()),
+            DraftBody::Many(b) => write!(f, "Many({} bytes)", b.len()),
+            DraftBody::Stream(_) => f.write_str("Stream"),
+        }
+    }
 }
 
 impl DraftBody {
@@ -128,6 +151,18 @@ impl DraftBody {
                 buf.extend_from_slice(&chunk);
                 DraftBody::Many(buf)
             }
+            stream @ DraftBody::Stream(_) => stream,
+        }
+    }
+
+    /// The response body.
+    pub(crate) fn into_body(self) -> crate::types::Body {
+        match self {
+            DraftBody::Stream(body) => match body.into_inner() {
+                Ok(body) => body,
+                Err(poisoned) => poisoned.into_inner(),
+            },
+            other => crate::types::full(other.freeze()),
         }
     }
 
@@ -137,6 +172,7 @@ impl DraftBody {
             DraftBody::Empty => Bytes::new(),
             DraftBody::One(bytes) => bytes,
             DraftBody::Many(buf) => buf.freeze(),
+            DraftBody::Stream(_) => Bytes::new(),
         }
     }
 }
@@ -149,6 +185,8 @@ pub struct Context {
     headers: HeaderMap,
     body: Bytes,
     remote: SocketAddr,
+    /// The request came over TLS ([`crate::web::tls::Secure`]).
+    tls: bool,
     received_at: Instant,
     params: PathParams,
     /// Gin's `c.Keys`: few entries, so a list beats a hash map (and needs no
@@ -174,6 +212,7 @@ impl Context {
         handlers: Arc<[Handler]>,
     ) -> Context {
         Context {
+            tls: parts.extensions.get::<crate::web::tls::Secure>().is_some(),
             method: parts.method,
             uri: parts.uri,
             headers: parts.headers,
@@ -201,11 +240,9 @@ impl Context {
     #[allow(clippy::should_implement_trait)] // Gin's name, on purpose
     pub fn next(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            let aborted = self.index_is_aborted();
             if let Some(t) = &mut self.trace {
-                let at = usize::try_from(self.index).ok();
-                if let Some(h) = at.and_then(|i| self.handlers.get(i)) {
-                    t.next_called(self.index, h.name());
-                }
+                t.next_called(aborted);
             }
             self.index += 1;
             let handlers = self.handlers.clone();
@@ -231,7 +268,7 @@ impl Context {
         h.call(self).await;
         let aborted = self.is_aborted();
         if let Some(t) = &mut self.trace {
-            t.exit(index, h.name(), aborted);
+            t.exit(aborted);
         }
     }
 
@@ -241,13 +278,41 @@ impl Context {
         let first = !self.index_is_aborted();
         if let (Some(t), true) = (&mut self.trace, first) {
             let names: Vec<_> = self.handlers.iter().map(Handler::name).collect();
-            t.abort_called(self.index, &names);
+            t.abort_called(&names);
         }
         self.index = ABORT_INDEX;
     }
 
     fn index_is_aborted(&self) -> bool {
         self.index >= ABORT_INDEX
+    }
+
+    /// Where the running handler stands, taken before it calls `next()`, so
+    /// that a middleware which stops the rest of the chain from returning
+    /// normally (recovery, the time-out) can come back to it with
+    /// [`unwound_to`](Self::unwound_to).
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            index: self.index,
+            open: self.trace.as_ref().map_or(0, |t| t.open_len()),
+        }
+    }
+
+    /// The rest of the chain after `mark` ended by `cause`, not by
+    /// returning: the index is the marking handler's again (so its
+    /// `abort()` is its own) and the trace closes the handlers it cut short.
+    pub(crate) fn unwound_to(&mut self, mark: Mark, cause: Unwound<'_>) {
+        self.index = mark.index;
+        if let Some(t) = &mut self.trace {
+            t.unwound(mark.open, cause);
+        }
+    }
+
+    /// While tracing, note a step of the running handler (`1 recovery: …`).
+    pub(crate) fn trace_note(&mut self, what: &str) {
+        if let Some(t) = &mut self.trace {
+            t.note(what);
+        }
     }
 
     /// Record the walk of the chain from now on (see [`Trace`]).
@@ -349,6 +414,20 @@ impl Context {
         self.remote
     }
 
+    /// The request's trace (W3C `traceparent`, continued or new; see
+    /// [`crate::web::tracecontext`]): `None` only for an app called
+    /// without the server, as in a unit test. Use cases reach the same
+    /// value with [`crate::web::tracecontext::current`].
+    pub fn trace_context(&self) -> Option<crate::web::tracecontext::TraceContext> {
+        crate::web::tracecontext::current()
+    }
+
+    /// Whether the request came over TLS (the listener serves HTTPS): what
+    /// decides a cookie's `Secure` attribute or an `https://` link.
+    pub fn is_tls(&self) -> bool {
+        self.tls
+    }
+
     /// The client's IP: the peer address. Forwarding headers are not
     /// trusted, because nothing here says which proxy may set them.
     pub(crate) fn client_ip(&self) -> IpAddr {
@@ -435,6 +514,17 @@ impl Context {
             self.response.written = true;
         }
         self.response.body.push(body.into());
+    }
+
+    /// Answer with `body`, sent as it is produced (a stream of messages),
+    /// with `status` and `content_type`; it replaces anything written.
+    pub fn stream(&mut self, status: StatusCode, content_type: &str, body: crate::types::Body) {
+        self.response.status = status;
+        if let Ok(v) = HeaderValue::from_str(content_type) {
+            self.response.headers.insert(CONTENT_TYPE, v);
+        }
+        self.response.body = DraftBody::Stream(std::sync::Mutex::new(body));
+        self.response.written = true;
     }
 
     /// Write plain text: a `String` or a `&'static str`, taken without a copy.

@@ -18,7 +18,7 @@ use std::time::Duration;
 use http::Method;
 
 use crate::web::app::{
-    default_method_not_allowed, default_not_found, early_answer, request_timeout,
+    default_method_not_allowed, default_not_found, early_answer, edge_json, request_timeout,
     trailing_slash_redirect, Metered, Route,
 };
 use crate::web::chain::{named, Handler};
@@ -31,7 +31,7 @@ use crate::web::router::{InsertError, Router};
 
 // The serving half's names, where the engine's users have always found them.
 pub(crate) use crate::web::app::json_response;
-pub use crate::web::app::{App, BodyTimeoutAnswer};
+pub use crate::web::app::{App, BodyTimeoutAnswer, EdgeAnswer};
 
 /// Default request body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;
@@ -70,6 +70,7 @@ pub struct Engine {
     body_timeout: Duration,
     on_body_timeout: BodyTimeoutAnswer,
     min_body_rate: (u32, Duration),
+    on_edge_error: EdgeAnswer,
     trace: bool,
     metrics: Option<Arc<Metrics>>,
 }
@@ -102,6 +103,7 @@ impl Engine {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             on_body_timeout: request_timeout,
             min_body_rate: (DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE),
+            on_edge_error: edge_json,
             trace: false,
             metrics: None,
         }
@@ -240,6 +242,12 @@ impl Engine {
         self.on_body_timeout = answer;
     }
 
+    /// Replace the shape of the answers the engine gives before any chain
+    /// (431, 413, 400 for an unreadable body); default `{"error": message}`.
+    pub fn on_edge_error(&mut self, answer: EdgeAnswer) {
+        self.on_edge_error = answer;
+    }
+
     /// Count every request in `metrics` and serve them on `GET /metrics`.
     ///
     /// This is the outermost middleware, wrapped around the whole chain by
@@ -280,6 +288,7 @@ impl Engine {
             body_timeout: self.body_timeout,
             on_body_timeout: self.on_body_timeout,
             min_body_rate: self.min_body_rate,
+            on_edge_error: self.on_edge_error,
             trace: self.trace,
         })
     }

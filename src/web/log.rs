@@ -238,7 +238,10 @@ pub const MESSAGE_MAX: usize = 1024;
 
 /// Write `[tag] message` to the [`stdout`] sink as one line: the way the
 /// library reports events (recovered errors, refused tokens, maintenance).
-/// The message is cut at [`MESSAGE_MAX`] bytes.
+/// The message is cut at [`MESSAGE_MAX`] bytes. Written while a request is
+/// served, the line ends with ` trace_id=…`, its trace's id
+/// ([`crate::web::tracecontext`]), so it can be found with that request's
+/// access-log line.
 pub fn message(tag: &str, args: std::fmt::Arguments<'_>) {
     stdout().line(|buf| {
         let start = buf.len();
@@ -252,8 +255,18 @@ pub fn message(tag: &str, args: std::fmt::Arguments<'_>) {
             buf.truncate(cut);
             buf.extend_from_slice("…".as_bytes());
         }
+        push_trace_id(buf);
         buf.push(b'\n');
     });
+}
+
+/// Append ` trace_id=<32 hex digits>` when the code runs inside a
+/// request's trace; nothing otherwise.
+pub fn push_trace_id(buf: &mut Vec<u8>) {
+    if let Some(trace) = crate::web::tracecontext::current() {
+        buf.extend_from_slice(b" trace_id=");
+        trace.push_trace_id(buf);
+    }
 }
 
 /// Append `text` to `buf`, cut to at most `max` bytes (on a character

@@ -18,7 +18,8 @@ use http::{Method, StatusCode, Uri};
 
 use crate::types::BoxFuture;
 use crate::web::chain::{handler, Context, Handler};
-use crate::web::{log, timefmt, urlenc};
+use crate::web::trace::Unwound;
+use crate::web::{log, timefmt, tracecontext, urlenc};
 
 /// Longest path-and-query written to a log line; past it the text is cut
 /// (user input must not make log lines, or the log buffer, unbounded).
@@ -36,7 +37,9 @@ pub const REDACTED_PARAMS: [&str; 6] = [
 
 /// Logs one line per request after the rest of the chain has run, starting
 /// with the service's name ([`log::set_service_name`]):
-/// `[router-demo] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello"`
+/// `[router-demo] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello" | trace_id=4bf9…4736`
+/// (the trace-id when the request runs in a trace, as every request the
+/// server accepts does: [`crate::web::tracecontext`])
 ///
 /// The line goes to the process-wide [`log::stdout`] sink, so it costs no
 /// syscall here and a slow reader never blocks the request.
@@ -98,7 +101,12 @@ fn push_request_line(
     buf.resize(buf.len() + 7usize.saturating_sub(method.len()), b' ');
     buf.extend_from_slice(b" \"");
     push_redacted_target(buf, uri, LOG_TARGET_MAX);
-    buf.extend_from_slice(b"\"\n");
+    buf.push(b'"');
+    if let Some(trace) = tracecontext::current() {
+        buf.extend_from_slice(b" | trace_id=");
+        trace.push_trace_id(buf);
+    }
+    buf.push(b'\n');
 }
 
 /// The status as three digits (what `{:3}` prints for 100–999).
@@ -221,20 +229,33 @@ pub fn push_redacted_target(buf: &mut Vec<u8>, uri: &Uri, max: usize) {
     log::push_capped(buf, &target, max);
 }
 
-/// Turns a panic anywhere later in the chain into a 500 and a log line; the
-/// connection and the server keep going.
+/// Turns a panic anywhere later in the chain into a 500 with an empty body
+/// (what the chain had written is discarded) and a `[recovery]` log line;
+/// the connection and the server keep going. The abort and the 500 are
+/// recovery's own: with `--trace` they are its lines, and the handler that
+/// panicked exits `[panicked: …]`.
 pub fn recovery(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
+        let mark = c.mark();
         let outcome = CatchUnwind(c.next()).await;
         if let Err(payload) = outcome {
             let message = panic_message(payload.as_ref());
-            log::stdout().line(|buf| {
-                let _ = write!(buf, "[recovery] {} ", c.method());
-                log::push_capped(buf, c.path(), LOG_TARGET_MAX);
-                let _ = writeln!(buf, " panicked: {message}");
-            });
+            c.unwound_to(mark, Unwound::Panic(message));
+            let mut line = Vec::new();
+            let _ = write!(line, "[recovery] {} ", c.method());
+            log::push_capped(&mut line, c.path(), LOG_TARGET_MAX);
+            // A message may carry request data: on one line, bounded.
+            line.extend_from_slice(b" panicked: ");
+            log::push_capped(&mut line, message, log::MESSAGE_MAX);
+            log::push_trace_id(&mut line);
+            line.push(b'\n');
+            // With --trace the line follows the trace, as the logger's does.
+            if let Some(line) = c.hold_after_trace(line) {
+                log::stdout().line(|buf| buf.extend_from_slice(&line));
+            }
             c.clear_response();
             c.abort_with_status(StatusCode::INTERNAL_SERVER_ERROR);
+            c.trace_note("500, empty body (what the chain wrote is discarded)");
         }
     })
 }
@@ -251,7 +272,9 @@ pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
     handler(move |c| {
         Box::pin(async move {
             let at = c.received_at() + d;
+            let mark = c.mark();
             if crate::web::deadline::run(at, c.next()).await.is_err() {
+                c.unwound_to(mark, Unwound::TimedOut);
                 c.clear_response();
                 on_timeout(c);
                 c.abort();

@@ -73,6 +73,22 @@ where
     })
 }
 
+/// Longest piece of a request (a path) an error message quotes, in
+/// characters: enough to recognise it, while a 60 KiB path is not sent back
+/// whole (the answer would be as large as the attack).
+pub const ECHO_MAX_CHARS: usize = 256;
+
+/// `text` as an error message may quote it: whole up to [`ECHO_MAX_CHARS`]
+/// characters, else its first ones, `…` and the full length in bytes.
+pub fn echo(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(ECHO_MAX_CHARS) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((cut, _)) => {
+            std::borrow::Cow::Owned(format!("{}… ({} bytes)", &text[..cut], text.len()))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,6 +45,12 @@ use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
 use crate::web::governor::{self, ConnectionShare, DEFAULT_INFLATE_PER_SECOND};
 use crate::web::log;
 use crate::web::metrics::Gauge;
+use crate::web::tls::{self, CertStore};
+use crate::web::tracecontext::{self, TraceContext};
+
+/// Most header fields hyper parses in an HTTP/1 head (its default is
+/// 100); the engine refuses more than [`crate::web::app::HEADER_FIELDS_MAX`].
+pub const PARSED_HEADERS_MAX: usize = 1000;
 
 /// How long a connection whose clock ran out may take to close politely
 /// (an HTTP/2 GOAWAY waits for the peer's PING acknowledgement, which a
@@ -116,6 +122,13 @@ pub struct Options {
     /// its calls wait. Default
     /// [`crate::web::governor::DEFAULT_INFLATE_PER_SECOND`] (16 MiB).
     pub inflate_per_second: usize,
+    /// Serve TLS with this certificate (ALPN offers the protocols above);
+    /// `None`: cleartext.
+    pub tls: Option<Arc<CertStore>>,
+    /// How long a TLS handshake may take from accept; past it (or past
+    /// `header_read_timeout`, whichever is first) the connection is closed
+    /// and its place in the budget returned. Default 10 s.
+    pub tls_handshake_timeout: Duration,
 }
 
 impl Default for Options {
@@ -132,6 +145,8 @@ impl Default for Options {
             write_timeout: Duration::from_secs(10),
             connection_gauge: None,
             inflate_per_second: DEFAULT_INFLATE_PER_SECOND,
+            tls: None,
+            tls_handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -192,6 +207,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServerError> {
     let builder = connection_builder(&opts)?;
+    let acceptor = (opts.tls.clone()).map(|certs| tls::acceptor(certs, opts.http1, opts.http2));
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut backoff = AcceptBackoff::default();
@@ -249,22 +265,49 @@ pub async fn serve(
             opts.connections.bodies().clone(),
             opts.connections.streams().clone(),
         );
-        let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
-            let request = tracker.request_started(req.version());
-            req.extensions_mut().insert(share.clone());
-            let fut = svc.call(req, remote);
-            async move { Ok::<_, Infallible>(fut.await.map(|body| Tracked::new(body, request))) }
-        });
-        let io = TokioIo::new(Watched::new(stream, activity.clone()));
-        let conn = builder.serve_connection(io, hyper_svc).into_owned();
         let mut stopping = stopping.clone();
         let activity_write_timeout = opts.write_timeout;
         let open_gauge = opts.connection_gauge.as_ref().map(Gauge::enter);
+        let (builder, acceptor) = (builder.clone(), acceptor.clone());
+        let handshake_timeout = opts.tls_handshake_timeout;
         // One task per connection; it holds its permit until it ends.
         connections.spawn(async move {
             let _permit: OwnedSemaphorePermit = permit;
             let _open = open_gauge;
             let _released = Released;
+            // The handshake runs here, off the accept loop, bounded by its
+            // own time-out and by the connection's clocks (header time-out
+            // from accept, eviction at the cap): a client that stalls it
+            // gives its permit back like any quiet connection.
+            let stream = match &acceptor {
+                None => tls::Stream::Plain(Watched::new(stream, activity.clone())),
+                Some(acceptor) => {
+                    let watched = |tcp| Watched::new(tcp, activity.clone());
+                    let shake = tls::handshake(acceptor, stream, remote, watched);
+                    tokio::select! {
+                        done = tokio::time::timeout(handshake_timeout, shake) => match done {
+                            Ok(Some(tls)) => tls::Stream::Tls(Box::new(tls)),
+                            Ok(None) | Err(_) => return,
+                        },
+                        _ = activity.expired() => return,
+                        _ = stopping.wait_for(|stop| *stop) => return,
+                    }
+                }
+            };
+            let secure = stream.is_tls();
+            let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
+                let request = tracker.request_started(req.version());
+                req.extensions_mut().insert(share.clone());
+                if secure {
+                    req.extensions_mut().insert(tls::Secure);
+                }
+                // Every request runs in its trace (W3C traceparent, or a new one).
+                let trace = TraceContext::from_headers(req.headers());
+                let call = tracecontext::enter(trace, || svc.call(req, remote));
+                let fut = tracecontext::serve(trace, call);
+                async move { Ok::<_, Infallible>(fut.await.map(|body| Tracked::new(body, request))) }
+            });
+            let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
             let mut conn = std::pin::pin!(conn);
             let expired = tokio::select! {
                 // Errors here are the peer's (reset, bad preface, protocol error).
@@ -328,7 +371,10 @@ fn connection_builder(opts: &Options) -> Result<auto::Builder<TokioExecutor>, Se
         // of a client that does not read its answers) stop at 128 KiB per
         // connection, not hyper's ~400 KiB; a head still has room for the
         // 64 KiB path the engine accepts.
-        .max_buf_size(PIPELINE_BUFFER);
+        .max_buf_size(PIPELINE_BUFFER)
+        // Past hyper's default of 100 fields it answers 431 with no body;
+        // parsing more lets the engine refuse them in the service's shape.
+        .max_headers(PARSED_HEADERS_MAX);
     // Both PINGs and the idle clock, on purpose: the idle clock closes live
     // connections nobody uses; PINGs find dead peers while a request is in
     // flight, when the idle clock does not run.

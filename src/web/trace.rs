@@ -23,9 +23,22 @@ use http::StatusCode;
 ///   exit  0 logger [aborted]
 /// => 403
 /// ```
+///
+/// A handler that panics exits `[panicked: …]`; the middleware it was
+/// running inside exit `[cut short: …]`, since their code after `next()`
+/// never runs; then recovery's own lines: it caught the panic, its
+/// `abort()`, its 500.
 pub struct Trace {
     text: String,
     depth: usize,
+    /// The handlers entered and not yet exited, innermost last: the last one
+    /// is the handler that calls `next()` or `abort()` now, whatever the
+    /// chain's index says (after `next()` returned, the index is past the end).
+    open: Vec<(isize, Option<&'static str>)>,
+    /// The highest index entered so far: the handlers after it have not run.
+    furthest: isize,
+    /// How many handlers the chain has.
+    len: usize,
     /// Log lines to write after the trace
     /// ([`Context::hold_after_trace`](crate::web::chain::Context::hold_after_trace)).
     held: Vec<u8>,
@@ -39,8 +52,18 @@ impl Trace {
         Trace {
             text,
             depth: 1,
+            open: Vec::new(),
+            furthest: -1,
+            len,
             held: Vec::new(),
         }
+    }
+
+    /// The handler running now, as the trace shows it.
+    fn current(&self) -> Option<String> {
+        self.open
+            .last()
+            .map(|&(index, name)| Label(index, name).to_string())
     }
 
     fn line(&mut self, args: std::fmt::Arguments<'_>) {
@@ -53,26 +76,45 @@ impl Trace {
     }
 
     /// Handler `index` (called `name`) starts.
-    pub(crate) fn enter(&mut self, index: isize, name: Option<&str>) {
+    pub(crate) fn enter(&mut self, index: isize, name: Option<&'static str>) {
         self.line(format_args!("enter {}", Label(index, name)));
         self.depth += 1;
+        self.open.push((index, name));
+        self.furthest = self.furthest.max(index);
     }
 
-    /// Handler `index` returned; `aborted` if the chain was stopped.
-    pub(crate) fn exit(&mut self, index: isize, name: Option<&str>, aborted: bool) {
+    /// The handler running now returned; `aborted` if the chain was stopped.
+    pub(crate) fn exit(&mut self, aborted: bool) {
+        let Some((index, name)) = self.open.pop() else {
+            return;
+        };
         self.depth = self.depth.saturating_sub(1);
         let mark = if aborted { " [aborted]" } else { "" };
         self.line(format_args!("exit  {}{mark}", Label(index, name)));
     }
 
-    /// Handler `index` called `next()`.
-    pub(crate) fn next_called(&mut self, index: isize, name: Option<&str>) {
-        self.line(format_args!("{}: next()", Label(index, name)));
+    /// The handler running now called `next()`; `aborted` if the chain was
+    /// stopped before, so the call runs nothing.
+    pub(crate) fn next_called(&mut self, aborted: bool) {
+        // The engine's own first call, before any handler, is not a step.
+        let Some(who) = self.current() else {
+            return;
+        };
+        let rest = if aborted {
+            " (after abort(): nothing runs)"
+        } else if usize::try_from(self.furthest + 1).is_ok_and(|next| next >= self.len) {
+            " (nothing left to run)"
+        } else {
+            ""
+        };
+        self.line(format_args!("{who}: next(){rest}"));
     }
 
-    /// Handler `index` called `abort()`; `names` are the whole chain's.
-    pub(crate) fn abort_called(&mut self, index: isize, names: &[Option<&'static str>]) {
-        let skipped: Vec<String> = usize::try_from(index + 1)
+    /// The handler running now called `abort()`; `names` are the whole
+    /// chain's. What will not run is every handler after the furthest one
+    /// that has run, whoever aborts.
+    pub(crate) fn abort_called(&mut self, names: &[Option<&'static str>]) {
+        let skipped: Vec<String> = usize::try_from(self.furthest + 1)
             .map(|from| {
                 names
                     .iter()
@@ -82,17 +124,60 @@ impl Trace {
                     .collect()
             })
             .unwrap_or_default();
-        let who = usize::try_from(index)
-            .ok()
-            .and_then(|i| names.get(i))
-            .map(|name| Label(index, *name).to_string())
-            .unwrap_or_else(|| "engine".into());
+        let who = self.current().unwrap_or_else(|| "engine".into());
         let rest = if skipped.is_empty() {
             String::from("nothing left to skip")
         } else {
             format!("{} will not run", skipped.join(", "))
         };
         self.line(format_args!("{who}: abort() ({rest})"));
+    }
+
+    /// How many handlers are running, one inside the other (for [`unwound`](Self::unwound)).
+    pub(crate) fn open_len(&self) -> usize {
+        self.open.len()
+    }
+
+    /// The chain was unwound back to the handler that had `keep` handlers
+    /// open when it called `next()`: close every handler inside it, which
+    /// returned no normal way. The innermost is the one `cause` happened in;
+    /// those around it were cut short in their `next()`, so their code after
+    /// it never ran. Then the handler that stopped the unwinding says so.
+    pub(crate) fn unwound(&mut self, keep: usize, cause: Unwound<'_>) {
+        let mut innermost = true;
+        while self.open.len() > keep {
+            let Some((index, name)) = self.open.pop() else {
+                break;
+            };
+            self.depth = self.depth.saturating_sub(1);
+            let label = Label(index, name);
+            match (innermost, cause) {
+                (true, Unwound::Panic(message)) => self.line(format_args!(
+                    "exit  {label} [panicked: {}]",
+                    OneLine(message)
+                )),
+                (true, Unwound::TimedOut) => self.line(format_args!(
+                    "exit  {label} [stopped: the time-out ran out]"
+                )),
+                (false, _) => self.line(format_args!(
+                    "exit  {label} [cut short: its code after next() did not run]"
+                )),
+            }
+            innermost = false;
+        }
+        if let Some(who) = self.current() {
+            match cause {
+                Unwound::Panic(_) => self.line(format_args!("{who}: caught the panic")),
+                Unwound::TimedOut => self.line(format_args!("{who}: the time-out ran out")),
+            }
+        }
+    }
+
+    /// A step of the handler running now that is not `next()` or `abort()`
+    /// (recovery's 500, the time-out's answer).
+    pub(crate) fn note(&mut self, what: &str) {
+        let who = self.current().unwrap_or_else(|| "engine".into());
+        self.line(format_args!("{who}: {what}"));
     }
 
     /// Close the trace with the status the chain answered.
@@ -117,6 +202,36 @@ impl Trace {
     }
 }
 
+/// Why a chain was unwound past its handlers' exits (see [`Trace::unwound`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Unwound<'a> {
+    /// A handler panicked with this message.
+    Panic(&'a str),
+    /// The time-out middleware dropped the rest of the chain.
+    TimedOut,
+}
+
+/// A panic message on one line of at most 200 characters: a control
+/// character (a newline would start a forged log line) is written `\x0a`,
+/// as the log lines write it.
+struct OneLine<'a>(&'a str);
+
+impl std::fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write;
+        for (i, ch) in self.0.chars().enumerate() {
+            if i == 200 {
+                return f.write_char('…');
+            }
+            match ch.is_control() {
+                true => write!(f, "\\x{:02x}", u32::from(ch) & 0xff)?,
+                false => f.write_char(ch)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A handler as the trace shows it: `2 token_check`, or `#2` unnamed.
 struct Label<'n>(isize, Option<&'n str>);
 
@@ -126,5 +241,151 @@ impl std::fmt::Display for Label<'_> {
             Some(name) => write!(f, "{} {name}", self.0),
             None => write!(f, "#{}", self.0),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use bytes::Bytes;
+    use http::{Request, StatusCode};
+
+    use crate::web::chain::{named, Context, Handler};
+    use crate::web::middleware;
+    use crate::web::path_params::PathParams;
+
+    /// Run `handlers` on `GET path` with tracing on, as the app does; the
+    /// trace's lines and the log lines held behind it.
+    async fn walk(path: &str, handlers: Vec<Handler>) -> (Vec<String>, String) {
+        let (parts, ()) = Request::get(path).body(()).unwrap().into_parts();
+        let remote = "127.0.0.1:1".parse().unwrap();
+        let mut c = Context::new(
+            parts,
+            Bytes::new(),
+            remote,
+            Instant::now(),
+            PathParams::none(),
+            handlers.into(),
+        );
+        c.start_trace();
+        c.next().await;
+        let mut t = c.take_trace().unwrap();
+        t.finish(c.response_status());
+        let held = String::from_utf8(t.held().to_vec()).unwrap();
+        (t.text().lines().map(str::to_string).collect(), held)
+    }
+
+    fn pass(name: &'static str) -> Handler {
+        named(name, |c| Box::pin(async move { c.next().await }))
+    }
+
+    #[tokio::test]
+    async fn a_panic_is_the_handlers_exit_and_the_abort_and_500_are_recoverys_lines() {
+        let handlers = vec![
+            pass("outer"),
+            named("recovery", middleware::recovery),
+            named("mw", |c| {
+                Box::pin(async move {
+                    c.next().await;
+                    c.string(StatusCode::OK, "never written: the panic unwinds past it");
+                })
+            }),
+            named("boom", |c| {
+                Box::pin(async move {
+                    c.string(StatusCode::OK, "partial");
+                    panic!("boom went off\nsecond line");
+                })
+            }),
+            pass("after"),
+        ];
+        let (lines, held) = walk("/boom", handlers).await;
+        assert_eq!(
+            lines,
+            [
+                "GET /boom (5 handlers)",
+                "  enter 0 outer",
+                "    0 outer: next()",
+                "    enter 1 recovery",
+                "      1 recovery: next()",
+                "      enter 2 mw",
+                "        2 mw: next()",
+                "        enter 3 boom",
+                r"        exit  3 boom [panicked: boom went off\x0asecond line]",
+                "      exit  2 mw [cut short: its code after next() did not run]",
+                "      1 recovery: caught the panic",
+                "      1 recovery: abort() (4 after will not run)",
+                "      1 recovery: 500, empty body (what the chain wrote is discarded)",
+                "    exit  1 recovery [aborted]",
+                "  exit  0 outer [aborted]",
+                "=> 500",
+            ]
+        );
+        assert_eq!(
+            held,
+            "[recovery] GET /boom panicked: boom went off\\x0asecond line\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn abort_after_next_is_the_callers_and_next_after_abort_runs_nothing() {
+        let handlers = vec![
+            named("a", |c| {
+                Box::pin(async move {
+                    c.next().await;
+                    c.abort();
+                    c.next().await;
+                })
+            }),
+            named("h", |c| {
+                Box::pin(async move { c.string(StatusCode::OK, "h") })
+            }),
+        ];
+        let (lines, _) = walk("/", handlers).await;
+        assert_eq!(
+            lines,
+            [
+                "GET / (2 handlers)",
+                "  enter 0 a",
+                "    0 a: next()",
+                "    enter 1 h",
+                "    exit  1 h",
+                "    0 a: abort() (nothing left to skip)",
+                "    0 a: next() (after abort(): nothing runs)",
+                "  exit  0 a [aborted]",
+                "=> 200",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_time_out_closes_the_handler_it_stopped_and_aborts_as_the_time_out() {
+        let handlers = vec![
+            middleware::timeout(Duration::from_millis(20), |c| {
+                c.string(StatusCode::GATEWAY_TIMEOUT, "too slow")
+            }),
+            named("slow", |c| {
+                Box::pin(async move {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    c.next().await;
+                })
+            }),
+            pass("last"),
+        ];
+        let (lines, _) = walk("/slow", handlers).await;
+        assert_eq!(
+            lines,
+            [
+                "GET /slow (3 handlers)",
+                "  enter #0",
+                "    #0: next()",
+                "    enter 1 slow",
+                "    exit  1 slow [stopped: the time-out ran out]",
+                "    #0: the time-out ran out",
+                "    #0: abort() (2 last will not run)",
+                "  exit  #0 [aborted]",
+                "=> 504",
+            ]
+        );
     }
 }

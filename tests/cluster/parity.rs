@@ -19,7 +19,9 @@ use handwire::services::token_auth::cluster::{postgres_store, redis_state};
 use handwire::services::token_auth::config::Provider;
 use handwire::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
 use handwire::services::token_auth::oauth::state::StateStore;
-use handwire::services::token_auth::pending::{Pending, STATE_CAPACITY, STATE_TTL};
+use handwire::services::token_auth::pending::{
+    Pending, StateError, STATE_CAPACITY, STATE_PER_CLIENT, STATE_TTL,
+};
 use handwire::services::token_auth::store::{
     NewUser, ProviderIdentity, Store, StoreError, NO_PASSWORD,
 };
@@ -111,33 +113,55 @@ async fn the_redis_limiter_answers_as_the_memory_limiter_does_step_by_step() {
 }
 
 #[tokio::test]
-async fn redis_sign_ins_answer_as_the_memory_ones_do_single_use_and_ten_minutes() {
-    if !available("redis_sign_ins_answer_as_the_memory_ones_do_single_use_and_ten_minutes") {
+async fn redis_sign_ins_answer_as_the_memory_ones_do_single_use_ten_minutes_per_client_cap() {
+    if !available(
+        "redis_sign_ins_answer_as_the_memory_ones_do_single_use_ten_minutes_per_client_cap",
+    ) {
         return;
     }
     let redis = RedisServer::start();
     let clock = Arc::new(ManualClock::new(2_000_000));
-    let memory = StateStore::new(clock.clone(), STATE_CAPACITY);
+    let memory = StateStore::new(clock.clone(), STATE_CAPACITY, STATE_PER_CLIENT);
     let (_, shared) = redis_state(&redis.url(), LimitPolicy::default(), clock.clone(), TIMEOUT)
         .await
         .expect("redis");
+    let clients: Vec<IpAddr> = ["10.0.0.1", "2001:db8::1", "2001:db8::2", "10.0.0.2"]
+        .iter()
+        .map(|ip| ip.parse().unwrap())
+        .collect();
     let mut steps = Steps(42);
     let mut issued: Vec<String> = vec!["never-issued".into()];
-    let (mut found, mut missing) = (0, 0);
+    let (mut found, mut missing, mut capped) = (0, 0, 0);
     for step in 0..1_000 {
+        // Now and then one client floods, so its cap is reached on the way
+        // and the refusals (with their retry times) are compared too.
+        let burst = if steps.next(100) == 0 {
+            STATE_PER_CLIENT + 20
+        } else {
+            1
+        };
         match steps.next(6) {
             0 | 1 => {
-                let state = format!("state-{step}");
-                let pending =
-                    Pending::new(Provider::Github, format!("verifier-{step}"), clock.now());
-                PendingSignIns::insert(&memory, state.clone(), pending.clone())
-                    .await
-                    .unwrap();
-                shared.insert(state.clone(), pending).await.unwrap();
-                issued.push(state);
+                let client = clients[steps.next(clients.len() as u64) as usize];
+                for n in 0..burst {
+                    let state = format!("state-{step}-{n}");
+                    let pending =
+                        Pending::new(Provider::Github, format!("verifier-{step}"), clock.now());
+                    let a = PendingSignIns::insert(&memory, state.clone(), pending.clone(), client)
+                        .await;
+                    let b = shared.insert(state.clone(), pending, client).await;
+                    assert_eq!(a, b, "step {step}: insert {state} from {client}");
+                    match a {
+                        Ok(()) => issued.push(state),
+                        Err(StateError::ClientFull { .. }) => capped += 1,
+                        Err(e) => panic!("step {step}: {e}"),
+                    }
+                }
             }
             2..=4 => {
-                let state = &issued[steps.next(issued.len() as u64) as usize];
+                // Mostly recent states, so fresh ones are taken too.
+                let recent = issued.len().min(200) as u64;
+                let state = &issued[issued.len() - 1 - steps.next(recent) as usize];
                 let a = PendingSignIns::take(&memory, state).await.unwrap();
                 let b = shared.take(state).await.unwrap();
                 assert_eq!(a, b, "step {step}: take {state}");
@@ -151,8 +175,8 @@ async fn redis_sign_ins_answer_as_the_memory_ones_do_single_use_and_ten_minutes(
         }
     }
     assert!(
-        found > 50 && missing > 50,
-        "{found} taken, {missing} missing"
+        found > 50 && missing > 50 && capped > 20,
+        "{found} taken, {missing} missing, {capped} refused for their client"
     );
 }
 

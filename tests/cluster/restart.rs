@@ -434,16 +434,58 @@ async fn every_limiter_and_oauth_script_run_twice_answers_and_counts_as_once() {
         "an old id is not a new failure"
     );
 
-    // PUT_STATE with a capacity of 1: s1 repeated is stored, not "full".
-    let put_args = |state| ["github v 1000", "600", "1000", "1", state];
-    let stored: (u8, u8) = twice(&conn, &PUT_STATE, &["state:s1", "index"], &put_args("s1")).await;
-    assert_eq!(stored, (1, 1));
-    let full: (u8, u8) = twice(&conn, &PUT_STATE, &["state:s2", "index"], &put_args("s2")).await;
-    assert_eq!(full, (0, 0));
-    assert_eq!(count("index"), "1");
+    // PUT_STATE with a capacity of 2 and 1 per client: s1 repeated is
+    // stored once, not "full" nor "client full"; s2 from the same client
+    // is refused for its client, s3 from another for the capacity.
+    let put_args = |state| ["github v 1000 c1", "600", "1000", "2", state, "1"];
+    let put_keys = |state, client| [state, "index", client];
+    let stored: (Vec<u64>, Vec<u64>) = twice(
+        &conn,
+        &PUT_STATE,
+        &put_keys("state:s1", "client:c1"),
+        &put_args("s1"),
+    )
+    .await;
+    assert_eq!(stored, (vec![1, 0], vec![1, 0]));
+    assert_eq!(count("client:c1"), "1");
+    let client_full: (Vec<u64>, Vec<u64>) = twice(
+        &conn,
+        &PUT_STATE,
+        &put_keys("state:s2", "client:c1"),
+        &put_args("s2"),
+    )
+    .await;
+    assert_eq!(client_full, (vec![2, 600], vec![2, 600]));
+    let other: (Vec<u64>, Vec<u64>) = twice(
+        &conn,
+        &PUT_STATE,
+        &put_keys("state:s3", "client:c2"),
+        &put_args("s3"),
+    )
+    .await;
+    assert_eq!(other, (vec![1, 0], vec![1, 0]));
+    let full: (Vec<u64>, Vec<u64>) = twice(
+        &conn,
+        &PUT_STATE,
+        &put_keys("state:s4", "client:c3"),
+        &put_args("s4"),
+    )
+    .await;
+    assert_eq!(full, (vec![0, 0], vec![0, 0]));
+    assert_eq!(count("index"), "2");
 
-    // TAKE_STATE is single use: the repeat finds nothing (fails closed).
-    let taken: (Option<String>, Option<String>) =
-        twice(&conn, &TAKE_STATE, &["state:s1", "index"], &["s1"]).await;
-    assert_eq!(taken, (Some("github v 1000".into()), None));
+    // TAKE_STATE is single use: the repeat finds nothing (fails closed);
+    // the state leaves its client's set, named by the value.
+    let taken: (Option<String>, Option<String>) = twice(
+        &conn,
+        &TAKE_STATE,
+        &["state:s1", "index"],
+        &["s1", "client:"],
+    )
+    .await;
+    assert_eq!(taken, (Some("github v 1000 c1".into()), None));
+    assert_eq!(
+        (count("index"), count("client:c1")),
+        ("1".into(), "0".into())
+    );
 }

@@ -29,7 +29,9 @@ pub fn spawn(
         let mut line = String::new();
         assert!(out.read_line(&mut line).expect("read") > 0, "{bin} exited");
         if let Some((_, addr)) = line.trim().split_once("listening on ") {
-            let addr = addr.trim_start_matches("http://");
+            let addr = addr
+                .trim_start_matches("https://")
+                .trim_start_matches("http://");
             addrs.push(addr.parse().expect("address"));
         }
     }

@@ -17,7 +17,8 @@
 //! * `GET /userinfo?openid=…` with `Authorization: Bearer <access_token>` —
 //!   answers `{openid, nickname, avatar}`.
 //!
-//! Failures can be switched on to test the client's error handling.
+//! Failures can be switched on to test the client's error handling,
+//! including a user who declines at `/authorize` (`error=access_denied`).
 //!
 //! The example includes this file on its own (`#[path]`), outside
 //! `support/mod.rs`, so it carries its own dead-code allowance.
@@ -48,6 +49,12 @@ pub struct FakeUser {
 /// A failure to inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
+    /// `/authorize` sends the user back with `error=access_denied` (the
+    /// user declined), keeping the `state`.
+    AuthorizeDenied,
+    /// `/authorize` answers 200 with a consent page and sends nobody back
+    /// (a user still deciding).
+    AuthorizeHeld,
     /// `/token` answers 500.
     TokenServerError,
     /// `/token` answers 200 with a WeChat-style error object.
@@ -298,6 +305,22 @@ fn authorize(state: &State, q: &[(String, String)]) -> Response<Full<Bytes>> {
     if let Some((_, why)) = checks.iter().find(|(ok, _)| !ok) {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", why);
     }
+    let state_param = form::get(q, "state").unwrap_or_default();
+    match *state.failure.lock().unwrap() {
+        Some(Failure::AuthorizeDenied) => {
+            let back = form::encode_pairs([("error", "access_denied"), ("state", state_param)]);
+            return redirect_back(&registered, &back);
+        }
+        Some(Failure::AuthorizeHeld) => {
+            return Response::builder()
+                .header(header::CONTENT_TYPE, "text/html; charset=utf-8")
+                .body(Full::new(Bytes::from_static(
+                    b"<p>Allow test-app to read your profile?</p>",
+                )))
+                .expect("static response parts")
+        }
+        _ => {}
+    }
     let code = random_hex(16);
     let openid = state.user.lock().unwrap().openid.clone();
     state.codes.lock().unwrap().insert(
@@ -310,14 +333,16 @@ fn authorize(state: &State, q: &[(String, String)]) -> Response<Full<Bytes>> {
             openid,
         },
     );
-    let back = form::encode_pairs([
-        ("code", code.as_str()),
-        ("state", form::get(q, "state").unwrap_or_default()),
-    ]);
+    let back = form::encode_pairs([("code", code.as_str()), ("state", state_param)]);
+    redirect_back(&registered, &back)
+}
+
+/// 302 to the registered `redirect_uri` with `query` added.
+fn redirect_back(registered: &str, query: &str) -> Response<Full<Bytes>> {
     let joiner = if registered.contains('?') { '&' } else { '?' };
     Response::builder()
         .status(StatusCode::FOUND)
-        .header(header::LOCATION, format!("{registered}{joiner}{back}"))
+        .header(header::LOCATION, format!("{registered}{joiner}{query}"))
         .body(Full::new(Bytes::new()))
         .expect("static response parts")
 }

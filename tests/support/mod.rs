@@ -5,6 +5,7 @@
 //!   and read status, headers and body.
 //! * [`app`] — start any framework app on 127.0.0.1:0.
 //! * [`bin`] — start one of the binaries and read its addresses.
+//! * [`browser`] — a headless Chromium driven over the DevTools protocol.
 //! * [`disk`] — a small tmpfs to fill, for disk-full tests (root only).
 //! * [`alloc`] — a counting global allocator for the allocation tests.
 //! * [`greeter`] — start the greeter with a temporary SQLite file.
@@ -13,6 +14,9 @@
 //! * [`py`] — the Python tools of `tests/py-tools.sh` (prometheus_client).
 //! * [`servers`] — private PostgreSQL and Redis servers for the scale-out tests.
 //! * [`tls`] and [`fake_provider`] — a test CA and a loopback OAuth provider.
+//! * [`oauth`] — token-auth configured for that provider, and a sign-in's
+//!   steps as a browser takes them (with the binding cookie).
+//! * [`fake_captcha`] — a loopback captcha provider (siteverify).
 //!
 //! Every test file compiles this folder on its own (`mod support;`) and uses
 //! only part of it; the rest would be "never used" warnings in that binary,
@@ -22,15 +26,19 @@
 pub mod alloc;
 pub mod app;
 pub mod bin;
+pub mod browser;
 pub mod disk;
+pub mod fake_captcha;
 pub mod fake_provider;
 pub mod greeter;
 pub mod grpc;
 pub mod http;
+pub mod oauth;
 pub mod py;
 pub mod servers;
 pub mod tls;
 pub mod token_auth;
+pub mod web;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};

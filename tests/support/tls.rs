@@ -16,6 +16,10 @@ pub struct TestPki {
     ca_der: CertificateDer<'static>,
     server_cert: CertificateDer<'static>,
     server_key: Vec<u8>,
+    /// The server certificate, PEM (what a listener's `cert_file` holds).
+    pub server_cert_pem: String,
+    /// Its private key, PEM (PKCS#8; what a listener's `key_file` holds).
+    pub server_key_pem: String,
 }
 
 impl TestPki {
@@ -26,6 +30,22 @@ impl TestPki {
 
     /// A new CA named `name`, and a server certificate for `server_names`.
     pub fn for_names(name: &str, server_names: &[&str]) -> TestPki {
+        TestPki::valid_until(name, server_names, None)
+    }
+
+    /// A certificate for 127.0.0.1/localhost whose validity ended on
+    /// 2020-01-01.
+    pub fn expired(name: &str) -> TestPki {
+        TestPki::valid_until(name, &["127.0.0.1", "localhost"], Some((2020, 1, 1)))
+    }
+
+    /// [`for_names`](Self::for_names), the server certificate valid until
+    /// `not_after` (year, month, day) when given.
+    pub fn valid_until(
+        name: &str,
+        server_names: &[&str],
+        not_after: Option<(i32, u8, u8)>,
+    ) -> TestPki {
         let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
         ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         ca_params
@@ -44,6 +64,10 @@ impl TestPki {
             .distinguished_name
             .push(rcgen::DnType::CommonName, "fake provider");
         params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        if let Some((y, m, d)) = not_after {
+            params.not_before = rcgen::date_time_ymd(y - 1, m, d);
+            params.not_after = rcgen::date_time_ymd(y, m, d);
+        }
         let key = rcgen::KeyPair::generate().expect("server key");
         let issuer = rcgen::Issuer::new(ca_params, ca_key);
         let server = params.signed_by(&key, &issuer).expect("server certificate");
@@ -52,6 +76,8 @@ impl TestPki {
             ca_der: ca.der().clone(),
             server_cert: server.der().clone(),
             server_key: key.serialize_der(),
+            server_cert_pem: server.pem(),
+            server_key_pem: key.serialize_pem(),
         }
     }
 
@@ -83,6 +109,28 @@ impl TestPki {
         let path = super::temp_path(tag, ".pem");
         std::fs::write(&path, &self.ca_pem).expect("write CA file");
         TempPem { path }
+    }
+}
+
+impl TestPki {
+    /// Write the server certificate and key as `cert.pem` and `key.pem`
+    /// in `dir` (replacing them if present); their paths.
+    pub fn write_server_files(&self, dir: &std::path::Path) -> (PathBuf, PathBuf) {
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert, &self.server_cert_pem).expect("write cert.pem");
+        std::fs::write(&key, &self.server_key_pem).expect("write key.pem");
+        (cert, key)
+    }
+}
+
+impl TestPki {
+    /// [`write_server_files`](Self::write_server_files) and the CA as
+    /// `ca.pem` in `dir`: (ca, cert, key).
+    pub fn write_files(&self, dir: &std::path::Path) -> (PathBuf, PathBuf, PathBuf) {
+        let (cert, key) = self.write_server_files(dir);
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, &self.ca_pem).expect("write ca.pem");
+        (ca, cert, key)
     }
 }
 

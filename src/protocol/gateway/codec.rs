@@ -5,7 +5,8 @@
 //! The mapping is protobuf's JSON mapping as Kratos configures it:
 //! - fields are read by JSON name (`firstSeenAt`) or proto name
 //!   (`first_seen_at`) and written by JSON name; unknown fields are
-//!   ignored (`DiscardUnknown`), a field given under both names is an error;
+//!   ignored (`DiscardUnknown`), a field given under both names is an error,
+//!   and so are two members of one `oneof`;
 //! - every field is written, set or not (`EmitUnpopulated`): `""`, `0`,
 //!   `false`, `[]`, `{}`, the enum's first name, `null` for a message; a
 //!   oneof member only when set;
@@ -122,6 +123,10 @@ impl Pool {
             )));
         };
         let mut seen: Vec<i32> = Vec::new();
+        // Per oneof, the member already set: a second one is an error, as
+        // the proto3 JSON mapping says ("oneof … is already set" in
+        // protojson); a member given as `null` sets nothing.
+        let mut oneofs: Vec<(i32, &str)> = Vec::new();
         for (key, v) in object {
             let Some(f) = m
                 .field
@@ -145,6 +150,23 @@ impl Pool {
             seen.push(f.number());
             if v.is_null() {
                 continue;
+            }
+            if let Some(index) = f.oneof_index {
+                if let Some((_, other)) = oneofs.iter().find(|(i, _)| *i == index) {
+                    let oneof = m.oneof_decl.get(index as usize).map_or("?", |o| o.name());
+                    // In declaration order, whatever order the keys came in.
+                    let pos = |n: &str| m.field.iter().position(|x| x.name() == n);
+                    let (a, b) = if pos(other) < pos(f.name()) {
+                        (*other, f.name())
+                    } else {
+                        (f.name(), *other)
+                    };
+                    return Err(CodecError(format!(
+                        "{}: oneof {oneof} takes one field, but both {a} and {b} are set",
+                        here(at)
+                    )));
+                }
+                oneofs.push((index, f.name()));
             }
             if self.is_map(f) {
                 let Value::Object(entries) = v else {

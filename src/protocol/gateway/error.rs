@@ -2,12 +2,21 @@
 //!
 //! `{"code":<http status>,"reason":"…","message":"…","metadata":{}}`: the
 //! reason is an UPPER_SNAKE identifier a client can match on, the status is
-//! grpc-gateway's `HTTPStatusFromCode` of the gRPC code.
+//! grpc-gateway's `HTTPStatusFromCode` of the gRPC code. Invalid input adds
+//! `details`: one `google.rpc.BadRequest` naming each field, in the JSON
+//! form grpc-gateway gives it (`@type`, `fieldViolations`).
+//!
+//! Over gRPC the same failure becomes a [`Status`] whose
+//! `grpc-status-details-bin` holds `ErrorInfo` (reason, domain, metadata)
+//! and the same `BadRequest` ([`Failure::into_status`]).
+
+use std::collections::BTreeMap;
 
 use http::StatusCode;
 use serde::Serialize;
 
-use crate::protocol::grpc::Code;
+use crate::protocol::grpc::details::{ErrorDetails, FieldViolation};
+use crate::protocol::grpc::{Code, Status};
 
 /// A method's failure as both transports report it: the gRPC code (the
 /// HTTP status derives from it), a Kratos reason and a message.
@@ -19,6 +28,10 @@ pub struct Failure {
     pub reason: String,
     /// Human-readable message.
     pub message: String,
+    /// Facts a program can use (the body's `metadata`, `ErrorInfo`'s).
+    pub metadata: BTreeMap<String, String>,
+    /// The request fields that broke their rules (a `BadRequest`).
+    pub violations: Vec<FieldViolation>,
 }
 
 impl Failure {
@@ -28,12 +41,55 @@ impl Failure {
             code,
             reason: reason.into(),
             message: message.into(),
+            metadata: BTreeMap::new(),
+            violations: Vec::new(),
         }
+    }
+
+    /// This failure naming the fields that broke their rules.
+    pub fn with_violations(mut self, violations: Vec<FieldViolation>) -> Failure {
+        self.violations = violations;
+        self
     }
 
     /// The HTTP status of this failure.
     pub fn http_status(&self) -> StatusCode {
         http_status(self.code)
+    }
+
+    /// The gRPC status of this failure, its reason defined by `domain`
+    /// (the service's full name).
+    pub fn into_status(self, domain: &str) -> Status {
+        Status::new(self.code, self.message).with_details(ErrorDetails {
+            reason: self.reason,
+            domain: domain.to_owned(),
+            metadata: self.metadata,
+            violations: self.violations,
+        })
+    }
+
+    /// The Kratos body of this failure.
+    pub fn body(&self) -> ErrorBody<'_> {
+        let mut body = error_body(self.http_status(), &self.reason, &self.message);
+        body.metadata = self
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        if !self.violations.is_empty() {
+            body.details.push(Detail::BadRequest {
+                field_violations: self
+                    .violations
+                    .iter()
+                    .map(|v| JsonViolation {
+                        field: &v.field,
+                        description: &v.description,
+                        reason: &v.reason,
+                    })
+                    .collect(),
+            });
+        }
+        body
     }
 }
 
@@ -71,8 +127,36 @@ pub struct ErrorBody<'a> {
     pub reason: &'a str,
     /// Human-readable message.
     pub message: &'a str,
-    /// Always empty here.
+    /// Facts about the failure (string values).
     pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// A `google.rpc.BadRequest` when fields broke their rules; absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<Detail<'a>>,
+}
+
+/// One entry of [`ErrorBody::details`], in protobuf's JSON form of `Any`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "@type")]
+pub enum Detail<'a> {
+    /// `google.rpc.BadRequest`.
+    #[serde(rename = "type.googleapis.com/google.rpc.BadRequest")]
+    BadRequest {
+        /// One per field.
+        #[serde(rename = "fieldViolations")]
+        field_violations: Vec<JsonViolation<'a>>,
+    },
+}
+
+/// `google.rpc.BadRequest.FieldViolation` in JSON.
+#[derive(Debug, Serialize)]
+pub struct JsonViolation<'a> {
+    /// The field's path.
+    pub field: &'a str,
+    /// What is wrong.
+    pub description: &'a str,
+    /// UPPER_SNAKE reason.
+    pub reason: &'a str,
 }
 
 /// The Kratos error body for `status`.
@@ -82,12 +166,47 @@ pub fn error_body<'a>(status: StatusCode, reason: &'a str, message: &'a str) -> 
         reason,
         message,
         metadata: serde_json::Map::new(),
+        details: Vec::new(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_with_violations_names_each_field_in_the_body_and_the_grpc_details() {
+        let failure = Failure::new(Code::InvalidArgument, "USERNAME_EMPTY", "username: empty")
+            .with_violations(vec![FieldViolation {
+                field: "username".into(),
+                description: "must not be empty".into(),
+                reason: "USERNAME_EMPTY".into(),
+            }]);
+        let body = serde_json::to_value(failure.body()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "code": 400, "reason": "USERNAME_EMPTY", "message": "username: empty",
+                "metadata": {},
+                "details": [{
+                    "@type": "type.googleapis.com/google.rpc.BadRequest",
+                    "fieldViolations": [{"field": "username", "description": "must not be empty", "reason": "USERNAME_EMPTY"}]
+                }]
+            })
+        );
+        let status = failure.into_status("helloworld.v1.Greeter");
+        let details = status.details.unwrap();
+        assert_eq!(details.reason, "USERNAME_EMPTY");
+        assert_eq!(details.domain, "helloworld.v1.Greeter");
+        assert_eq!(details.violations[0].field, "username");
+    }
+
+    #[test]
+    fn a_body_without_violations_has_no_details_key() {
+        let body =
+            serde_json::to_value(Failure::new(Code::AlreadyExists, "X", "y").body()).unwrap();
+        assert!(body.get("details").is_none(), "{body}");
+    }
 
     #[test]
     fn every_grpc_code_maps_to_grpc_gateways_http_status() {

@@ -10,9 +10,12 @@
 //! JSON ([`codec`]); failures are Kratos JSON ([`error`]).
 //!
 //! Route choice: the request's last segment loses a `:verb` only if some
-//! route declares that verb ([`template::split_path`]); then the first
-//! route of the request's method whose template matches wins, in proto
-//! order. Else, as the engine's router: a redirect when the path with one
+//! route declares that verb ([`template::split_path`]); then, among the
+//! routes of the request's method whose template matches, the one Google's
+//! transcoder would pick wins ([`template::Template::precedence_key`]: the
+//! leftmost segment where two templates differ decides, a literal before
+//! `*` before `**`); proto order decides only between templates of the
+//! same shape. Else, as the engine's router: a redirect when the path with one
 //! trailing slash more or less has a route of the method; a 405 with
 //! `Allow` when other methods match; a 404.
 //!
@@ -21,12 +24,14 @@
 //! - [`codec`]: JSON ↔ protobuf bytes by descriptor.
 //! - [`error`]: [`Failure`], Kratos error bodies, `HTTPStatusFromCode`.
 //! - [`openapi`]: the OpenAPI 3.0.3 document of the routes.
+//! - [`validate`]: the `buf.validate` rules, checked before a method runs.
 
 pub mod codec;
 pub mod error;
 pub mod openapi;
 pub mod routes;
 pub mod template;
+pub mod validate;
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
@@ -42,6 +47,7 @@ use crate::protocol::grpc::{Code, Frame};
 use crate::types::BoxFuture;
 use crate::web::chain::Context;
 use crate::web::metrics::{Kind, Metrics, OPERATION_KEY};
+use crate::web::reply::echo;
 pub use codec::Pool;
 pub use error::{error_body, http_status, ErrorBody, Failure};
 pub use routes::{BodyRule, Route};
@@ -122,6 +128,8 @@ pub enum Found<'g> {
 pub struct Gateway {
     pool: Pool,
     routes: Vec<Route>,
+    /// Indexes into `routes`, in the order `find` tries them.
+    order: Vec<usize>,
     verbs: HashSet<String>,
 }
 
@@ -216,9 +224,13 @@ impl Gateway {
             .iter()
             .filter_map(|r| r.template.verb().map(str::to_owned))
             .collect();
+        let mut order: Vec<usize> = (0..routes.len()).collect();
+        // Stable: equal keys keep proto order.
+        order.sort_by_cached_key(|&i| routes[i].template.precedence_key());
         Ok(Gateway {
             pool,
             routes,
+            order,
             verbs,
         })
     }
@@ -238,6 +250,29 @@ impl Gateway {
         &self.routes
     }
 
+    /// The routes in the order a request tries them (see the module
+    /// documentation): the route table printed at start-up.
+    pub fn routes_by_precedence(&self) -> impl Iterator<Item = &Route> {
+        self.order.iter().map(|&i| &self.routes[i])
+    }
+
+    /// One line per route, in the order a request tries them:
+    /// `GET /v1/{name=shelves/*} -> library.v1.Library.GetBook (walks /v1/shelves/*)`.
+    pub fn route_table(&self) -> Vec<String> {
+        self.routes_by_precedence()
+            .map(|r| {
+                format!(
+                    "{} {} -> {}.{} (walks {})",
+                    r.http_method,
+                    r.template.source(),
+                    r.service,
+                    r.method,
+                    r.template.walk()
+                )
+            })
+            .collect()
+    }
+
     /// The messages and enums of the files.
     pub fn pool(&self) -> &Pool {
         &self.pool
@@ -248,7 +283,7 @@ impl Gateway {
     pub fn find(&self, method: &http::Method, raw: &str) -> Found<'_> {
         let path = template::split_path(raw, |v| self.verbs.contains(v));
         let mut allowed = BTreeSet::new();
-        for route in &self.routes {
+        for route in self.routes_by_precedence() {
             if let Some(values) = route.template.matches(&path) {
                 if route.http_method == method {
                     return Found::Route(route, values);
@@ -287,6 +322,24 @@ impl Gateway {
             .then_some(other)
     }
 
+    /// The input message of `route` built from a request's body, query and
+    /// path values (as [`find`](Self::find) gave them), encoded: what the
+    /// method's handler receives. A failure is the 400 the client gets.
+    pub fn input_message(
+        &self,
+        route: &Route,
+        body: &[u8],
+        query: Option<&str>,
+        values: Vec<String>,
+    ) -> Result<Bytes, Failure> {
+        let input = route.input_json(&self.pool, body, query, values)?;
+        let bytes = self
+            .pool
+            .encode(&route.input, &input)
+            .map_err(|e| Failure::new(Code::InvalidArgument, "CODEC", e.0))?;
+        Ok(Bytes::from(bytes))
+    }
+
     /// Answers one request (the engine's fallback chain calls this).
     pub async fn serve(&self, c: &mut Context) {
         let (route, values) = match self.find(c.method(), c.path()) {
@@ -297,7 +350,7 @@ impl Gateway {
                 (route, values)
             }
             Found::NotFound => {
-                let message = format!("no route for {} {}", c.method(), c.path());
+                let message = format!("no route for {} {}", c.method(), echo(c.path()));
                 return fail(c, StatusCode::NOT_FOUND, "NOT_FOUND", &message);
             }
             Found::Redirect(mut location) => {
@@ -314,7 +367,7 @@ impl Gateway {
             }
             Found::MethodNotAllowed(allow) => {
                 c.set_header(ALLOW, &allow);
-                let message = format!("method {} not allowed on {}", c.method(), c.path());
+                let message = format!("method {} not allowed on {}", c.method(), echo(c.path()));
                 return fail(
                     c,
                     StatusCode::METHOD_NOT_ALLOWED,
@@ -326,12 +379,8 @@ impl Gateway {
         let answer = async {
             let values = values
                 .map_err(|e| Failure::new(Code::InvalidArgument, "INVALID_ARGUMENT", e.message))?;
-            let input = route.input_json(&self.pool, c.body(), c.uri().query(), values)?;
-            let bytes = self
-                .pool
-                .encode(&route.input, &input)
-                .map_err(|e| Failure::new(Code::InvalidArgument, "CODEC", e.0))?;
-            let framed = (route.handler)(Bytes::from(bytes)).await?;
+            let bytes = self.input_message(route, c.body(), c.uri().query(), values)?;
+            let framed = (route.handler)(bytes).await?;
             let message = framed
                 .get(crate::protocol::grpc::frame::HEADER_LEN..)
                 .unwrap_or_default();
@@ -350,7 +399,10 @@ impl Gateway {
         };
         match crate::web::peer::scope(c.client_ip(), answer).await {
             Ok(reply) => c.json(StatusCode::OK, &reply),
-            Err(f) => fail(c, f.http_status(), &f.reason, &f.message),
+            Err(f) => {
+                c.json(f.http_status(), &f.body());
+                c.abort();
+            }
         }
     }
 }

@@ -10,6 +10,10 @@
 //! Query keys are field paths (`a.b=x` sets a nested field), a repeated
 //! field takes `?p=A&p=B`, keys naming no field are ignored (as Kratos),
 //! and the path's variables are set last: the path wins over query and body.
+//! Every field path (template, `body`, query key) is read by proto or JSON
+//! name and kept in proto names, so `?pageSize=1&page_size=2` is one field
+//! given twice; an enum in the query or path is a name or a number the enum
+//! declares. No body at all is the empty message.
 
 use std::sync::Arc;
 
@@ -100,15 +104,16 @@ fn compile_one(
     handler: UnaryMethod,
     err: impl Fn(String) -> GatewayError,
 ) -> Result<Route, GatewayError> {
-    let template = Template::parse(&r.path).map_err(|e| err(e.to_string()))?;
+    let mut template = Template::parse(&r.path).map_err(|e| err(e.to_string()))?;
     let http_method = Method::from_bytes(r.method.as_bytes())
         .map_err(|_| err(format!("{:?} is not an HTTP method", r.method)))?;
     let in_msg = pool
         .message(input)
         .ok_or_else(|| err(format!("unknown input {input}")))?;
-    for v in template.variables() {
-        let f =
-            field_path(pool, in_msg, &v.field_path).map_err(|m| err(format!("{}: {m}", r.path)))?;
+    let mut bound: Vec<Vec<String>> = Vec::new();
+    for (i, v) in template.variables().to_vec().iter().enumerate() {
+        let (canonical, f) = resolve_path(pool, in_msg, &v.field_path)
+            .map_err(|m| err(format!("{}: {m}", r.path)))?;
         if f.label() == Label::Repeated {
             return Err(err(format!(
                 "{}: path field {} is repeated; path variables must be singular",
@@ -123,14 +128,24 @@ fn compile_one(
                 v.dotted()
             )));
         }
+        // `{authorInfo}` and `{author_info}` are one field: bound twice.
+        if bound.contains(&canonical) {
+            return Err(err(format!(
+                "{}: field {} is bound twice",
+                r.path,
+                canonical.join(".")
+            )));
+        }
+        bound.push(canonical.clone());
+        template.set_field_path(i, canonical);
     }
     let body = match r.body.as_str() {
         "" => BodyRule::None,
         "*" => BodyRule::All,
         name => {
-            top_field(in_msg, name)
+            let f = named_field(in_msg, name)
                 .ok_or_else(|| err(format!("body: unknown field `{name}` in {input}")))?;
-            BodyRule::Field(name.to_owned())
+            BodyRule::Field(f.name().to_owned())
         }
     };
     if body != BodyRule::None && http_method == Method::GET {
@@ -142,9 +157,9 @@ fn compile_one(
             let out_msg = pool
                 .message(output)
                 .ok_or_else(|| err(format!("unknown output {output}")))?;
-            top_field(out_msg, name)
+            let f = named_field(out_msg, name)
                 .ok_or_else(|| err(format!("response_body: unknown field `{name}` in {output}")))?;
-            Some(name.to_owned())
+            Some(f.name().to_owned())
         }
     };
     Ok(Route {
@@ -167,13 +182,31 @@ fn top_field<'a>(m: &'a DescriptorProto, name: &str) -> Option<&'a FieldDescript
     m.field.iter().find(|f| f.name() == name)
 }
 
+/// The field called `name` by its proto name or its JSON name: the proto3
+/// JSON mapping accepts both, and Google's transcoder resolves the field
+/// paths of a rule with the same lookup (`TypeHelper::ResolveFieldPath`).
+fn named_field<'a>(m: &'a DescriptorProto, name: &str) -> Option<&'a FieldDescriptorProto> {
+    top_field(m, name).or_else(|| m.field.iter().find(|f| f.json_name() == name))
+}
+
 /// The field a dotted path names, through singular message fields.
 pub(super) fn field_path<'a>(
     pool: &'a Pool,
-    mut m: &'a DescriptorProto,
+    m: &'a DescriptorProto,
     path: &[String],
 ) -> Result<&'a FieldDescriptorProto, String> {
+    resolve_path(pool, m, path).map(|(_, f)| f)
+}
+
+/// The field a dotted path names (each step by proto or JSON name) and the
+/// path in proto names, through singular message fields.
+fn resolve_path<'a>(
+    pool: &'a Pool,
+    mut m: &'a DescriptorProto,
+    path: &[String],
+) -> Result<(Vec<String>, &'a FieldDescriptorProto), String> {
     let mut f = None;
+    let mut canonical = Vec::with_capacity(path.len());
     for (i, name) in path.iter().enumerate() {
         if let Some(prev) = f {
             let prev: &FieldDescriptorProto = prev;
@@ -187,15 +220,18 @@ pub(super) fn field_path<'a>(
                 .message(prev.type_name())
                 .ok_or_else(|| format!("unknown message {}", prev.type_name()))?;
         }
-        f = Some(top_field(m, name).ok_or_else(|| {
+        let found = named_field(m, name).ok_or_else(|| {
             format!(
                 "unknown field `{}` in message {}",
                 path[..=i].join("."),
                 m.name()
             )
-        })?);
+        })?;
+        canonical.push(found.name().to_owned());
+        f = Some(found);
     }
-    f.ok_or_else(|| "empty field path".to_owned())
+    let f = f.ok_or_else(|| "empty field path".to_owned())?;
+    Ok((canonical, f))
 }
 
 /// A 400 in Kratos shape.
@@ -216,8 +252,14 @@ impl Route {
             .message(&self.input)
             .ok_or_else(|| Failure::new(Code::Internal, "INTERNAL", "input message not known"))?;
         // "request body must be a JSON object {username, password}: …", as
-        // the hand-written routes said it (the README quotes it).
+        // the hand-written routes said it (the README quotes it). No body at
+        // all is the empty message, as Google's transcoder (`"{}"` when it
+        // saw no input), grpc-gateway and Envoy read it; a body of only
+        // whitespace is still invalid JSON.
         let object = |m: &DescriptorProto| {
+            if body.is_empty() {
+                return Ok(Map::new());
+            }
             let names: Vec<&str> = m.field.iter().map(|f| f.json_name()).collect();
             let shape = format!("{{{}}}", names.join(", "));
             let known = |k: &str| m.field.iter().any(|f| f.json_name() == k || f.name() == k);
@@ -231,6 +273,7 @@ impl Route {
         let mut root = match &self.body {
             BodyRule::None => Map::new(),
             BodyRule::All => object(input)?,
+            BodyRule::Field(_) if body.is_empty() => Map::new(),
             BodyRule::Field(name) => {
                 let f = top_field(input, name).expect("checked at start-up");
                 let message = (f.r#type() == Type::Message && f.label() != Label::Repeated)
@@ -247,30 +290,39 @@ impl Route {
             }
         };
         if self.body != BodyRule::All {
-            let mut seen: Vec<String> = Vec::new();
+            // Fields set so far, by proto-name path: `pageSize` and
+            // `page_size` are one field, given twice.
+            let mut seen: Vec<(String, String)> = Vec::new();
             for (key, value) in urlenc::pairs(query.unwrap_or("")) {
                 let path: Vec<String> = key.split('.').map(str::to_owned).collect();
+                let canonical = resolve_path(pool, input, &path).ok().map(|(c, _)| c);
                 let bound_by_path = self
                     .template
                     .variables()
                     .iter()
-                    .any(|v| v.field_path == path);
-                let in_body = matches!(&self.body, BodyRule::Field(b) if *b == path[0]);
+                    .any(|v| Some(&v.field_path) == canonical.as_ref());
+                let in_body = matches!(&self.body, BodyRule::Field(b)
+                    if named_field(input, &path[0]).is_some_and(|f| f.name() == b));
                 if bound_by_path || in_body {
                     continue;
                 }
-                let repeated = set(pool, input, &mut root, &path, value.into_owned(), true)
+                let set = set(pool, input, &mut root, &path, value.into_owned(), true)
                     .map_err(|m| bad("INVALID_ARGUMENT", format!("query parameter {key}: {m}")))?;
-                if repeated == Some(false) {
-                    if seen.contains(&key.to_string()) {
+                if let Some((false, field)) = set {
+                    if let Some((_, first)) = seen.iter().find(|(f, _)| *f == field) {
+                        let also = if *first == key {
+                            String::new()
+                        } else {
+                            format!(" ({first} and {key} name the same field)")
+                        };
                         return Err(bad(
                             "INVALID_ARGUMENT",
                             format!(
-                                "query parameter {key}: given twice, but the field is not repeated"
+                                "query parameter {key}: given twice, but the field is not repeated{also}"
                             ),
                         ));
                     }
-                    seen.push(key.into_owned());
+                    seen.push((field, key.into_owned()));
                 }
             }
         }
@@ -288,7 +340,8 @@ impl Route {
 
 /// Sets the field at `path` to the text `raw` (appending, for a repeated
 /// field from the query). `Ok(None)`: the path names no field and is
-/// ignored (query only); otherwise `Ok(Some(repeated))`.
+/// ignored (query only); otherwise `Ok(Some((repeated, field)))`, the
+/// field's path in proto names (`page_size` for `pageSize`).
 fn set<'a>(
     pool: &'a Pool,
     mut m: &'a DescriptorProto,
@@ -296,8 +349,9 @@ fn set<'a>(
     path: &[String],
     raw: String,
     from_query: bool,
-) -> Result<Option<bool>, String> {
+) -> Result<Option<(bool, String)>, String> {
     let mut object = root;
+    let mut canonical: Vec<&str> = Vec::with_capacity(path.len());
     for (i, name) in path.iter().enumerate() {
         let Some(f) = m
             .field
@@ -306,6 +360,7 @@ fn set<'a>(
         else {
             return Ok(None); // unknown: ignored, as Kratos does
         };
+        canonical.push(f.name());
         // One key per field: the proto name (a body may have used the JSON name).
         if f.json_name() != f.name() {
             if let Some(v) = object.remove(f.json_name()) {
@@ -344,6 +399,7 @@ fn set<'a>(
                 "false" => Value::Bool(false),
                 other => return Err(format!("expected true or false, found {other:?}")),
             },
+            Type::Enum => enum_value(pool, f, raw)?,
             _ => Value::String(raw),
         };
         let repeated = f.label() == Label::Repeated;
@@ -357,7 +413,28 @@ fn set<'a>(
         } else {
             object.insert(f.name().to_owned(), value);
         }
-        return Ok(Some(repeated));
+        return Ok(Some((repeated, canonical.join("."))));
     }
     Ok(None)
+}
+
+/// An enum value written in a query or path: its name or its number, as
+/// the proto3 JSON mapping accepts both, and only a value the enum
+/// declares (grpc-gateway's `runtime/query.go` looks up the name, then the
+/// number, and refuses anything else).
+fn enum_value(pool: &Pool, f: &FieldDescriptorProto, raw: String) -> Result<Value, String> {
+    let e = pool
+        .enumeration(f.type_name())
+        .ok_or_else(|| format!("enum {} is not known", f.type_name()))?;
+    if e.value.iter().any(|v| v.name() == raw) {
+        return Ok(Value::String(raw));
+    }
+    let number = raw.parse::<i32>().ok();
+    match e.value.iter().find(|v| Some(v.number()) == number) {
+        Some(v) => Ok(Value::String(v.name().to_owned())),
+        None => Err(format!(
+            "{raw:?} is not a value of {} (a name or a number it declares)",
+            e.name()
+        )),
+    }
 }

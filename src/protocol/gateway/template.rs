@@ -22,6 +22,10 @@
 //!   `%2f` as they are, so the captured `/`s are the real separators.
 //!   A malformed escape or a value that is not UTF-8 is a [`MatchError`].
 //! - Literals are compared with the raw (still encoded) request segment.
+//!   They hold RFC 3986 `pchar`s but `*` and `:`; a `%` must start a
+//!   `%XX` escape (else a start-up error).
+//! - Of several templates matching one request, [`Template::precedence_key`]
+//!   ranks them as Google's transcoder walks its trie.
 //! - The verb (`:undelete`) is split off the request's last segment by the
 //!   caller ([`split_path`]), and only when some route declares that verb:
 //!   a template with a verb matches only requests with that verb, one
@@ -182,6 +186,61 @@ impl Template {
         out
     }
 
+    /// Sets variable `i`'s field path: the routes resolve a path written
+    /// with JSON names (`{book.authorInfo}`) to proto names once, at start-up.
+    pub(super) fn set_field_path(&mut self, i: usize, path: Vec<String>) {
+        if let Some(v) = self.variables.get_mut(i) {
+            v.field_path = path;
+        }
+    }
+
+    /// The template's rank among templates that match the same request,
+    /// as Google's transcoder decides it: its trie walk
+    /// (`path_matcher_node.cc`, `LookupPath`) tries at each segment the
+    /// literal child, then `*`, then `**`, and backtracks. One entry per
+    /// segment (0 a literal, 1 `*`, 2 `**`; a variable counts by its
+    /// sub-template) and the verb as one more literal: of two templates
+    /// that match, the smaller key wins, so the leftmost segment where they
+    /// differ decides, and one that ends where the other goes on with a
+    /// `**` matching nothing wins. Equal keys: the caller's order decides.
+    pub fn precedence_key(&self) -> Vec<u8> {
+        let mut key: Vec<u8> = self
+            .segments
+            .iter()
+            .map(|s| match s {
+                Segment::Literal(_) => 0,
+                Segment::One => 1,
+                Segment::Rest => 2,
+            })
+            .collect();
+        if self.verb.is_some() {
+            key.push(0);
+        }
+        key
+    }
+
+    /// The segments the matcher walks, variables replaced by their
+    /// sub-templates (`/v1/{name=shelves/*}:get` walks `/v1/shelves/*:get`).
+    pub fn walk(&self) -> String {
+        let mut out = String::new();
+        for s in &self.segments {
+            out.push('/');
+            match s {
+                Segment::Literal(l) => out.push_str(l),
+                Segment::One => out.push('*'),
+                Segment::Rest => out.push_str("**"),
+            }
+        }
+        if out.is_empty() {
+            out.push('/');
+        }
+        if let Some(verb) = &self.verb {
+            out.push(':');
+            out.push_str(verb);
+        }
+        out
+    }
+
     /// Matches `path`; on success returns each variable's decoded value,
     /// in the order of [`variables`](Self::variables).
     pub fn matches(&self, path: &RequestPath<'_>) -> Option<Result<Vec<String>, MatchError>> {
@@ -257,10 +316,30 @@ fn decode(raw: &str, keep_slash: bool) -> Result<String, String> {
     String::from_utf8(out).map_err(|_| "percent-decoded value is not UTF-8".to_owned())
 }
 
-/// Characters a literal or verb may hold: RFC 3986 unreserved and
-/// sub-delims, `@`, and `%` escapes; never `/ { } = * : ? #`.
+/// Characters a literal or verb may hold: RFC 3986's `pchar` (unreserved,
+/// sub-delims, `@`, `%` escapes), minus the two the template grammar
+/// reserves: `*` (a wildcard segment) and `:` (the verb). `=` is a
+/// sub-delim like `&` or `;`, so it is text here too; it is special only
+/// right after a variable's field path. Never `/ { } ? #` or spaces.
 fn literal_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "-._~!$&'()+,;@%".contains(c)
+    c.is_ascii_alphanumeric() || "-._~!$&'()+,;=@%".contains(c)
+}
+
+/// A literal's `%` must start a `pct-encoded` triplet (RFC 3986 §2.1:
+/// `"%" HEXDIG HEXDIG`); `/%`, `/%2` and `/a%2z` can never equal a
+/// well-formed request segment, so they are refused, not silently dead.
+fn check_escapes(literal: &str) -> Result<(), String> {
+    let bytes = literal.as_bytes();
+    for (i, _) in literal.match_indices('%') {
+        let hex = bytes.get(i + 1..i + 3);
+        if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+            let bad: String = literal[i..].chars().take(3).collect();
+            return Err(format!(
+                "{bad:?} in literal {literal:?} is not a percent escape (`%` and two hex digits)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 struct Parser<'a> {
@@ -305,9 +384,10 @@ impl<'a> Parser<'a> {
         if let Some(verb) = verb {
             if verb.is_empty() || !verb.chars().all(literal_char) {
                 return Err(self.error(format!(
-                    "verb {verb:?} must be a non-empty literal (letters, digits, -._~!$&'()+,;@)"
+                    "verb {verb:?} must be a non-empty literal (letters, digits, -._~!$&'()+,;=@)"
                 )));
             }
+            check_escapes(verb).map_err(|m| self.error(m))?;
         }
         self.chars = body.chars().collect();
         if !self.chars.is_empty() {
@@ -385,6 +465,7 @@ impl<'a> Parser<'a> {
                     });
                 }
                 let literal: String = self.chars[start..self.pos].iter().collect();
+                check_escapes(&literal).map_err(|m| self.error(m))?;
                 self.segments.push(Segment::Literal(literal));
                 Ok(())
             }

@@ -11,7 +11,7 @@ fn proto(rpcs: &str) -> String {
     format!(
         "syntax = \"proto3\";\npackage t.v1;\nimport \"google/api/annotations.proto\";\n\
          message Item {{ string id = 1; string name = 2; repeated string tags = 3; \
-         Inner inner = 4; map<string, string> labels = 5; }}\n\
+         Inner inner = 4; map<string, string> labels = 5; string display_name = 6; }}\n\
          message Inner {{ string note = 1; }}\n\
          service S {{\n{rpcs}\n}}\n"
     )
@@ -147,6 +147,8 @@ fn bad_rules_are_startup_errors_naming_file_line_and_method() {
         (rule("get: \"/v1/{tags}\""), 9, "path field tags is repeated; path variables must be singular"),
         (rule("get: \"/v1/{inner}\""), 9, "path field inner is a message; path variables must be scalars"),
         (rule("get: \"/v1/{id.x}\""), 9, "id is not a singular message field"),
+        (rule("get: \"/v1/{display_name}/{displayName}\""), 9, "field display_name is bound twice"),
+        (rule("get: \"/v1/a%2z\""), 9, "\"%2z\" in literal \"a%2z\" is not a percent escape"),
         (rule("get: \"/v1/**/x\""), 9, "path template \"/v1/**/x\": `**` must be the last segment"),
         (rule("post: \"/v1/x\" body: \"nope\""), 9, "body: unknown field `nope` in .t.v1.Item"),
         (rule("get: \"/v1/x\" response_body: \"nope\""), 9, "response_body: unknown field `nope`"),
@@ -167,6 +169,66 @@ fn bad_rules_are_startup_errors_naming_file_line_and_method() {
         );
         assert!(text.contains(want), "{rpcs}\n=> {text}");
     }
+}
+
+/// Route precedence as Google's transcoder decides it: among the routes of
+/// the request's method that match, the leftmost segment where templates
+/// differ decides (literal, then `*`, then `**`; a verb is one more
+/// literal); proto order only between templates of the same shape. Each
+/// pair is declared loser first, so proto order alone would pick wrong.
+#[test]
+fn route_precedence_is_the_leftmost_difference_not_proto_order() {
+    let rule = |name: &str, path: &str| {
+        format!("rpc {name} (Item) returns (Item) {{ option (google.api.http) = {{ get: \"{path}\" }}; }}\n")
+    };
+    let g = gateway(
+        &[
+            rule("StarBC", "/p/{id}/b/c"),
+            rule("AStarStar", "/p/a/{id}/{name}"),
+            rule("V1Star", "/v1/{id}"),
+            rule("V1Foo", "/v1/foo"),
+            rule("RestAll", "/r/{id=**}"),
+            rule("RestB", "/r/{id=b/**}"),
+            rule("SRest", "/s/{id=**}"),
+            rule("SOne", "/s/{id}"),
+            rule("TRest", "/t/**"),
+            rule("TEnd", "/t"),
+            rule("SameA", "/u/{id}"),
+            rule("SameB", "/u/{name}"),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let cases = [
+        ("/p/a/b/c", "AStarStar [\"b\", \"c\"]"),
+        ("/p/x/b/c", "StarBC [\"x\"]"),
+        ("/v1/foo", "V1Foo []"),
+        ("/v1/bar", "V1Star [\"bar\"]"),
+        ("/r/b/c", "RestB [\"b/c\"]"),
+        ("/r/x/c", "RestAll [\"x/c\"]"),
+        ("/s/x", "SOne [\"x\"]"),
+        ("/s/x/y", "SRest [\"x/y\"]"),
+        ("/t", "TEnd []"),
+        ("/t/x", "TRest []"),
+        ("/u/x", "SameA [\"x\"]"),
+    ];
+    for (path, want) in cases {
+        assert_eq!(find(&g, Method::GET, path), want, "GET {path}");
+    }
+    let table = g.route_table();
+    let pos = |m: &str| {
+        table
+            .iter()
+            .position(|l| l.contains(&format!(".{m} ")))
+            .unwrap()
+    };
+    assert!(pos("AStarStar") < pos("StarBC"), "{table:#?}");
+    assert!(pos("V1Foo") < pos("V1Star"), "{table:#?}");
+    assert!(pos("SameA") < pos("SameB"), "{table:#?}");
+    assert!(
+        table.contains(&"GET /r/{id=b/**} -> t.v1.S.RestB (walks /r/b/**)".to_owned()),
+        "{table:#?}"
+    );
 }
 
 #[test]

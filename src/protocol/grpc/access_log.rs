@@ -6,7 +6,7 @@
 //! the line is written by a body wrapper when that frame passes through, and
 //! it always carries the real `grpc-status`:
 //!
-//! `[grpc] 2026/11/21 - 23:59:01 | OK | 1.234ms | 127.0.0.1 | /helloworld.v1.Greeter/SayHello`
+//! `[grpc] 2026/11/21 - 23:59:01 | OK | 1.234ms | 127.0.0.1 | /helloworld.v1.Greeter/SayHello | trace_id=4bf9…4736`
 //!
 //! The same moment counts the call in the method's metrics series, when the
 //! server has a registry ([`crate::web::metrics`]): `code` is the number of
@@ -28,6 +28,7 @@ use super::status::Code;
 use crate::types::{Body, BoxError};
 use crate::web::metrics::Operation;
 use crate::web::middleware::LOG_TARGET_MAX;
+use crate::web::tracecontext::{self, TraceContext};
 use crate::web::{log, timefmt};
 
 /// What the log line needs to know about one call.
@@ -37,6 +38,9 @@ struct Call {
     remote: SocketAddr,
     path: String,
     operation: Option<Arc<Operation>>,
+    /// The call's trace, taken when it starts: the line is written later,
+    /// by the body, outside the call's task-local scope.
+    trace: Option<TraceContext>,
 }
 
 impl Call {
@@ -57,6 +61,10 @@ impl Call {
                 self.remote.ip()
             );
             log::push_capped(buf, &self.path, LOG_TARGET_MAX);
+            if let Some(trace) = &self.trace {
+                buf.extend_from_slice(b" | trace_id=");
+                trace.push_trace_id(buf);
+            }
             buf.push(b'\n');
         });
     }
@@ -94,6 +102,7 @@ pub fn wrap(
         remote,
         path: path.to_owned(),
         operation,
+        trace: tracecontext::current(),
     };
     if let Some(outcome) = outcome(response.headers()) {
         call.write(&outcome, code(response.headers())); // Trailers-Only

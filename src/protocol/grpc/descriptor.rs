@@ -18,21 +18,28 @@
 //!   `option (google.api.http) = { ... };` (a text-format literal: `get`,
 //!   `put`, `post`, `delete`, `patch`, `custom { kind path }`, `body`,
 //!   `response_body`, one level of `additional_bindings`);
-//! - `extend google.protobuf.MethodOptions { ... }`, which
-//!   `google/api/annotations.proto` needs.
+//! - `extend google.protobuf.MethodOptions { ... }` and `FieldOptions`, which
+//!   `google/api/annotations.proto` and `buf/validate/validate.proto` need;
+//! - the field options `[(buf.validate.field)...]` of protovalidate (the
+//!   subset in [`FieldRules`]), checked and kept as [`ParsedFile::field_rules`];
+//! - leading comments (`//` lines right above an element), kept as
+//!   [`ParsedFile::docs`] for the OpenAPI document;
+//! - string escapes `\\`, `\"`, `\'`, `\n`, `\r`, `\t`, `\xHH`.
 //!
 //! Not supported (error naming `file:line`): `optional`, `reserved`,
-//! `extensions`, field, enum and message options, other method options,
-//! `import public`/`weak`, proto2, string escapes.
+//! `extensions`, other field options, enum and message options, other
+//! method options, `import public`/`weak`, proto2.
 //!
 //! Names are resolved as protoc does: from the innermost scope outwards, in
 //! the file and in the files it imports ([`parse_files`]). The one import
 //! that need not be in the set is `google/protobuf/descriptor.proto` (every
 //! protobuf runtime has it built in; only `extend` refers to it).
 
+mod field_rules;
 mod http_option;
 mod lexer;
 mod parser;
+pub mod pattern;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -55,8 +62,47 @@ pub const GOOGLE_API_FILES: [(&str, &str); 2] = [
     ),
 ];
 
+/// protovalidate's `buf/validate/validate.proto` (the subset of the rules
+/// this parser enforces, see [`FieldRules`]), for files whose fields carry
+/// `(buf.validate.field)` options.
+pub const VALIDATE_FILE: (&str, &str) = (
+    VALIDATE_IMPORT,
+    include_str!("../../../proto/buf/validate/validate.proto"),
+);
+
 /// Imports every protobuf runtime has built in; they need not be in the set.
 pub const WELL_KNOWN_IMPORTS: [&str; 1] = ["google/protobuf/descriptor.proto"];
+
+/// The import a file with `(buf.validate.field)` options needs.
+pub const VALIDATE_IMPORT: &str = "buf/validate/validate.proto";
+
+/// The constraints of one field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldRules {
+    /// The message, fully qualified with a leading dot (`.helloworld.v1.HelloRequest`).
+    pub message: String,
+    /// The field's name in the `.proto`.
+    pub field: String,
+    /// Line of the field.
+    pub line: usize,
+    /// `required`: the field may not hold its zero value (proto3 fields
+    /// without presence).
+    pub required: bool,
+    /// `string.min_len`, in characters.
+    pub min_len: Option<u64>,
+    /// `string.max_len`, in characters.
+    pub max_len: Option<u64>,
+    /// `string.min_bytes`, in UTF-8 bytes.
+    pub min_bytes: Option<u64>,
+    /// `string.max_bytes`, in UTF-8 bytes.
+    pub max_bytes: Option<u64>,
+    /// `string.pattern`.
+    pub pattern: Option<pattern::Pattern>,
+    /// `<int>.gte`.
+    pub gte: Option<i64>,
+    /// `<int>.lte`.
+    pub lte: Option<i64>,
+}
 
 /// Why a `.proto` source was rejected: file, line and what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,13 +152,20 @@ pub struct MethodHttpRule {
     pub rule: HttpRule,
 }
 
-/// A parsed file: its descriptor and the HTTP rules of its methods.
+/// A parsed file: its descriptor, the HTTP rules of its methods, the
+/// validation rules of its fields and the leading comments of its elements.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedFile {
     /// The descriptor, references resolved to `.package.Name`.
     pub descriptor: FileDescriptorProto,
     /// One entry per method that has a `google.api.http` option.
     pub http_rules: Vec<MethodHttpRule>,
+    /// One entry per field that has `(buf.validate.field)` options.
+    pub field_rules: Vec<FieldRules>,
+    /// Leading comments by fully qualified element name with a leading dot:
+    /// `.helloworld.v1.HelloRequest`, `.helloworld.v1.HelloRequest.name`,
+    /// `.helloworld.v1.Greeter`, `.helloworld.v1.Greeter.SayHello`.
+    pub docs: HashMap<String, String>,
 }
 
 /// Parses `source` (named `file_name` in the descriptor, e.g.
@@ -161,12 +214,17 @@ pub fn parse_files(files: &[(&str, &str)]) -> Result<Vec<ParsedFile>, ProtoError
 }
 
 fn parse_unresolved(file_name: &str, source: &str) -> Result<ParsedFile, ProtoError> {
-    let tokens = lexer::tokenize(file_name, source)?;
+    let (tokens, comments) = lexer::tokenize(file_name, source)?;
     let mut p = Parser {
         file: file_name,
         tokens,
         pos: 0,
         rules: Vec::new(),
+        comments,
+        scope: String::new(),
+        docs: HashMap::new(),
+        field_rules: Vec::new(),
+        imports_validate: false,
     };
     let mut fd = FileDescriptorProto {
         name: Some(file_name.to_owned()),
@@ -176,6 +234,8 @@ fn parse_unresolved(file_name: &str, source: &str) -> Result<ParsedFile, ProtoEr
     Ok(ParsedFile {
         descriptor: fd,
         http_rules: p.rules,
+        field_rules: p.field_rules,
+        docs: p.docs,
     })
 }
 

@@ -3,6 +3,7 @@
 //!
 //! - [`frame`]: the 5-byte length prefix and a two-phase decoder.
 //! - [`status`]: status codes, `grpc-status` / percent-encoded `grpc-message`.
+//! - [`details`]: `grpc-status-details-bin` (`google.rpc.ErrorInfo`, `BadRequest`).
 //! - [`timeout`]: the `grpc-timeout` header and the call deadline.
 //! - [`compression`]: `identity` and `gzip` messages, negotiated per call.
 //! - [`body`]: response bodies (DATA then trailers) and Trailers-Only errors.
@@ -13,11 +14,13 @@
 //! - [`drift`]: checks hand-written prost structs against a parsed `.proto`.
 //! - [`reflection`]: the server reflection service (v1 and v1alpha).
 //! - [`health`]: the standard health service (`grpc.health.v1.Health`).
+//! - [`web`]: gRPC-Web (binary and base64 text) on an HTTP/1.1 port.
 
 pub mod access_log;
 pub mod body;
 pub mod compression;
 pub mod descriptor;
+pub mod details;
 pub mod drift;
 pub mod frame;
 pub mod health;
@@ -26,6 +29,7 @@ pub mod server;
 pub mod status;
 pub mod stream;
 pub mod timeout;
+pub mod web;
 
 pub use frame::{Frame, FrameError};
 pub use server::{unary, Builder, Options, Server, Sink, Streaming};

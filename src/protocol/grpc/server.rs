@@ -491,7 +491,9 @@ fn call_streaming(
     }
     let sink = Sink::new(tx.clone(), gzip);
     let due = deadline.and_then(|d| Some((Instant::now().checked_add(d)?, d)));
-    tokio::spawn(async move {
+    // The handler's task keeps the call's trace.
+    let trace = crate::web::tracecontext::current();
+    tokio::spawn(crate::web::tracecontext::scope_opt(trace, async move {
         let _slot = slot;
         // A stream is driven by its own task (the response body is read
         // while the handler still runs); a panic ends the call with
@@ -504,6 +506,6 @@ fn call_streaming(
             .write_to(&mut trailers);
         // If the client is gone there is nobody to tell.
         let _ = tx.send(HttpFrame::trailers(trailers)).await;
-    });
+    }));
     response
 }

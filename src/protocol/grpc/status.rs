@@ -11,10 +11,17 @@
 //! [`MAX_GRPC_MESSAGE`] bytes once encoded, cut at a character boundary and
 //! ended with `…`. A header that size passes every client's header-list
 //! limit (8–16 KiB typically), and 1 KiB is plenty for a message a person reads.
+//!
+//! Every error also carries `grpc-status-details-bin` ([`super::details`]):
+//! a `google.rpc.Status` whose `ErrorInfo` holds the reason a program
+//! matches on (the code's name when the status was made without one, with
+//! the framework's domain) and, for invalid fields, a `BadRequest`.
 
 use std::fmt;
 
 use http::{HeaderMap, HeaderValue};
+
+use super::details::{ErrorDetails, FRAMEWORK_DOMAIN};
 
 /// The canonical gRPC status codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,13 +99,17 @@ impl Code {
     }
 }
 
-/// A call's outcome: code plus human-readable message.
+/// A call's outcome: code plus human-readable message, and the details a
+/// program reads (reason, domain, metadata, invalid fields).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
     /// The status code.
     pub code: Code,
     /// The message (plain text; encoded only on the wire).
     pub message: String,
+    /// Reason, domain, metadata and field violations (`None`: the code's
+    /// name under [`FRAMEWORK_DOMAIN`]).
+    pub details: Option<Box<ErrorDetails>>,
 }
 
 impl Status {
@@ -107,7 +118,14 @@ impl Status {
         Status {
             code,
             message: message.into(),
+            details: None,
         }
+    }
+
+    /// This status with its error details.
+    pub fn with_details(mut self, details: ErrorDetails) -> Status {
+        self.details = Some(Box::new(details));
+        self
     }
 
     /// Success.
@@ -135,14 +153,32 @@ impl Status {
         Status::new(Code::Internal, message)
     }
 
-    /// Writes `grpc-status` and (when non-empty) `grpc-message` into
-    /// `headers`; the message is capped at [`MAX_GRPC_MESSAGE`] encoded bytes.
+    /// Writes `grpc-status`, (when non-empty) `grpc-message` and, for an
+    /// error, `grpc-status-details-bin` into `headers`; the message is
+    /// capped at [`MAX_GRPC_MESSAGE`] encoded bytes, in both.
     pub(crate) fn write_to(&self, headers: &mut HeaderMap) {
         headers.insert("grpc-status", HeaderValue::from(self.code as u16));
+        let capped = capped_percent_encode(&self.message);
         if !self.message.is_empty() {
-            if let Ok(value) = HeaderValue::from_str(&capped_percent_encode(&self.message)) {
+            if let Ok(value) = HeaderValue::from_str(&capped) {
                 headers.insert("grpc-message", value);
             }
+        }
+        if self.code != Code::Ok {
+            let framework;
+            let details = match &self.details {
+                Some(d) => d.as_ref(),
+                None => {
+                    framework = ErrorDetails {
+                        reason: self.code.name().to_owned(),
+                        domain: FRAMEWORK_DOMAIN.to_owned(),
+                        ..ErrorDetails::default()
+                    };
+                    &framework
+                }
+            };
+            let message = percent_decode(capped.as_bytes());
+            details.write_to(self.code as i32, &message, headers);
         }
     }
 
@@ -264,6 +300,31 @@ mod tests {
         Status::ok().write_to(&mut headers);
         assert_eq!(headers["grpc-status"], "0");
         assert!(headers.get("grpc-message").is_none());
+        assert!(headers.get(super::super::details::HEADER).is_none());
+    }
+
+    #[test]
+    fn every_error_carries_details_with_the_code_name_as_reason_when_none_was_given() {
+        let mut headers = HeaderMap::new();
+        Status::unimplemented("unknown method").write_to(&mut headers);
+        let (status, details) = ErrorDetails::from_headers(&headers).unwrap();
+        assert_eq!(
+            (status.code, status.message.as_str()),
+            (12, "unknown method")
+        );
+        assert_eq!(details.reason, "UNIMPLEMENTED");
+        assert_eq!(details.domain, FRAMEWORK_DOMAIN);
+
+        let given = ErrorDetails {
+            reason: "USER_ALREADY_EXISTS".into(),
+            domain: "helloworld.v1.Greeter".into(),
+            ..ErrorDetails::default()
+        };
+        let mut headers = HeaderMap::new();
+        Status::already_exists("taken")
+            .with_details(given.clone())
+            .write_to(&mut headers);
+        assert_eq!(ErrorDetails::from_headers(&headers).unwrap().1, given);
     }
 
     #[test]

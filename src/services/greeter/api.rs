@@ -5,7 +5,7 @@
 use prost_types::FileDescriptorProto;
 
 use crate::protocol::grpc::descriptor::{
-    parse_files, parse_proto, ParsedFile, ProtoError, GOOGLE_API_FILES,
+    parse_files, parse_proto, ParsedFile, ProtoError, GOOGLE_API_FILES, VALIDATE_FILE,
 };
 
 /// Path of the `.proto` file inside the `proto/` root, as reflection names it.
@@ -35,12 +35,12 @@ pub fn file_descriptor() -> Result<FileDescriptorProto, ProtoError> {
     parse_proto(PROTO_FILE, PROTO_SOURCE)
 }
 
-/// `greeter.proto` and the google/api files it imports, parsed together
-/// (what reflection serves and what the HTTP routes are derived from);
-/// `greeter.proto` comes first.
+/// `greeter.proto` and the files it imports (google/api, buf/validate),
+/// parsed together (what reflection serves, what the HTTP routes and the
+/// input rules are derived from); `greeter.proto` comes first.
 pub fn parsed_files() -> Result<Vec<ParsedFile>, ProtoError> {
     let [annotations, http] = GOOGLE_API_FILES;
-    parse_files(&[(PROTO_FILE, PROTO_SOURCE), annotations, http])
+    parse_files(&[(PROTO_FILE, PROTO_SOURCE), annotations, http, VALIDATE_FILE])
 }
 
 /// Title, version and description of the greeter's OpenAPI document.

@@ -16,6 +16,18 @@
 //! networks, addresses and drivers are allowed) is checked afterwards by
 //! [`Config::from_yaml`], again naming the key.
 //!
+//! Each listener may add `tls: { cert_file: server.pem, key_file: server.key }`
+//! (not a Kratos key): that port then serves TLS, HTTPS or gRPC over TLS.
+//!
+//! `server.http.cors` (optional, not a Kratos key) lets pages of other
+//! origins call the HTTP API and gRPC-Web ([`crate::web::cors`]):
+//!
+//! ```yaml
+//! server:
+//!   http:
+//!     cors: { allowed_origins: ["https://app.example.com"], max_age: 10m }
+//! ```
+//!
 //! Durations use Go's notation (`1s`, `0.2s`, `500ms`, `1m`, `1h30m`); a
 //! timeout of `0` switches that time-out off, as it does in Kratos.
 //!
@@ -40,6 +52,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config;
+use crate::web::cors::{Cors, CorsConfig};
 
 /// Networks a server can listen on (Go's names; `tcp` picks from the address).
 const SERVER_NETWORKS: [&str; 3] = ["tcp", "tcp4", "tcp6"];
@@ -110,6 +123,26 @@ pub struct Listener {
     /// `timeout`: per-request time-out; `None` when configured as `0`.
     #[serde(deserialize_with = "config::timeout")]
     pub timeout: Option<Duration>,
+    /// `tls` (optional, not a Kratos key): serve TLS with these files;
+    /// absent, the listener is cleartext.
+    #[serde(default)]
+    pub tls: Option<TlsFiles>,
+    /// `cors` (optional, `server.http` only): which other origins' pages
+    /// may call the HTTP API and gRPC-Web; absent, no CORS headers at all.
+    #[serde(default)]
+    pub cors: Option<CorsConfig>,
+}
+
+/// `server.http.tls` / `server.grpc.tls`: a PEM certificate chain and its
+/// PEM private key. Relative paths start at the working directory; both
+/// are read again on SIGHUP.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFiles {
+    /// `cert_file`: the certificate chain, leaf first.
+    pub cert_file: std::path::PathBuf,
+    /// `key_file`: the private key (PKCS#8, RSA or EC).
+    pub key_file: std::path::PathBuf,
 }
 
 /// `data.*`.
@@ -218,6 +251,9 @@ pub enum ConfigError {
     InvalidSocketPath { value: String },
     /// A cache time-out of 0 where the cache is used.
     ZeroCacheTimeout { key: &'static str },
+    /// A `server.http.cors` setting that cannot be served, or `cors` under
+    /// `server.grpc` (browsers reach the gRPC side through the HTTP port).
+    Cors { key: String, message: String },
 }
 
 impl fmt::Display for ConfigError {
@@ -278,6 +314,7 @@ impl fmt::Display for ConfigError {
                 f,
                 "{key}: must be above 0 with the postgres driver, which uses the cache"
             ),
+            ConfigError::Cors { key, message } => write!(f, "{key}: {message}"),
         }
     }
 }
@@ -298,6 +335,16 @@ impl From<config::Error> for ConfigError {
 }
 
 impl Config {
+    /// The CORS middleware of `server.http.cors`, if configured (checked by
+    /// [`Config::from_yaml`], so a loaded config never fails here).
+    pub fn cors(&self) -> Option<Cors> {
+        self.server
+            .http
+            .cors
+            .as_ref()
+            .and_then(|c| Cors::new(c).ok())
+    }
+
     /// Reads and checks the file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         config::load::<Config>(path)?.checked()
@@ -326,6 +373,20 @@ impl Config {
     fn checked(mut self) -> Result<Config, ConfigError> {
         self.server.http.check("server.http")?;
         self.server.grpc.check("server.grpc")?;
+        if let Some(cors) = &self.server.http.cors {
+            Cors::new(cors).map_err(|e| ConfigError::Cors {
+                key: format!("server.http.cors.{}", e.key),
+                message: e.message,
+            })?;
+        }
+        if self.server.grpc.cors.is_some() {
+            return Err(ConfigError::Cors {
+                key: "server.grpc.cors".into(),
+                message: "CORS applies to server.http only (browsers call the gRPC methods \
+                          through gRPC-Web on the HTTP port)"
+                    .into(),
+            });
+        }
         let database = &mut self.data.database;
         let value = database.driver.as_str();
         if !DRIVERS.contains(&value) {

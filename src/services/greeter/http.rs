@@ -3,7 +3,10 @@
 //! of greeter.proto by the [`Gateway`] (see docs/proto-http.md), which
 //! answers every request the engine has no route for; errors are Kratos
 //! JSON, `{"code":<http status>,"reason":"…","message":"…","metadata":{}}`.
-//! `GET /openapi.json` serves the OpenAPI document of the same routes.
+//! `GET /openapi.json` serves the OpenAPI document of the same routes. A
+//! request whose content-type is gRPC-Web (`application/grpc-web[-text]`)
+//! is a call of the gRPC methods, answered by the gRPC server itself
+//! ([`crate::protocol::grpc::web`]), so browsers reach both sides.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +14,9 @@ use std::time::Duration;
 use http::StatusCode;
 
 use crate::protocol::gateway::{error_body, Gateway};
-use crate::web::chain::{handler, Context};
+use crate::protocol::grpc::{web, Server};
+use crate::web::chain::{handler, named, Context};
+use crate::web::cors::Cors;
 use crate::web::engine::{self, App, Engine};
 use crate::web::health::{self, Probe};
 use crate::web::metrics::Metrics;
@@ -44,6 +49,16 @@ fn body_408_response(limit: Duration) -> http::Response<crate::types::Body> {
     engine::json_response(status, &error_body(status, "REQUEST_TIMEOUT", &message))
 }
 
+/// The answers the engine gives before any chain (431, 413, 400 for an
+/// unreadable body), in Kratos JSON like the greeter's other errors.
+fn edge_response(
+    status: StatusCode,
+    reason: &str,
+    message: &str,
+) -> http::Response<crate::types::Body> {
+    engine::json_response(status, &error_body(status, reason, message))
+}
+
 /// The 504 answer when `server.http.timeout` passes.
 fn timeout_response(c: &mut Context) {
     fail(
@@ -56,17 +71,27 @@ fn timeout_response(c: &mut Context) {
 
 /// Builds the HTTP app over `gateway`; `openapi` is the document served at
 /// `GET /openapi.json`. `timeout` (if any) answers 504 past it, counted from
-/// the request head, so reading the body counts against it too.
+/// the request head, so reading the body counts against it too. `cors`, if
+/// any, runs between the logger and recovery, so every answer (a 404, a
+/// 413, a 500 from a panic) carries its headers.
 pub fn app(
     gateway: Arc<Gateway>,
     openapi: Arc<serde_json::Value>,
     timeout: Option<Duration>,
     metrics: &Arc<Metrics>,
     ready: Probe,
+    cors: Option<Cors>,
+    grpc_web: Server,
 ) -> Result<Arc<App>, InsertError> {
-    let mut e = Engine::new();
+    let mut e = Engine::bare();
+    e.use_middleware(named("logger", middleware::logger));
+    if let Some(cors) = cors {
+        e.use_middleware(Arc::new(cors).middleware());
+    }
+    e.use_middleware(named("recovery", middleware::recovery));
     e.metrics(metrics)?;
     health::register(&mut e, ready)?;
+    e.on_edge_error(edge_response);
     if let Some(d) = timeout {
         e.body_timeout(d);
         e.on_body_timeout(body_timeout_response);
@@ -83,16 +108,27 @@ pub fn app(
     )?;
     e.no_method(vec![handler(|c| {
         Box::pin(async move {
-            let message = format!("method {} not allowed on {}", c.method(), c.path());
+            let message = format!(
+                "method {} not allowed on {}",
+                c.method(),
+                crate::web::reply::echo(c.path())
+            );
             let status = StatusCode::METHOD_NOT_ALLOWED;
             fail(c, status, "METHOD_NOT_ALLOWED", &message);
         })
     })]);
-    // Every other request: the routes derived from greeter.proto, with
-    // their own 404 and 405.
+    // Every other request: a gRPC-Web call (by its content-type) to the
+    // gRPC server's methods, else the routes derived from greeter.proto,
+    // with their own 404 and 405.
     e.no_route(vec![handler(move |c| {
-        let gateway = gateway.clone();
-        Box::pin(async move { gateway.serve(c).await })
+        let (gateway, grpc_web) = (gateway.clone(), grpc_web.clone());
+        Box::pin(async move {
+            let mode = c.header("content-type").and_then(web::Mode::of);
+            match mode {
+                Some(mode) => web::serve(&grpc_web, mode, c).await,
+                None => gateway.serve(c).await,
+            }
+        })
     })]);
     Ok(e.build())
 }

@@ -1,4 +1,4 @@
-//! Area A, the greeter, in go-kratos' shape: transports ([`http`], [`grpc`])
+//! The greeter, in go-kratos' shape: transports ([`http`], [`grpc`])
 //! call the methods of [`rpc`], which call use cases ([`biz`]), which call repositories implemented over SQLite
 //! or, with the cargo feature `cluster`, over PostgreSQL with the user list
 //! cached in Redis ([`data`]). [`api`] holds the hand-written wire messages
@@ -27,7 +27,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::cli;
-use crate::protocol::gateway::{openapi, Gateway, GatewayError};
+use crate::protocol::gateway::{openapi, validate, Gateway, GatewayError};
 use crate::protocol::grpc::descriptor::ProtoError;
 use crate::protocol::grpc::health::{Health, ServingStatus};
 use crate::web::engine::App;
@@ -35,6 +35,7 @@ use crate::web::health::Probe;
 use crate::web::metrics::{self, Metrics};
 use crate::web::router::InsertError;
 use crate::web::server::{self, ServerError};
+use crate::web::tls::{self, CertError, CertStore};
 use biz::{GreeterRepo, GreeterUsecase, Usecases, UserRepo, UserUsecase};
 use config::{Config, Driver};
 use data::{Data, DataError, GreeterStore, UserStore};
@@ -60,6 +61,9 @@ pub enum GreeterError {
     Gateway(GatewayError),
     /// An HTTP route could not be registered (a build defect).
     Route(InsertError),
+    /// A listener's certificate or key is unusable (the message names the
+    /// key and the file).
+    Tls { key: &'static str, error: CertError },
     /// A server failed while running.
     Serve(ServerError),
 }
@@ -79,6 +83,7 @@ impl fmt::Display for GreeterError {
             GreeterError::Proto(e) => write!(f, "embedded proto file: {e}"),
             GreeterError::Gateway(e) => write!(f, "HTTP routes from the proto: {e}"),
             GreeterError::Route(e) => write!(f, "HTTP routes: {e}"),
+            GreeterError::Tls { key, error } => write!(f, "{key}: {error}"),
             GreeterError::Serve(e) => write!(f, "server stopped: {e}"),
         }
     }
@@ -93,6 +98,7 @@ impl std::error::Error for GreeterError {
             GreeterError::Proto(e) => Some(e),
             GreeterError::Gateway(e) => Some(e),
             GreeterError::Route(e) => Some(e),
+            GreeterError::Tls { error, .. } => Some(error),
             GreeterError::Serve(e) => Some(e),
         }
     }
@@ -106,8 +112,11 @@ pub struct Greeter {
     grpc_addr: SocketAddr,
     http_app: Arc<App>,
     grpc_server: crate::protocol::grpc::Server,
+    http_tls: Option<Arc<CertStore>>,
+    grpc_tls: Option<Arc<CertStore>>,
     options: server::Options,
     store: String,
+    routes: Vec<String>,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
 }
@@ -205,19 +214,14 @@ impl Greeter {
         let health = Arc::new(Health::new());
         health.set_serving_status(api::SERVICE, ServingStatus::Serving);
         let files = api::parsed_files().map_err(GreeterError::Proto)?;
-        let methods = rpc::methods(&usecases);
+        // The buf.validate rules of greeter.proto run before every method,
+        // whichever transport called it.
+        let methods = validate::validated(&files, api::SERVICE, rpc::methods(&usecases));
         let mut gateway =
             Gateway::new(&files, api::SERVICE, &methods).map_err(GreeterError::Gateway)?;
         gateway.meter(&metrics);
-        let document = openapi::document(&gateway, &api::openapi_info());
-        let http_app = http::app(
-            Arc::new(gateway),
-            Arc::new(document),
-            config.server.http.timeout,
-            &metrics,
-            readiness(&health, &usecases),
-        )
-        .map_err(GreeterError::Route)?;
+        let routes = gateway.route_table();
+        let document = openapi::document(&gateway, &files, &api::openapi_info());
         let grpc_server = grpc::server(
             &methods,
             &files,
@@ -226,6 +230,27 @@ impl Greeter {
             health.clone(),
         )
         .map_err(GreeterError::Proto)?;
+        // Certificates before ports: a bad file is a start-up error that
+        // names it, and nothing is bound yet.
+        let certs = |key: &'static str, files: &Option<config::TlsFiles>| {
+            files
+                .as_ref()
+                .map(|f| CertStore::load(&f.cert_file, &f.key_file))
+                .transpose()
+                .map_err(|error| GreeterError::Tls { key, error })
+        };
+        let http_tls = certs("server.http.tls", &config.server.http.tls)?;
+        let grpc_tls = certs("server.grpc.tls", &config.server.grpc.tls)?;
+        let http_app = http::app(
+            Arc::new(gateway),
+            Arc::new(document),
+            config.server.http.timeout,
+            &metrics,
+            readiness(&health, &usecases),
+            config.cors(),
+            grpc_server.clone(),
+        )
+        .map_err(GreeterError::Route)?;
         let bind = |key: &'static str, addr: String| async move {
             let listener = server::bind(&addr)
                 .await
@@ -247,8 +272,11 @@ impl Greeter {
             grpc_addr,
             http_app,
             grpc_server,
+            http_tls,
+            grpc_tls,
             options: server::Options::default(),
             store: stores.description,
+            routes,
             metrics,
             health,
         })
@@ -259,6 +287,13 @@ impl Greeter {
     /// password) and the Redis one.
     pub fn store(&self) -> &str {
         &self.store
+    }
+
+    /// The HTTP routes derived from greeter.proto, one line each, in the
+    /// order a request tries them (see docs/proto-http.md), for the
+    /// start-up log.
+    pub fn routes(&self) -> &[String] {
+        &self.routes
     }
 
     /// Serve both listeners with `options` (time-outs, connection cap,
@@ -277,6 +312,16 @@ impl Greeter {
     /// Where the gRPC server listens.
     pub fn grpc_addr(&self) -> SocketAddr {
         self.grpc_addr
+    }
+
+    /// Whether the HTTP listener serves TLS (`server.http.tls`).
+    pub fn http_tls(&self) -> bool {
+        self.http_tls.is_some()
+    }
+
+    /// Whether the gRPC listener serves TLS (`server.grpc.tls`).
+    pub fn grpc_tls(&self) -> bool {
+        self.grpc_tls.is_some()
     }
 
     /// The gRPC health service's statuses (`""` and `helloworld.v1.Greeter`
@@ -307,11 +352,20 @@ impl Greeter {
             // An error means the sender is gone: stop as well.
             let _ = rx.wait_for(|stop| *stop).await;
         };
+        // SIGHUP re-reads both listeners' certificate files.
+        tls::reload_on_sighup(
+            self.http_tls
+                .iter()
+                .chain(&self.grpc_tls)
+                .cloned()
+                .collect(),
+        );
         let http = server::serve(
             self.http_listener,
             self.http_app,
             server::Options {
                 connection_gauge: Some(self.metrics.connections(metrics::Kind::Http)),
+                tls: self.http_tls,
                 ..self.options.clone()
             },
             stopped(stop_rx.clone()),
@@ -322,6 +376,7 @@ impl Greeter {
             server::Options {
                 http1: false,
                 connection_gauge: Some(self.metrics.connections(metrics::Kind::Grpc)),
+                tls: self.grpc_tls,
                 ..self.options
             },
             stopped(stop_rx),

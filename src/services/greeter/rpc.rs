@@ -145,6 +145,27 @@ mod tests {
     }
 
     #[test]
+    fn greeter_proto_bounds_the_user_fields_as_the_wire_size_assumes() {
+        let files = crate::services::greeter::api::parsed_files().unwrap();
+        let rule = |message: &str, field: &str| {
+            files[0]
+                .field_rules
+                .iter()
+                .find(|r| r.message == message && r.field == field)
+                .cloned()
+                .unwrap_or_else(|| panic!("no rule for {message}.{field}"))
+        };
+        // ASCII only (the pattern), so 64 characters are 64 bytes.
+        let username = rule(".helloworld.v1.UserRegisterRequest", "username");
+        assert_eq!(username.max_len, Some(biz::USERNAME_MAX_BYTES as u64));
+        assert!(username.pattern.unwrap().is_match("Ann_O.Neil-2"));
+        let password = rule(".helloworld.v1.UserRegisterRequest", "password");
+        assert_eq!(password.max_bytes, Some(biz::PASSWORD_MAX_BYTES as u64));
+        let name = rule(".helloworld.v1.HelloRequest", "name");
+        assert_eq!(name.max_bytes, Some(biz::NAME_MAX_BYTES as u64));
+    }
+
+    #[test]
     fn user_list_fits_20971_users_of_maximum_size_in_4_mib_and_refuses_one_more() {
         assert_eq!(USER_LIST_GUARANTEED_USERS, 20_971);
         let one = user_list_reply(widest_users(1), usize::MAX).unwrap();

@@ -1,4 +1,4 @@
-//! Area B: the router-demo routes (the Gin tutorial's), and nothing else.
+//! The router-demo routes (those of Gin's tutorial), and nothing else.
 //!
 //! Every route is registered through the core [`Engine`], so this file is
 //! also a catalogue of the mechanics: path and query parameters, binding with
@@ -170,7 +170,8 @@ fn login(c: &mut Context) -> BoxFuture<'_, ()> {
     })
 }
 
-/// Global middleware: stores a value that `/Global` reads back (rule 6).
+/// Global middleware: stores a value that `/Global` reads back (keys set
+/// by a middleware are visible to the handlers after it).
 fn store_middle(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
         c.set(MIDDLE_KEY, MIDDLE_VALUE.to_string());

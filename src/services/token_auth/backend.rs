@@ -78,16 +78,29 @@ pub trait LoginLimits: Send + Sync {
         &'a self,
         username: &'a str,
     ) -> BoxFuture<'a, Result<FailureOutcome, StoreError>>;
+    /// Whether a login for `username` must now carry a solved captcha (its
+    /// consecutive failures reached the policy's `captcha_after`).
+    fn captcha_required<'a>(&'a self, username: &'a str)
+        -> BoxFuture<'a, Result<bool, StoreError>>;
     /// A login for `username` succeeded: its failure count starts over.
     fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Forget what no longer matters (a no-op where the server expires keys).
     fn prune(&self);
 }
 
-/// Sign-ins sent to a provider and not yet back: single use, 10 minutes.
+/// Sign-ins sent to a provider and not yet back: single use, 10 minutes,
+/// at most [`STATE_CAPACITY`](crate::services::token_auth::pending::STATE_CAPACITY)
+/// in all and [`STATE_PER_CLIENT`](crate::services::token_auth::pending::STATE_PER_CLIENT)
+/// for one client address (IPv6 by /64).
 pub trait PendingSignIns: Send + Sync {
-    /// Remember `pending` under `state` (`Full` past the capacity).
-    fn insert(&self, state: String, pending: Pending) -> BoxFuture<'_, Result<(), StateError>>;
+    /// Remember `pending` under `state`, begun by `client`: `ClientFull`
+    /// past the per-client cap (checked first), `Full` past the capacity.
+    fn insert(
+        &self,
+        state: String,
+        pending: Pending,
+        client: IpAddr,
+    ) -> BoxFuture<'_, Result<(), StateError>>;
     /// Remove and return what `state` names, if it exists and is fresh:
     /// whatever the caller does next, no second call finds it.
     fn take<'a>(&'a self, state: &'a str) -> BoxFuture<'a, Result<Option<Pending>, StateError>>;

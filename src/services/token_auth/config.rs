@@ -13,6 +13,14 @@
 //!     scope: profile
 //!     # optional: extra trusted CA certificates (PEM) for this provider
 //!     # ca_file: /etc/token-auth/private-ca.pem
+//! # optional: verify the captcha a login must carry after 3 failures
+//! captcha:
+//!   verify_url: https://api.hcaptcha.com/siteverify
+//!   secret: my-captcha-secret
+//!   # optional: the answer must name this hostname / action
+//!   # hostname: login.example.com
+//!   # action: login
+//!   # ca_file: /etc/token-auth/private-ca.pem
 //! ```
 //!
 //! The file is read with serde through [`crate::config`], like the greeter's:
@@ -161,6 +169,66 @@ pub struct FileConfig {
     /// Providers by name; absent or empty means OAuth sign-in is off.
     #[serde(default)]
     pub oauth: BTreeMap<Provider, ProviderConfig>,
+    /// The captcha provider; absent means the captcha is a hint only.
+    #[serde(default)]
+    pub captcha: Option<CaptchaConfig>,
+}
+
+/// `captcha.*`: a siteverify endpoint in the shape hCaptcha, Cloudflare
+/// Turnstile and reCAPTCHA share (form `secret`, `response`, `remoteip` in;
+/// JSON `success`, `hostname`, `action`, `error-codes` out).
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptchaConfig {
+    /// The provider's verify URL (`https://api.hcaptcha.com/siteverify`,
+    /// `https://challenges.cloudflare.com/turnstile/v0/siteverify`).
+    pub verify_url: String,
+    /// The secret key the provider issued for this site.
+    pub secret: String,
+    /// When set, the answer's `hostname` must be exactly this (the site the
+    /// challenge was solved on).
+    #[serde(default)]
+    pub hostname: Option<String>,
+    /// When set, the answer's `action` must be exactly this (the widget's
+    /// action, Turnstile and reCAPTCHA v3).
+    #[serde(default)]
+    pub action: Option<String>,
+    /// PEM file of extra CA certificates trusted for `verify_url`.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl CaptchaConfig {
+    /// The roots `verify_url` is checked against (built-in plus `ca_file`).
+    pub(crate) fn trusted_roots(&self) -> Result<RootCertStore, ConfigError> {
+        trust::roots(self.ca_file.as_deref()).map_err(|source| ConfigError::CaFile {
+            key: "captcha.ca_file".into(),
+            source,
+        })
+    }
+}
+
+impl fmt::Debug for CaptchaConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CaptchaConfig({self})")
+    }
+}
+
+impl fmt::Display for CaptchaConfig {
+    /// Everything but the secret, for start-up logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "verify_url={}", self.verify_url)?;
+        if let Some(hostname) = &self.hostname {
+            write!(f, " hostname={hostname}")?;
+        }
+        if let Some(action) = &self.action {
+            write!(f, " action={action}")?;
+        }
+        if let Some(ca_file) = &self.ca_file {
+            write!(f, " ca_file={}", ca_file.display())?;
+        }
+        Ok(())
+    }
 }
 
 /// A config file that cannot be used. Every message but a read error starts
@@ -282,6 +350,18 @@ impl FileConfig {
                 })?;
             }
             p.trusted_roots(*provider)?;
+        }
+        if let Some(captcha) = &self.captcha {
+            if captcha.secret.trim().is_empty() {
+                return Err(ConfigError::Empty {
+                    key: "captcha.secret".into(),
+                });
+            }
+            check_url(&captcha.verify_url).map_err(|source| ConfigError::Url {
+                key: "captcha.verify_url".into(),
+                source,
+            })?;
+            captcha.trusted_roots()?;
         }
         Ok(self)
     }

@@ -180,6 +180,15 @@ impl LoginLimiter {
         }
     }
 
+    /// Whether the consecutive failures of `username` reached the captcha
+    /// threshold: its next login must carry a solved captcha.
+    pub fn captcha_required(&self, username: &str) -> bool {
+        self.lock()
+            .accounts
+            .get(&user_key(username))
+            .is_some_and(|a| a.consecutive_failures >= self.policy.captcha_after)
+    }
+
     /// Record a successful login: the consecutive-failure count starts over.
     /// A lock stays: a login admitted just before another attempt locked the
     /// account does not lift the lock by succeeding.

@@ -80,6 +80,15 @@ impl LoginLimits for LoginLimiter {
         ))))
     }
 
+    fn captcha_required<'a>(
+        &'a self,
+        username: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::ready(Ok(LoginLimiter::captcha_required(
+            self, username,
+        ))))
+    }
+
     fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         LoginLimiter::record_success(self, username);
         Box::pin(std::future::ready(Ok(())))
@@ -91,8 +100,15 @@ impl LoginLimits for LoginLimiter {
 }
 
 impl PendingSignIns for StateStore {
-    fn insert(&self, state: String, pending: Pending) -> BoxFuture<'_, Result<(), StateError>> {
-        Box::pin(std::future::ready(StateStore::insert(self, state, pending)))
+    fn insert(
+        &self,
+        state: String,
+        pending: Pending,
+        client: IpAddr,
+    ) -> BoxFuture<'_, Result<(), StateError>> {
+        Box::pin(std::future::ready(StateStore::insert(
+            self, state, pending, client,
+        )))
     }
 
     fn take<'a>(&'a self, state: &'a str) -> BoxFuture<'a, Result<Option<Pending>, StateError>> {

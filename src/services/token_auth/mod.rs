@@ -1,4 +1,4 @@
-//! Area C: the token-auth service — login, registration, refresh, logout
+//! The token-auth service — login, registration, refresh, logout
 //! and role checks with hand-made HS256 tokens, plus sign-in through an
 //! OAuth identity provider.
 //!
@@ -11,11 +11,14 @@
 //! - [`tokens`]: claims, lifetimes, issuing and checking (on [`crate::protocol::jwt`]).
 //! - [`blacklist`]: revoked token ids and their pruning.
 //! - [`limiter`]: login rate limits, captcha hint, account lock-out.
+//! - [`captcha`]: the captcha a login carries after 3 failures, verified at the provider.
 //! - [`register_limiter`]: registrations per client IP.
 //! - [`trust`]: the root certificates an identity provider is checked against.
 //! - [`config`]: the `--config` YAML (identity providers).
-//! - [`pending`]: a pending OAuth sign-in (state, provider, PKCE verifier).
-//! - [`oauth`]: the authorization-code flow with PKCE and sealed tokens.
+//! - [`pending`]: a pending OAuth sign-in (state, provider, PKCE verifier)
+//!   and its caps (per client address, in all).
+//! - [`oauth`]: the authorization-code flow with PKCE, a cookie binding the
+//!   sign-in to its browser, and sealed tokens.
 //! - [`backend`]: the storage seam, one trait per kind of state (users and
 //!   bindings, blacklist, login limits, pending sign-ins).
 //! - [`local`]: the seam over the SQLite store and in-process state (default).
@@ -23,7 +26,7 @@
 //!   shared by several instances.
 //! - [`service`]: settings and the assembled shared state.
 //! - [`middleware`]: authenticate, then authorize, on the core chain.
-//! - [`routes`]: the HTTP routes.
+//! - [`routes`]: the HTTP routes; [`oauth_routes`]: the sign-in's two.
 //!
 //! Typical use (what the `token-auth` binary does):
 //!
@@ -42,6 +45,7 @@
 
 pub mod backend;
 pub mod blacklist;
+pub mod captcha;
 pub mod clock;
 #[cfg(feature = "cluster")]
 pub mod cluster;
@@ -50,6 +54,7 @@ pub mod limiter;
 pub mod local;
 pub mod middleware;
 pub mod oauth;
+pub mod oauth_routes;
 pub mod passwords;
 pub mod pending;
 pub mod register_limiter;

@@ -12,6 +12,10 @@ use crate::services::token_auth::config::Provider;
 pub const STATE_TTL: u64 = 10 * 60;
 /// Most sign-ins pending at once.
 pub const STATE_CAPACITY: usize = 10_000;
+/// Most sign-ins pending at once for one client address (IPv6 by /64): one
+/// address cannot take the whole [`STATE_CAPACITY`] and lock everyone else
+/// out, while a NAT with many people behind it still has room.
+pub const STATE_PER_CLIENT: usize = 100;
 
 /// What is remembered about a sign-in between redirect and callback.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,8 +46,14 @@ impl Pending {
 /// Why a sign-in could not be started or looked up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateError {
-    /// Too many sign-ins are pending.
+    /// Too many sign-ins are pending, from all clients together (HTTP 503).
     Full,
+    /// This client already has [`STATE_PER_CLIENT`] sign-ins pending (HTTP
+    /// 429); the oldest of them expires in `retry_after` seconds.
+    ClientFull {
+        /// Seconds until one of the client's pending sign-ins expires.
+        retry_after: u64,
+    },
     /// The OS random source failed.
     Random(String),
     /// The shared store of pending sign-ins did not answer (HTTP 503).
@@ -54,6 +64,10 @@ impl std::fmt::Display for StateError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StateError::Full => write!(f, "too many sign-ins in progress, try again later"),
+            StateError::ClientFull { .. } => write!(
+                f,
+                "too many sign-ins in progress from this address, try again later"
+            ),
             StateError::Random(e) => write!(f, "cannot read OS randomness: {e}"),
             StateError::Unavailable(e) => write!(f, "pending sign-ins unavailable: {e}"),
         }

@@ -7,25 +7,26 @@
 //! | POST   | `/auth/register`                  | registrations per IP  |
 //! | POST   | `/auth/refresh`                   | refresh token in body |
 //! | POST   | `/auth/logout`                    | authenticate          |
-//! | GET    | `/auth/oauth/:provider/login`     |                       |
-//! | GET    | `/auth/oauth/:provider/callback`  | state (single use)    |
+//! | GET    | `/auth/oauth/:provider/login`     | sign-ins per client   |
+//! | GET    | `/auth/oauth/:provider/callback`  | state + its cookie    |
 //! | GET    | `/api/user/profile`               | authenticate, any role|
 //! | GET    | `/api/admin/users`                | authenticate, admin   |
 //!
 //! Handlers are plain functions taking the shared [`AuthService`] and
 //! returning `Result<(), ApiError>`: each failure is a `?`, and the error
 //! becomes the `{"error": "..."}` answer ([`crate::web::reply`]). Responses carrying tokens are marked
-//! `Cache-Control: no-store` (RFC 6749 §5.1).
+//! `Cache-Control: no-store` (RFC 6749 §5.1). The two OAuth routes live in
+//! [`super::oauth_routes`].
 
 use crate::protocol::jwt::JwtError;
+use crate::services::token_auth::captcha::Verdict;
 use crate::services::token_auth::limiter::Admission;
 use crate::services::token_auth::middleware::{
     self, authenticate, claims, fail, require_role, ApiError, ANY_ROLE, NOT_LOGGED_IN,
-    STORE_UNAVAILABLE, TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
+    TOKEN_EXPIRED, TOKEN_INVALID, TOKEN_REVOKED,
 };
-use crate::services::token_auth::oauth::{Callback, OAuthError};
+use crate::services::token_auth::oauth_routes;
 use crate::services::token_auth::passwords::Passwords;
-use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::service::AuthService;
 use crate::services::token_auth::store::{NewUser, StoreError};
 use crate::services::token_auth::tokens::{self, Claims, TokenKind};
@@ -36,7 +37,7 @@ use crate::web::chain::{named, Context, Handler};
 use crate::web::engine::Engine;
 use crate::web::health;
 use crate::web::log;
-use crate::web::reply::fallible;
+use crate::web::reply::{echo, fallible};
 use crate::web::router::InsertError;
 use http::header::CACHE_CONTROL;
 use http::{Method, StatusCode};
@@ -55,14 +56,18 @@ pub const TOO_MANY_ATTEMPTS: &str = "too many login attempts, try again in 1 min
 /// 429 while an account is locked.
 pub const ACCOUNT_LOCKED: &str =
     "account locked after too many failed logins, try again in 30 minutes";
+/// 401 body text: the login needs a solved captcha and carries none.
+pub const CAPTCHA_REQUIRED: &str = "captcha required";
+/// 401 body text: the captcha provider did not confirm the token.
+pub const CAPTCHA_FAILED: &str = "captcha verification failed";
+/// 503 body text: the captcha provider gave no usable answer.
+pub const CAPTCHA_UNAVAILABLE: &str = "captcha provider unavailable, try again later";
 /// 429 when one client registers too often.
 pub const TOO_MANY_REGISTRATIONS: &str = "too many registrations, try again in 1 minute";
 /// 409 on registration with a taken username.
 pub const USERNAME_EXISTS: &str = "username exists";
 /// 409 on registration with a taken email.
 pub const EMAIL_EXISTS: &str = "email exists";
-/// 400 when the OAuth callback's state does not verify.
-pub const INVALID_STATE: &str = "invalid state";
 
 type Route = for<'a> fn(Arc<AuthService>, &'a mut Context) -> BoxFuture<'a, Reply>;
 
@@ -90,13 +95,13 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
     )?;
     e.no_route(vec![named("not_found", |c| {
         Box::pin(async move {
-            let message = format!("no route for {} {}", c.method(), c.path());
+            let message = format!("no route for {} {}", c.method(), echo(c.path()));
             fail(c, StatusCode::NOT_FOUND, &message);
         })
     })]);
     e.no_method(vec![named("method_not_allowed", |c| {
         Box::pin(async move {
-            let message = format!("method {} not allowed on {}", c.method(), c.path());
+            let message = format!("method {} not allowed on {}", c.method(), echo(c.path()));
             fail(c, StatusCode::METHOD_NOT_ALLOWED, &message);
         })
     })]);
@@ -164,6 +169,58 @@ fn send_pair(c: &mut Context, service: &AuthService, user: &User, status: Status
 struct Credentials {
     username: String,
     password: String,
+    /// The token the captcha widget gave the client (hCaptcha's
+    /// `h-captcha-response`, Turnstile's `cf-turnstile-response`).
+    #[serde(default)]
+    captcha_token: Option<String>,
+}
+
+/// When the account's failures call for it and a provider is configured,
+/// the login's captcha must be confirmed by the provider: 401 without one
+/// or when refused, 503 when the provider gives no answer; never a pass.
+async fn check_captcha(
+    service: &AuthService,
+    c: &Context,
+    creds: &Credentials,
+) -> Result<(), ApiError> {
+    let Some(captcha) = &service.captcha else {
+        return Ok(()); // hint only, said at start-up
+    };
+    let required = service
+        .limiter
+        .captcha_required(&creds.username)
+        .await
+        .map_err(ApiError::store("login limiter"))?;
+    if !required {
+        return Ok(());
+    }
+    let refuse = |message: &str| ApiError::Json {
+        status: StatusCode::UNAUTHORIZED,
+        body: json!({ "error": message, "captcha_required": true }),
+    };
+    let Some(token) = creds.captcha_token.as_deref() else {
+        return Err(refuse(CAPTCHA_REQUIRED));
+    };
+    match captcha.verify(token, c.client_ip()).await {
+        Ok(Verdict::Passed) => Ok(()),
+        Ok(Verdict::Failed(reason)) => {
+            log::message(
+                "token-auth",
+                format_args!("{} {}: captcha refused: {reason}", c.method(), c.path()),
+            );
+            Err(refuse(CAPTCHA_FAILED))
+        }
+        Err(e) => {
+            log::message(
+                "token-auth",
+                format_args!("{} {}: {e}", c.method(), c.path()),
+            );
+            Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                CAPTCHA_UNAVAILABLE,
+            ))
+        }
+    }
 }
 
 /// 429 for a refused admission, with its `Retry-After`.
@@ -192,6 +249,8 @@ async fn check_credentials(service: &AuthService, c: &Context) -> Result<User, A
         .await
         .map_err(ApiError::store("login limiter"))?;
     admitted(admission, TOO_MANY_ATTEMPTS)?;
+    // Before bcrypt: a login without its captcha costs no hashing.
+    check_captcha(service, c, &creds).await?;
     // Names that cannot exist skip the lookup, not the hashing.
     let found = if creds.username.chars().count() <= USERNAME_MAX {
         service
@@ -473,68 +532,17 @@ fn list_users(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply
     })
 }
 
-/// The answer to an OAuth failure; a failing provider is also logged.
-fn oauth_failure(c: &Context, error: OAuthError) -> ApiError {
-    let status = match &error {
-        OAuthError::UnknownProvider => StatusCode::NOT_FOUND,
-        OAuthError::InvalidState => return ApiError::new(StatusCode::BAD_REQUEST, INVALID_STATE),
-        OAuthError::Denied(_) | OAuthError::MissingCode => StatusCode::BAD_REQUEST,
-        OAuthError::Provider(_) => StatusCode::BAD_GATEWAY,
-        OAuthError::States(StateError::Unavailable(_)) => {
-            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
-        }
-        OAuthError::States(_) => StatusCode::SERVICE_UNAVAILABLE,
-        OAuthError::Cipher(_) => return ApiError::internal("oauth")(error),
-    };
-    if status == StatusCode::BAD_GATEWAY {
-        log::message(
-            "token-auth",
-            format_args!("{} {}: {error}", c.method(), c.path()),
-        );
-    }
-    ApiError::new(status, error.to_string())
-}
-
-/// `GET /auth/oauth/:provider/login` → 302 to the provider.
+/// `GET /auth/oauth/:provider/login` → 302 to the provider, with the
+/// cookie binding the sign-in ([`oauth_routes::login`]).
 fn oauth_login(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
-    Box::pin(async move {
-        let oauth = service
-            .oauth
-            .as_ref()
-            .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
-        let name = c.param("provider").unwrap_or_default().to_owned();
-        let url = oauth
-            .authorize_url(&name)
-            .await
-            .map_err(|e| oauth_failure(c, e))?;
-        c.set_header(CACHE_CONTROL, "no-store");
-        c.redirect(StatusCode::FOUND, &url);
-        Ok(())
-    })
+    Box::pin(async move { oauth_routes::login(&service, c).await })
 }
 
-/// `GET /auth/oauth/:provider/callback?code&state` → token object.
+/// `GET /auth/oauth/:provider/callback?code&state` with the binding cookie
+/// → token object ([`oauth_routes::callback`]).
 fn oauth_callback(service: Arc<AuthService>, c: &mut Context) -> BoxFuture<'_, Reply> {
     Box::pin(async move {
-        let oauth = service
-            .oauth
-            .as_ref()
-            .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
-        let name = c.param("provider").unwrap_or_default().to_owned();
-        let callback = Callback {
-            code: c.query("code"),
-            state: c.query("state"),
-            error: c.query("error"),
-        };
-        let signed_in = oauth
-            .complete(&name, callback)
-            .await
-            .map_err(|e| oauth_failure(c, e))?;
-        let user = service
-            .store
-            .sign_in_with_provider(signed_in.identity, signed_in.username_hint)
-            .await
-            .map_err(ApiError::store("storing provider sign-in"))?;
+        let user = oauth_routes::callback(&service, c).await?;
         send_pair(c, &service, &user, StatusCode::OK)
     })
 }

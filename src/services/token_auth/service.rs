@@ -13,14 +13,16 @@
 
 use crate::services::token_auth::backend::{Accounts, LoginLimits, PendingSignIns, Revocations};
 use crate::services::token_auth::blacklist::Blacklist;
+use crate::services::token_auth::captcha::Captcha;
 use crate::services::token_auth::clock::{Clock, SystemClock};
-use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
+use crate::services::token_auth::config::{CaptchaConfig, ConfigError, Provider, ProviderConfig};
 use crate::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
+use crate::services::token_auth::oauth::binding::Binding;
 use crate::services::token_auth::oauth::cipher::{CipherError, TokenCipher, ENC_KEY_VAR};
 use crate::services::token_auth::oauth::state::StateStore;
 use crate::services::token_auth::oauth::OAuth;
 use crate::services::token_auth::passwords::{PasswordError, Passwords, DEFAULT_COST};
-use crate::services::token_auth::pending::STATE_CAPACITY;
+use crate::services::token_auth::pending::{STATE_CAPACITY, STATE_PER_CLIENT};
 use crate::services::token_auth::register_limiter::{RegisterLimiter, RegisterPolicy};
 use crate::services::token_auth::store::{Store, StoreError};
 use crate::services::token_auth::tokens::{TokenError, Tokens};
@@ -60,6 +62,12 @@ pub struct Settings {
     pub providers: BTreeMap<Provider, ProviderConfig>,
     /// Key sealing provider tokens, 64 hex digits; needed with providers.
     pub enc_key: Option<String>,
+    /// Whether browsers reach this service over TLS: the cookies it sets
+    /// (the OAuth sign-in binding) are then marked `Secure`. The binary
+    /// sets it from its listener; `false` on a plain HTTP listener.
+    pub listener_tls: bool,
+    /// The captcha provider; `None`: `captcha_required` is a hint only.
+    pub captcha: Option<CaptchaConfig>,
     /// Time source.
     pub clock: Arc<dyn Clock>,
     /// How often expired blacklist rows, idle limiter entries and stale OAuth
@@ -74,6 +82,7 @@ impl fmt::Debug for Settings {
             .field("postgres", &self.postgres.is_some())
             .field("redis", &self.redis.is_some())
             .field("bcrypt_cost", &self.bcrypt_cost)
+            .field("listener_tls", &self.listener_tls)
             .field("providers", &self.providers.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
@@ -95,6 +104,8 @@ impl Settings {
             register_limits: RegisterPolicy::default(),
             providers: BTreeMap::new(),
             enc_key: None,
+            listener_tls: false,
+            captcha: None,
             clock: Arc::new(SystemClock),
             maintenance_every: Duration::from_secs(60),
         }
@@ -215,7 +226,11 @@ fn local_memory(settings: &Settings) -> (Arc<dyn LoginLimits>, Arc<dyn PendingSi
     let clock = &settings.clock;
     (
         Arc::new(LoginLimiter::new(settings.limits, Arc::clone(clock))),
-        Arc::new(StateStore::new(Arc::clone(clock), STATE_CAPACITY)),
+        Arc::new(StateStore::new(
+            Arc::clone(clock),
+            STATE_CAPACITY,
+            STATE_PER_CLIENT,
+        )),
     )
 }
 
@@ -284,6 +299,8 @@ pub struct AuthService {
     pub register_limiter: RegisterLimiter,
     /// OAuth sign-in, when providers are configured.
     pub oauth: Option<OAuth>,
+    /// Captcha verification, when a provider is configured.
+    pub captcha: Option<Captcha>,
     /// Time source.
     pub clock: Arc<dyn Clock>,
     maintenance_every: Duration,
@@ -343,12 +360,18 @@ impl AuthService {
                 OAuth::new(
                     settings.providers,
                     cipher,
+                    Binding::new(&settings.secret, settings.listener_tls),
                     Arc::clone(&clock),
                     backends.sign_ins,
                 )
                 .map_err(SetupError::Provider)?,
             )
         };
+        let captcha = settings
+            .captcha
+            .map(Captcha::new)
+            .transpose()
+            .map_err(SetupError::Provider)?;
         let passwords = Passwords::new(settings.bcrypt_cost).map_err(SetupError::Passwords)?;
         Ok(AuthService {
             blacklist: Blacklist::new(backends.revocations, Arc::clone(&clock)),
@@ -358,6 +381,7 @@ impl AuthService {
             tokens,
             passwords,
             oauth,
+            captcha,
             clock,
             maintenance_every: settings.maintenance_every,
             draining: AtomicBool::new(false),

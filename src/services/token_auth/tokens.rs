@@ -1,4 +1,4 @@
-//! The service's tokens: claims of spec §2.7, lifetimes of §8, issuing and
+//! The service's tokens: their claims and lifetimes, issuing and
 //! checking on top of the generic [`crate::protocol::jwt`] module.
 //!
 //! An access token carries `role` so routes can authorize without a database
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
 
-/// Access token lifetime: one hour (spec §8, `expires_in: 3600`).
+/// Access token lifetime: one hour (`expires_in: 3600`).
 pub const ACCESS_TTL: u64 = 60 * 60;
 /// Refresh token lifetime: 30 days.
 pub const REFRESH_TTL: u64 = 30 * 24 * 60 * 60;
@@ -33,7 +33,7 @@ pub enum TokenKind {
     Refresh,
 }
 
-/// The claims of every token this service signs (spec §2.7).
+/// The claims of every token this service signs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
     /// The user the token was issued to.
@@ -62,7 +62,7 @@ pub struct Claims {
     pub fam: String,
 }
 
-/// The token object of spec §4.3.1.
+/// The token object that login, registration and refresh answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenPair {
     /// Access token (1 hour).

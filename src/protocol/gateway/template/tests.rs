@@ -210,6 +210,75 @@ fn templates_outside_the_grammar_are_refused_with_the_reason() {
     }
 }
 
+/// RFC 3986 §3.3: `pchar = unreserved / pct-encoded / sub-delims / ":" / "@"`.
+/// Every sub-delim is literal text (`=` like `&`), `%` only as `%` HEXDIG
+/// HEXDIG (§2.1); `*` and `:` stay the grammar's (wildcard, verb).
+#[test]
+fn literals_take_every_pchar_but_only_whole_percent_escapes() {
+    for ok in [
+        "/v1/a=b",
+        "/v1/k=v;x=y",
+        "/v1/!$&'()+,;=@-._~",
+        "/v1/{name=a=b/*}",
+        "/v1/%2Fx%e9",
+        "/v1/users:do=it",
+        "/v1/users:a%3Ab",
+    ] {
+        let t = Template::parse(ok).unwrap_or_else(|e| panic!("{e}"));
+        let own = split_path(ok, |v| t.verb() == Some(v));
+        if !ok.contains('{') {
+            assert!(
+                matches!(t.matches(&own), Some(Ok(_))),
+                "{ok} does not match itself"
+            );
+        }
+    }
+    let cases = [
+        ("/%", "\"%\" in literal \"%\" is not a percent escape"),
+        ("/%2", "\"%2\" in literal \"%2\" is not a percent escape"),
+        (
+            "/a%2z",
+            "\"%2z\" in literal \"a%2z\" is not a percent escape",
+        ),
+        ("/v1/{name=a%zz}", "\"%zz\" in literal \"a%zz\""),
+        ("/v1/x:do%", "\"%\" in literal \"do%\""),
+        ("/v1/%+1", "\"%+1\""),
+    ];
+    for (template, want) in cases {
+        let err = Template::parse(template).unwrap_err();
+        assert!(err.message.contains(want), "{template}: {err}");
+    }
+}
+
+/// Google's transcoder (`path_matcher_node.cc`): at each segment a literal,
+/// then `*`, then `**`; the leftmost difference decides.
+#[test]
+fn precedence_keys_rank_literal_before_star_before_double_star_from_the_left() {
+    let key = |t: &str| Template::parse(t).unwrap().precedence_key();
+    let before = [
+        ("/a/*/*", "/*/b/c"),
+        ("/v1/foo", "/v1/*"),
+        ("/v1/{x=b/**}", "/v1/{x=**}"),
+        ("/v1/{name}", "/v1/{name=**}"),
+        ("/v1/{name}", "/v1/**"),
+        ("/files", "/files/**"),
+        ("/v1/x:verb", "/v1/**:verb"),
+        ("/v1/{a}/b", "/v1/{a}/{b}"),
+    ];
+    for (first, second) in before {
+        assert!(key(first) < key(second), "{first} should beat {second}");
+    }
+    assert_eq!(
+        key("/v1/{a}"),
+        key("/v1/*"),
+        "same shape: proto order decides"
+    );
+    assert_eq!(
+        Template::parse("/v1/{n=shelves/*}:get").unwrap().walk(),
+        "/v1/shelves/*:get"
+    );
+}
+
 #[test]
 fn openapi_paths_name_each_variable_once() {
     let cases = [

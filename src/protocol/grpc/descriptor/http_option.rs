@@ -7,7 +7,7 @@ use super::parser::Parser;
 use super::{HttpRule, MethodHttpRule, ProtoError};
 
 /// A text-format value inside an option's `{ ... }` literal.
-enum Literal {
+pub(super) enum Literal {
     Str(String),
     Message(Vec<(String, usize, Literal)>),
     Other(Tok),
@@ -52,7 +52,7 @@ impl Parser<'_> {
 
     /// The `key: value` / `key { ... }` pairs of a text-format message, up
     /// to and including its closing `}`.
-    fn literal_fields(&mut self) -> Result<Vec<(String, usize, Literal)>, ProtoError> {
+    pub(super) fn literal_fields(&mut self) -> Result<Vec<(String, usize, Literal)>, ProtoError> {
         let mut fields = Vec::new();
         loop {
             if self.eat_sym('}') {

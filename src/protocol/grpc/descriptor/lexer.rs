@@ -1,6 +1,12 @@
 //! Tokens of a `.proto` file, each with the line it starts on, so every
-//! parse error can name `file:line`.
+//! parse error can name `file:line`, and the leading comments of tokens.
+//!
+//! A leading comment is a run of `//` lines ending on the line just above a
+//! token (a blank line in between detaches it, a comment after a token on
+//! its own line is a trailing one), as protoc attaches documentation.
+//! Strings take the escapes `\\`, `\"`, `\'`, `\n`, `\r`, `\t` and `\xHH`.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use super::ProtoError;
@@ -26,18 +32,34 @@ impl fmt::Display for Tok {
     }
 }
 
-/// Splits `src` into tokens; comments and white space are dropped.
-pub(super) fn tokenize(file: &str, src: &str) -> Result<Vec<(Tok, usize)>, ProtoError> {
+/// The tokens of a file and the leading comment of some of them (by token
+/// index, `//` and one space stripped, lines joined with `\n`).
+pub(super) type Tokens = (Vec<(Tok, usize)>, HashMap<usize, String>);
+
+/// Splits `src` into tokens; white space is dropped, leading comments kept
+/// aside.
+pub(super) fn tokenize(file: &str, src: &str) -> Result<Tokens, ProtoError> {
     let err = |line: usize, message: String| ProtoError {
         file: file.to_owned(),
         line,
         message,
     };
     let chars: Vec<char> = src.chars().collect();
-    let mut out = Vec::new();
+    let mut out: Vec<(Tok, usize)> = Vec::new();
+    let mut comments = HashMap::new();
+    // The comment lines seen since the last token, and the line of the last.
+    let mut pending: Vec<String> = Vec::new();
+    let mut pending_line = 0;
     let (mut i, mut line) = (0, 1);
     while i < chars.len() {
         let c = chars[i];
+        if !(c.is_whitespace() || c == '/' && matches!(chars.get(i + 1), Some('/' | '*'))) {
+            // A token starts here: the comment ending just above leads it.
+            if !pending.is_empty() && pending_line + 1 == line {
+                comments.insert(out.len(), pending.join("\n"));
+            }
+            pending.clear();
+        }
         match c {
             '\n' => {
                 line += 1;
@@ -45,8 +67,19 @@ pub(super) fn tokenize(file: &str, src: &str) -> Result<Vec<(Tok, usize)>, Proto
             }
             c if c.is_whitespace() => i += 1,
             '/' if chars.get(i + 1) == Some(&'/') => {
+                let start = i + 2;
                 while i < chars.len() && chars[i] != '\n' {
                     i += 1;
+                }
+                let text: String = chars[start..i].iter().collect();
+                let trailing = out.last().is_some_and(|t| t.1 == line);
+                if !trailing {
+                    if !pending.is_empty() && pending_line + 1 != line {
+                        pending.clear();
+                    }
+                    let text = text.strip_prefix(' ').unwrap_or(&text);
+                    pending.push(text.trim_end().to_owned());
+                    pending_line = line;
                 }
             }
             '/' if chars.get(i + 1) == Some(&'*') => {
@@ -76,7 +109,36 @@ pub(super) fn tokenize(file: &str, src: &str) -> Result<Vec<(Tok, usize)>, Proto
                         None | Some('\n') => return Err(err(line, "unterminated string".into())),
                         Some(ch) if *ch == c => break,
                         Some('\\') => {
-                            return Err(err(line, "escapes in strings are not supported".into()))
+                            i += 1;
+                            let escaped = match chars.get(i) {
+                                Some('\\') => '\\',
+                                Some('"') => '"',
+                                Some('\'') => '\'',
+                                Some('n') => '\n',
+                                Some('r') => '\r',
+                                Some('t') => '\t',
+                                Some('x') => {
+                                    let hex: String = chars.iter().skip(i + 1).take(2).collect();
+                                    let code = u8::from_str_radix(&hex, 16)
+                                        .ok()
+                                        .filter(|_| hex.len() == 2)
+                                        .ok_or_else(|| {
+                                            err(line, format!("bad escape \\x{hex} (two hex digits)"))
+                                        })?;
+                                    i += 2;
+                                    char::from(code)
+                                }
+                                other => {
+                                    return Err(err(
+                                        line,
+                                        format!(
+                                            "unsupported escape \\{} (supported: \\\\ \\\" \\' \\n \\r \\t \\xHH)",
+                                            other.map_or(String::new(), |c| c.to_string())
+                                        ),
+                                    ))
+                                }
+                            };
+                            s.push(escaped);
                         }
                         Some(ch) => s.push(*ch),
                     }
@@ -85,8 +147,11 @@ pub(super) fn tokenize(file: &str, src: &str) -> Result<Vec<(Tok, usize)>, Proto
                 i += 1;
                 out.push((Tok::Str(s), line));
             }
-            c if c.is_ascii_digit() => {
+            c if c.is_ascii_digit()
+                || (c == '-' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())) =>
+            {
                 let start = i;
+                i += 1;
                 while i < chars.len() && chars[i].is_ascii_alphanumeric() {
                     i += 1;
                 }
@@ -112,5 +177,5 @@ pub(super) fn tokenize(file: &str, src: &str) -> Result<Vec<(Tok, usize)>, Proto
             other => return Err(err(line, format!("unexpected character {other:?}"))),
         }
     }
-    Ok(out)
+    Ok((out, comments))
 }

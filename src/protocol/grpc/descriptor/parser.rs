@@ -1,8 +1,9 @@
 //! The recursive-descent parser: tokens to an unresolved
 //! `FileDescriptorProto` (type references still as written) plus the
-//! `google.api.http` rules of its methods.
+//! `google.api.http` rules of its methods, the `buf.validate` rules of its
+//! fields and the leading comments of its elements.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{
@@ -12,7 +13,10 @@ use prost_types::{
 };
 
 use super::lexer::Tok;
-use super::{json_name, scalar_type, MethodHttpRule, ProtoError, WELL_KNOWN_IMPORTS};
+use super::{
+    json_name, scalar_type, FieldRules, MethodHttpRule, ProtoError, VALIDATE_IMPORT,
+    WELL_KNOWN_IMPORTS,
+};
 
 pub(super) struct Parser<'a> {
     pub(super) file: &'a str,
@@ -20,6 +24,17 @@ pub(super) struct Parser<'a> {
     pub(super) pos: usize,
     /// The `google.api.http` rules found so far.
     pub(super) rules: Vec<MethodHttpRule>,
+    /// Leading comments by token index (from the lexer).
+    pub(super) comments: HashMap<usize, String>,
+    /// The fully qualified name of the message being parsed (or the
+    /// package), without the leading dot.
+    pub(super) scope: String,
+    /// Leading comments by element (`.pkg.Message.field`, `.pkg.Service.Method`).
+    pub(super) docs: HashMap<String, String>,
+    /// The `(buf.validate.field)` rules found so far.
+    pub(super) field_rules: Vec<FieldRules>,
+    /// Whether the file imports `buf/validate/validate.proto`.
+    pub(super) imports_validate: bool,
 }
 
 impl Parser<'_> {
@@ -81,6 +96,19 @@ impl Parser<'_> {
         }
     }
 
+    /// Records the comment leading token `at` as the documentation of
+    /// `name` (scope-qualified below `scope`).
+    fn document(&mut self, at: usize, name: &str) {
+        if let Some(text) = self.comments.get(&at) {
+            let key = if self.scope.is_empty() {
+                format!(".{name}")
+            } else {
+                format!(".{}.{name}", self.scope)
+            };
+            self.docs.insert(key, text.clone());
+        }
+    }
+
     pub(super) fn eat_sym(&mut self, c: char) -> bool {
         if self.peek() == Some(&Tok::Sym(c)) {
             self.pos += 1;
@@ -108,7 +136,9 @@ impl Parser<'_> {
                     self.sym(';')?;
                 }
                 Tok::Ident(kw) if kw == "package" => {
-                    fd.package = Some(self.ident("a package name")?);
+                    let package = self.ident("a package name")?;
+                    self.scope = package.clone();
+                    fd.package = Some(package);
                     self.sym(';')?;
                 }
                 Tok::Ident(kw) if kw == "import" => {
@@ -116,7 +146,10 @@ impl Parser<'_> {
                         return Err(self.error("only plain `import \"file\";` is supported"));
                     }
                     match self.next("an import path")? {
-                        Tok::Str(path) => fd.dependency.push(path),
+                        Tok::Str(path) => {
+                            self.imports_validate |= path == VALIDATE_IMPORT;
+                            fd.dependency.push(path)
+                        }
                         other => {
                             return Err(
                                 self.error(format!("expected an import path, found {other}"))
@@ -180,16 +213,20 @@ impl Parser<'_> {
     /// the one extension the crate's files declare (google/api/annotations.proto).
     fn extend(&mut self, fd: &mut FileDescriptorProto) -> Result<(), ProtoError> {
         let extendee = self.ident("a message to extend")?;
-        let bare = extendee.trim_start_matches('.');
-        if bare != "google.protobuf.MethodOptions"
+        let bare = extendee.trim_start_matches('.').to_owned();
+        let options = [
+            "google.protobuf.MethodOptions",
+            "google.protobuf.FieldOptions",
+        ];
+        if !options.contains(&bare.as_str())
             || !fd
                 .dependency
                 .iter()
                 .any(|d| WELL_KNOWN_IMPORTS.contains(&d.as_str()))
         {
             return Err(self.error(format!(
-                "`extend {extendee}` is not supported (only google.protobuf.MethodOptions, \
-                 after `import \"google/protobuf/descriptor.proto\";`)"
+                "`extend {extendee}` is not supported (only google.protobuf.MethodOptions \
+                 and FieldOptions, after `import \"google/protobuf/descriptor.proto\";`)"
             )));
         }
         self.sym('{')?;
@@ -198,14 +235,28 @@ impl Parser<'_> {
                 continue;
             }
             let mut f = self.field(false)?;
-            f.extendee = Some(".google.protobuf.MethodOptions".into());
+            f.extendee = Some(format!(".{bare}"));
             fd.extension.push(f);
         }
         Ok(())
     }
 
     fn message(&mut self) -> Result<DescriptorProto, ProtoError> {
+        let keyword = self.pos - 1;
         let name = self.ident("a message name")?;
+        self.document(keyword, &name);
+        let outer = std::mem::take(&mut self.scope);
+        self.scope = if outer.is_empty() {
+            name.clone()
+        } else {
+            format!("{outer}.{name}")
+        };
+        let m = self.message_body(name);
+        self.scope = outer;
+        m
+    }
+
+    fn message_body(&mut self, name: String) -> Result<DescriptorProto, ProtoError> {
         self.sym('{')?;
         let mut m = DescriptorProto {
             name: Some(name.clone()),
@@ -236,7 +287,9 @@ impl Parser<'_> {
                 });
                 self.sym('{')?;
                 while !self.eat_sym('}') {
+                    let start = self.pos;
                     let mut f = self.field(false)?;
+                    self.document(start, f.name());
                     f.oneof_index = Some(index);
                     m.field.push(f);
                 }
@@ -246,8 +299,10 @@ impl Parser<'_> {
                 self.map_field(&mut m)?;
                 continue;
             }
+            let start = self.pos;
             let repeated = self.eat_ident("repeated");
             let f = self.field(repeated)?;
+            self.document(start, f.name());
             m.field.push(f);
         }
         let mut numbers = HashSet::new();
@@ -330,7 +385,9 @@ impl Parser<'_> {
     }
 
     fn enumeration(&mut self) -> Result<EnumDescriptorProto, ProtoError> {
+        let keyword = self.pos - 1;
         let name = self.ident("an enum name")?;
+        self.document(keyword, &name);
         self.sym('{')?;
         let mut e = EnumDescriptorProto {
             name: Some(name.clone()),
@@ -413,10 +470,13 @@ impl Parser<'_> {
         {
             return Err(self.error(format!("`{type_name}` is not supported by this parser")));
         }
+        let line = self.line();
         let name = self.ident("a field name")?;
         self.sym('=')?;
         let number = self.field_number(&name)?;
-        self.no_field_options(&name)?;
+        if let Some(rules) = self.field_options(&name, &type_name, repeated, line)? {
+            self.field_rules.push(rules);
+        }
         self.sym(';')?;
         let mut f = FieldDescriptorProto {
             json_name: Some(json_name(&name)),
@@ -434,10 +494,12 @@ impl Parser<'_> {
     }
 
     fn service(&mut self, package: &str) -> Result<ServiceDescriptorProto, ProtoError> {
+        let keyword = self.pos - 1;
         let mut s = ServiceDescriptorProto {
             name: Some(self.ident("a service name")?),
             ..Default::default()
         };
+        self.document(keyword, s.name());
         let full = match package {
             "" => s.name().to_owned(),
             p => format!("{p}.{}", s.name()),
@@ -450,8 +512,10 @@ impl Parser<'_> {
             if self.eat_sym(';') {
                 continue;
             }
+            let keyword = self.pos;
             self.keyword("rpc")?;
             let name = self.ident("a method name")?;
+            self.document(keyword, &format!("{}.{name}", s.name()));
             if s.method.iter().any(|m| m.name() == name) {
                 return Err(self.error(format!(
                     "service {}: method {name} declared twice",

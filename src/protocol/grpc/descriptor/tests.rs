@@ -141,7 +141,7 @@ fn unsupported_constructs_are_errors_naming_the_line() {
         (
             "syntax = \"proto3\";\nmessage M { string a = 1 [deprecated = true]; }",
             2,
-            "field options on a are not supported",
+            "field a: only `(buf.validate.field)` options are supported",
         ),
         (
             "syntax = \"proto3\";\noption cc_enable_arenas = true;",
@@ -349,4 +349,28 @@ fn imports_must_be_given_and_types_of_other_files_need_an_import() {
         err.message.contains("unknown type `B` in field A.b"),
         "{err}"
     );
+}
+
+#[test]
+fn leading_comments_document_messages_fields_services_and_methods_but_not_detached_ones() {
+    let src = "syntax = \"proto3\";\npackage p.v1;\n\n// Detached: a blank line follows.\n\n\
+               // A request.\n// Two lines.\nmessage Req {\n  // The name.\n  string name = 1; // trailing\n\
+               \n  string other = 2;\n  // Inner.\n  message In { int32 n = 1; }\n}\n\
+               // The service.\nservice S {\n  // Does it.\n  rpc Do (Req) returns (Req);\n}\n";
+    let file = parse_files(&[("t.proto", src)]).unwrap().remove(0);
+    let doc = |k: &str| file.docs.get(k).map(String::as_str);
+    assert_eq!(doc(".p.v1.Req"), Some("A request.\nTwo lines."));
+    assert_eq!(doc(".p.v1.Req.name"), Some("The name."));
+    assert_eq!(doc(".p.v1.Req.other"), None);
+    assert_eq!(doc(".p.v1.Req.In"), Some("Inner."));
+    assert_eq!(doc(".p.v1.S"), Some("The service."));
+    assert_eq!(doc(".p.v1.S.Do"), Some("Does it."));
+    assert_eq!(file.docs.len(), 5, "{:?}", file.docs);
+}
+
+#[test]
+fn strings_take_escapes() {
+    let src = "syntax = \"proto3\";\noption go_package = \"a\\\\b\\x41\\\"\";\n";
+    let fd = parse_proto("t.proto", src).unwrap();
+    assert_eq!(fd.options.unwrap().go_package(), "a\\bA\"");
 }

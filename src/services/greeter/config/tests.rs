@@ -176,7 +176,7 @@ fn unknown_key_is_an_error_naming_its_path() {
     let e = error_of(&with("timeout: 1s", "    timout: 1s"));
     assert_eq!(
         e,
-        "server.http.timout: unknown key (known keys here: network, addr, timeout)"
+        "server.http.timout: unknown key (known keys here: network, addr, timeout, tls, cors)"
     );
     let e = error_of(&format!("{DEMO}logging: true\n"));
     assert_eq!(
@@ -424,4 +424,70 @@ fn file_errors_keep_their_cause_as_source() {
     assert!(file.source().unwrap().is::<serde_yaml::Error>());
     let e = Config::from_yaml(&with("driver:", "    driver: mysql")).unwrap_err();
     assert!(e.source().is_none(), "a rule of the greeter wraps nothing");
+}
+
+#[test]
+fn a_listener_may_name_its_certificate_and_key() {
+    let text = with(
+        "timeout: 1s",
+        "    timeout: 1s\n    tls: { cert_file: certs/cert.pem, key_file: certs/key.pem }",
+    );
+    let config = Config::from_yaml(&text).unwrap();
+    let tls = config.server.http.tls.expect("server.http.tls");
+    assert_eq!(tls.cert_file, std::path::PathBuf::from("certs/cert.pem"));
+    assert_eq!(config.server.grpc.tls, None, "each listener on its own");
+    let e = error_of(&with(
+        "timeout: 1s",
+        "    timeout: 1s\n    tls: { cert_file: c.pem }",
+    ));
+    assert_eq!(e, "server.http.tls.key_file: missing required key");
+}
+
+#[test]
+fn cors_is_off_by_default_and_its_bad_settings_name_the_key() {
+    assert!(Config::from_yaml(DEMO).unwrap().cors().is_none());
+    let with = |cors: &str, section: &str| {
+        DEMO.replacen(
+            &format!("{section}:\n    network: tcp\n"),
+            &format!("{section}:\n    cors: {cors}\n    network: tcp\n"),
+            1,
+        )
+    };
+    let ok = with(
+        r#"{ allowed_origins: ["https://app.example.com"], max_age: 10m }"#,
+        "http",
+    );
+    assert!(Config::from_yaml(&ok).unwrap().cors().is_some());
+    let cases = [
+        (
+            with("{ allowed_origins: [] }", "http"),
+            "server.http.cors.allowed_origins: empty",
+        ),
+        (
+            with(
+                r#"{ allowed_origins: ["*"], allow_credentials: true }"#,
+                "http",
+            ),
+            "server.http.cors.allow_credentials: true needs explicit allowed_origins",
+        ),
+        (
+            with(r#"{ allowed_origins: ["https://a.example"] }"#, "grpc"),
+            "server.grpc.cors: CORS applies to server.http only",
+        ),
+        (
+            with(
+                r#"{ allowed_origins: ["https://a.example"], max_age: 1x }"#,
+                "http",
+            ),
+            "server.http.cors.max_age",
+        ),
+        (
+            with(r#"{ origins: ["https://a.example"] }"#, "http"),
+            "server.http.cors.origins: unknown key",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = Config::from_yaml(&text).unwrap_err().to_string();
+        assert!(err.starts_with(want), "{err}");
+    }
 }

@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS users (
     password TEXT    NOT NULL,
     age      INTEGER NOT NULL
 );
--- Usernames are ASCII (biz::is_username_char) and unique without regard to
+-- Usernames are ASCII (greeter.proto's pattern) and unique without regard to
 -- ASCII case: `Admin` and `admin` are one name, also when both race.
 CREATE UNIQUE INDEX IF NOT EXISTS users_username_lower ON users (lower(username));
 ";

@@ -14,8 +14,13 @@
 //! | `fails:{name}` | counter | consecutive failures | after the lock time |
 //! | `failed:{id}` | string | one failure's answer, for a repeated call | after 60 s |
 //! | `lock:{name}` | string | when the lock ends (Unix s) | when the lock ends |
-//! | `oauth:{state}` | string | provider, verifier, start time | after 10 minutes |
+//! | `oauth:{state}` | string | provider, verifier, start time, client | after 10 minutes |
 //! | `oauth:pending` | sorted set | states by start time (the cap) | after 10 minutes |
+//! | `oauth:client:{ip}` | sorted set | one client's states by start time (its cap) | after 10 minutes |
+//!
+//! `TAKE_STATE` finds the client's set from the state's value, so it names
+//! that key inside the script rather than in `KEYS`: fine on one Redis
+//! server (what `--redis` names), not on a Redis Cluster.
 //!
 //! Times come from the service's clock (passed to the scripts), as in the
 //! local limiter. Every call is bounded by the configured time-out; an error
@@ -38,8 +43,8 @@
 //!   of counting the failure again (which could lock an account early).
 //! - `DEL fails:{name}` (a success) is idempotent.
 //! - `PUT_STATE`: a state that exists was stored by the first run (states
-//!   are 128 random bits) and is answered "stored", not counted against
-//!   the cap a second time.
+//!   are 256 random bits) and is answered "stored", not counted against
+//!   either cap a second time.
 //! - `TAKE_STATE` (`GETDEL`) is single use by design: a second run finds
 //!   nothing, so a state is still never taken twice; the worst a lost
 //!   answer costs is a refused callback (fail closed), never a double use.
@@ -51,7 +56,9 @@ use crate::services::token_auth::config::Provider;
 use crate::services::token_auth::limiter::{
     ip_key, user_key, Admission, FailureOutcome, LimitPolicy,
 };
-use crate::services::token_auth::pending::{Pending, StateError, STATE_CAPACITY, STATE_TTL};
+use crate::services::token_auth::pending::{
+    Pending, StateError, STATE_CAPACITY, STATE_PER_CLIENT, STATE_TTL,
+};
 use crate::services::token_auth::store::StoreError;
 use crate::types::BoxFuture;
 use redis::Script;
@@ -127,35 +134,52 @@ return answer
     )
 });
 
-/// KEYS: state, index. ARGV: value, ttl, now, capacity, state.
-/// Returns 1 stored, 0 full. A state that exists (a repeated call) is
-/// answered 1 without being counted again.
+/// KEYS: state, index, the client's set. ARGV: value, ttl, now, capacity,
+/// state, per-client cap. Returns {1, 0} stored, {0, 0} full, {2, wait}
+/// the client's cap reached (checked first; wait: seconds until its oldest
+/// state expires). A state that exists (a repeated call) is answered
+/// stored without being counted again.
 pub static PUT_STATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 1
+  return {1, 0}
 end
 local now = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - ttl)
+if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[6]) then
+  local oldest = tonumber(redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')[2])
+  return {2, math.max(oldest + ttl - now, 1)}
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
-  return 0
+  return {0, 0}
 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ttl)
-redis.call('ZADD', KEYS[2], now, ARGV[5])
-redis.call('EXPIRE', KEYS[2], ttl)
-return 1
+for i = 2, 3 do
+  redis.call('ZADD', KEYS[i], now, ARGV[5])
+  redis.call('EXPIRE', KEYS[i], ttl)
+end
+return {1, 0}
 ",
     )
 });
 
-/// KEYS: state, index. ARGV: state. Returns the value (now deleted) or nil.
+/// KEYS: state, index. ARGV: state, prefix of the client sets. Returns the
+/// value (now deleted) or nil; the state leaves the index and its client's
+/// set (named by the value's last field).
 pub static TAKE_STATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local v = redis.call('GETDEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
+if v then
+  local client = string.match(v, '^%S+ %S+ %S+ (%S+)$')
+  if client then
+    redis.call('ZREM', ARGV[2] .. client, ARGV[1])
+  end
+end
 return v
 ",
     )
@@ -267,6 +291,24 @@ impl LoginLimits for RedisLimits {
         })
     }
 
+    fn captcha_required<'a>(
+        &'a self,
+        username: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let mut get = redis::cmd("GET");
+            get.arg(format!("{PREFIX}fails:{}", user_key(username)));
+            let get = &get;
+            let failures: Option<u32> = shared::redis_call(self.timeout, || {
+                let mut conn = self.conn.clone();
+                async move { get.query_async::<Option<u32>>(&mut conn).await }
+            })
+            .await
+            .map_err(down)?;
+            Ok(failures.unwrap_or(0) >= self.policy.captcha_after)
+        })
+    }
+
     fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let key = format!("{PREFIX}fails:{}", user_key(username));
@@ -307,18 +349,21 @@ impl RedisSignIns {
 }
 
 const INDEX: &str = "token-auth:oauth:pending";
+/// Prefix of the per-client sets of pending states.
+const CLIENT_SETS: &str = "token-auth:oauth:client:";
 
 fn unavailable(e: StoreError) -> StateError {
     StateError::Unavailable(e.to_string())
 }
 
-/// `provider verifier issued_at`: none of the three contains a space.
-fn encode(p: &Pending) -> String {
+/// `provider verifier issued_at client`: none of the four contains a space.
+fn encode(p: &Pending, client: IpAddr) -> String {
     format!(
-        "{} {} {}",
+        "{} {} {} {}",
         p.provider.as_str(),
         p.code_verifier,
-        p.issued_at()
+        p.issued_at(),
+        ip_key(client)
     )
 }
 
@@ -331,24 +376,31 @@ fn decode(value: &str) -> Option<Pending> {
 }
 
 impl PendingSignIns for RedisSignIns {
-    fn insert(&self, state: String, pending: Pending) -> BoxFuture<'_, Result<(), StateError>> {
+    fn insert(
+        &self,
+        state: String,
+        pending: Pending,
+        client: IpAddr,
+    ) -> BoxFuture<'_, Result<(), StateError>> {
         Box::pin(async move {
             let mut invocation = PUT_STATE.prepare_invoke();
             invocation
                 .key(format!("{PREFIX}oauth:{state}"))
                 .key(INDEX)
-                .arg(encode(&pending))
+                .key(format!("{CLIENT_SETS}{}", ip_key(client)))
+                .arg(encode(&pending, client))
                 .arg(STATE_TTL)
                 .arg(self.clock.now())
                 .arg(STATE_CAPACITY)
-                .arg(&state);
-            let stored: u8 = invoke(&self.conn, self.timeout, invocation)
+                .arg(&state)
+                .arg(STATE_PER_CLIENT);
+            let (kind, wait): (u8, u64) = invoke(&self.conn, self.timeout, invocation)
                 .await
                 .map_err(unavailable)?;
-            if stored == 1 {
-                Ok(())
-            } else {
-                Err(StateError::Full)
+            match kind {
+                1 => Ok(()),
+                2 => Err(StateError::ClientFull { retry_after: wait }),
+                _ => Err(StateError::Full),
             }
         })
     }
@@ -359,7 +411,8 @@ impl PendingSignIns for RedisSignIns {
             invocation
                 .key(format!("{PREFIX}oauth:{state}"))
                 .key(INDEX)
-                .arg(state);
+                .arg(state)
+                .arg(CLIENT_SETS);
             let value: Option<String> = invoke(&self.conn, self.timeout, invocation)
                 .await
                 .map_err(unavailable)?;
@@ -383,7 +436,11 @@ mod tests {
     #[test]
     fn a_pending_sign_in_survives_its_encoding() {
         let p = Pending::new(Provider::Github, "v-erifier_123".into(), 42);
-        assert_eq!(decode(&encode(&p)), Some(p));
+        let client: IpAddr = "2001:db8:1:2::3".parse().unwrap();
+        let value = encode(&p, client);
+        assert_eq!(value, "github v-erifier_123 42 2001:db8:1:2::");
+        assert_eq!(decode(&value), Some(p.clone()));
+        assert_eq!(decode("github v-erifier_123 42"), Some(p));
         assert_eq!(decode("nope x 1"), None);
         assert_eq!(decode("github x"), None);
     }

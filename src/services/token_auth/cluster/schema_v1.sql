@@ -1,5 +1,5 @@
 -- token-auth on PostgreSQL, migration 1: the rules of store/schema.sql (the
--- SQLite schema, spec §2.6) as constraints. Runs inside the migration
+-- SQLite schema) as constraints. Runs inside the migration
 -- transaction with search_path = token_auth. Timestamps are Unix seconds.
 
 CREATE TABLE users (

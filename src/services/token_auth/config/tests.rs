@@ -187,7 +187,7 @@ fn an_unusable_ca_file_stops_start_up_naming_the_key() {
 #[test]
 fn unknown_top_level_keys_are_refused() {
     let err = FileConfig::parse("oath: {}").unwrap_err().to_string();
-    assert_eq!(err, "oath: unknown key (known keys here: oauth)");
+    assert_eq!(err, "oath: unknown key (known keys here: oauth, captcha)");
 }
 
 #[test]
@@ -209,4 +209,35 @@ fn wrapped_errors_are_reachable_through_source() {
 fn load_names_a_missing_file() {
     let err = FileConfig::load(Path::new("/nonexistent/auth.yaml")).unwrap_err();
     assert!(err.to_string().contains("/nonexistent/auth.yaml"), "{err}");
+}
+
+#[test]
+fn a_captcha_block_parses_and_its_errors_name_the_key() {
+    let good = "captcha:\n  verify_url: https://api.hcaptcha.com/siteverify\n  secret: s\n  hostname: login.example.com\n";
+    let captcha = FileConfig::parse(good).unwrap().captcha.expect("captcha");
+    assert_eq!(captcha.hostname.as_deref(), Some("login.example.com"));
+    assert_eq!(captcha.action, None);
+    assert!(!captcha.to_string().contains("secret"), "{captcha}");
+    let cases = [
+        (
+            good.replace("secret: s", "secret: ' '"),
+            "captcha.secret: must not be empty",
+        ),
+        (
+            good.replace("https://api", "ftp://api"),
+            "captcha.verify_url: ",
+        ),
+        (
+            good.replace("hostname", "host"),
+            "captcha.host: unknown key",
+        ),
+        (
+            "captcha:\n  secret: s\n".to_string(),
+            "captcha.verify_url: missing required key",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = FileConfig::parse(&text).unwrap_err().to_string();
+        assert!(err.starts_with(want), "{want:?} vs {err}");
+    }
 }

@@ -264,6 +264,24 @@ impl ProviderClient {
         })
     }
 
+    /// `POST url` with the form `body`, and the JSON object of a 2xx answer,
+    /// within the same deadline and size cap: for the other form-posting
+    /// verifier the service calls (a captcha provider's siteverify).
+    pub(crate) async fn post_form<T: serde::de::DeserializeOwned>(
+        &self,
+        url: &str,
+        body: String,
+    ) -> Result<T, ProviderError> {
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(url)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| ProviderError::BadResponse(format!("{url}: {e}")))?;
+        self.call(request).await
+    }
+
     /// Send `request` and parse a JSON object from a 2xx answer, all within the deadline.
     async fn call<T: serde::de::DeserializeOwned>(
         &self,

@@ -1,16 +1,20 @@
 //! Sign-in through an identity provider: the OAuth 2.0 authorization-code
 //! flow (WeChat-style field names: `appid`, `secret`, `openid`), with PKCE.
 //!
-//! 1. [`OAuth::authorize_url`]: remember a new state and PKCE verifier, and
-//!    build the provider URL the browser is redirected to.
+//! 1. [`OAuth::authorize_url`]: remember a new state and PKCE verifier
+//!    (capped per client address), and build the provider URL the browser
+//!    is redirected to and the cookie that binds the sign-in to that
+//!    browser ([`binding`]).
 //! 2. [`OAuth::complete`], on the callback: consume the state (single use),
-//!    exchange the code at the token endpoint, read the user info, and return
-//!    the identity to store — with the provider's tokens already sealed.
+//!    check the binding cookie, exchange the code at the token endpoint,
+//!    read the user info, and return the identity to store — with the
+//!    provider's tokens already sealed.
 //!
 //! Nothing is written to the database here: the caller stores the identity
 //! only when every provider call has succeeded, so a failing provider leaves
 //! no trace.
 
+pub mod binding;
 pub mod cipher;
 pub mod client;
 pub mod form;
@@ -22,11 +26,13 @@ use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
 use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::store::ProviderIdentity;
+use binding::{Binding, BindingError};
 use cipher::{CipherError, TokenCipher};
 use client::{ProviderClient, ProviderError};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Longest provider user id accepted (longer ids are refused).
@@ -39,6 +45,9 @@ pub enum OAuthError {
     UnknownProvider,
     /// The state is missing, unknown, used, expired or for another provider.
     InvalidState,
+    /// The state was valid (and is now spent), but the request does not
+    /// come from the browser that started the sign-in.
+    Unbound(BindingError),
     /// The provider sent the user back with an error instead of a code.
     Denied(String),
     /// The callback has a valid state but no code.
@@ -57,6 +66,7 @@ impl fmt::Display for OAuthError {
         match self {
             OAuthError::UnknownProvider => write!(f, "unknown provider"),
             OAuthError::InvalidState => write!(f, "invalid state"),
+            OAuthError::Unbound(e) => write!(f, "invalid state: {e}"),
             OAuthError::Denied(e) => write!(f, "sign-in was not granted by the provider: {e}"),
             OAuthError::MissingCode => write!(f, "missing code"),
             OAuthError::Provider(e) => write!(f, "identity provider failed: {e}"),
@@ -72,6 +82,7 @@ impl std::error::Error for OAuthError {
             OAuthError::Provider(e) => Some(e),
             OAuthError::States(e) => Some(e),
             OAuthError::Cipher(e) => Some(e),
+            OAuthError::Unbound(e) => Some(e),
             OAuthError::UnknownProvider
             | OAuthError::InvalidState
             | OAuthError::Denied(_)
@@ -89,6 +100,17 @@ pub struct Callback {
     pub state: Option<String>,
     /// `error`, when the user or provider declined.
     pub error: Option<String>,
+    /// The binding cookie values the request carries ([`binding::presented`]).
+    pub bindings: Vec<String>,
+}
+
+/// A sign-in begun: where to send the browser, and the cookie to give it.
+#[derive(Debug, Clone)]
+pub struct Redirect {
+    /// The provider's authorization URL.
+    pub url: String,
+    /// The `Set-Cookie` value binding the sign-in to this browser.
+    pub set_cookie: String,
 }
 
 /// A verified external identity, ready to store.
@@ -105,6 +127,8 @@ pub struct SignedIn {
 struct Registered {
     config: ProviderConfig,
     client: ProviderClient,
+    /// Where the binding cookie is sent: the path of `redirect_uri`.
+    cookie_path: String,
 }
 
 /// The OAuth side of the service.
@@ -112,6 +136,7 @@ pub struct OAuth {
     providers: BTreeMap<Provider, Registered>,
     states: Arc<dyn PendingSignIns>,
     cipher: TokenCipher,
+    binding: Binding,
     clock: Arc<dyn Clock>,
 }
 
@@ -124,12 +149,14 @@ impl fmt::Debug for OAuth {
 }
 
 impl OAuth {
-    /// Sign-in with `providers`, provider tokens sealed by `cipher`.
+    /// Sign-in with `providers`, provider tokens sealed by `cipher`,
+    /// sign-ins bound to their browser by `binding`.
     ///
     /// Fails, naming the key, when a provider's `ca_file` cannot be used.
     pub fn new(
         providers: BTreeMap<Provider, ProviderConfig>,
         cipher: TokenCipher,
+        binding: Binding,
         clock: Arc<dyn Clock>,
         states: Arc<dyn PendingSignIns>,
     ) -> Result<OAuth, ConfigError> {
@@ -137,13 +164,20 @@ impl OAuth {
             .into_iter()
             .map(|(provider, config)| {
                 let client = ProviderClient::new(config.trusted_roots(provider)?);
-                Ok((provider, Registered { config, client }))
+                let cookie_path = binding::callback_path(&config.redirect_uri);
+                let registered = Registered {
+                    config,
+                    client,
+                    cookie_path,
+                };
+                Ok((provider, registered))
             })
             .collect::<Result<_, ConfigError>>()?;
         Ok(OAuth {
             providers,
             states,
             cipher,
+            binding,
             clock,
         })
     }
@@ -163,15 +197,19 @@ impl OAuth {
         Ok((provider, registered))
     }
 
-    /// Start a sign-in: the provider URL to redirect the browser to.
-    pub async fn authorize_url(&self, name: &str) -> Result<String, OAuthError> {
-        let (provider, config) = self.provider(name)?;
+    /// Start a sign-in for the browser at `client`: the provider URL to
+    /// redirect it to, and the cookie that binds the sign-in to it.
+    pub async fn authorize_url(&self, name: &str, client: IpAddr) -> Result<Redirect, OAuthError> {
+        let (provider, registered) = self.registered(name)?;
+        let config = &registered.config;
         let (pending, started) =
             state::begin(provider, self.clock.now()).map_err(OAuthError::States)?;
         self.states
-            .insert(started.state.clone(), pending)
+            .insert(started.state.clone(), pending, client)
             .await
             .map_err(OAuthError::States)?;
+        let cookie = self.binding.value(provider, &started.state);
+        let set_cookie = self.binding.set_cookie(&cookie, &registered.cookie_path);
         let query = form::encode_pairs([
             ("appid", config.appid.as_str()),
             ("redirect_uri", config.redirect_uri.as_str()),
@@ -186,7 +224,18 @@ impl OAuth {
         } else {
             '?'
         };
-        Ok(format!("{}{joiner}{query}", config.auth_url))
+        Ok(Redirect {
+            url: format!("{}{joiner}{query}", config.auth_url),
+            set_cookie,
+        })
+    }
+
+    /// The `Set-Cookie` value that removes the binding cookie of provider
+    /// `name` (every callback answer carries it); `None` for a provider
+    /// that is not configured.
+    pub fn clear_cookie(&self, name: &str) -> Option<String> {
+        let (_, registered) = self.registered(name).ok()?;
+        Some(self.binding.clear_cookie(&registered.cookie_path))
     }
 
     /// Finish a sign-in from its callback query.
@@ -203,6 +252,11 @@ impl OAuth {
             .map_err(OAuthError::States)?
             .filter(|p| p.provider == provider)
             .ok_or(OAuthError::InvalidState)?;
+        // The state is spent by now: a callback opened in another browser
+        // costs the sign-in, so it cannot be retried there either.
+        self.binding
+            .verify(provider, &state, &callback.bindings)
+            .map_err(OAuthError::Unbound)?;
         if let Some(error) = callback.error {
             return Err(OAuthError::Denied(error));
         }
@@ -345,6 +399,10 @@ mod tests {
             ),
             (OAuthError::UnknownProvider, None),
             (OAuthError::InvalidState, None),
+            (
+                OAuthError::Unbound(BindingError::Missing),
+                Some(BindingError::Missing.to_string()),
+            ),
             (OAuthError::Denied("access_denied".into()), None),
             (OAuthError::MissingCode, None),
         ];

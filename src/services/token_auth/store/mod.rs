@@ -1,7 +1,7 @@
 //! SQLite storage for users, identity-provider bindings and the token blacklist.
 //!
-//! The schema (`schema.sql`) carries the rules of spec §2.6 as constraints, so
-//! the database is the last line of defence. The connection runs in WAL mode
+//! The schema (`schema.sql`) carries the rules of the records (lengths,
+//! uniqueness, roles, providers) as constraints, so the database is the last line of defence. The connection runs in WAL mode
 //! with `foreign_keys=ON` (SQLite leaves it off unless asked, per connection).
 //!
 //! Usernames and emails are unique and looked up without regard to ASCII

@@ -1,5 +1,5 @@
--- Schema of the token-auth service (spec §2.6). Every limit the spec names is
--- a constraint here, so that the database itself refuses bad rows whatever
+-- Schema of the token-auth service. Every limit of its records (lengths,
+-- uniqueness, roles, providers) is a constraint here, so that the database itself refuses bad rows whatever
 -- code path writes them. Tables are STRICT: a column holds only its declared
 -- type. Timestamps are Unix seconds.
 

@@ -1,0 +1,109 @@
+//! The HTTP side of the OAuth sign-in's two routes (registered by
+//! [`super::routes::engine`]): `/login` redirects to the provider and gives
+//! the browser the cookie that binds the sign-in to it; `/callback` needs
+//! that cookie with the state, clears it whatever the outcome, and yields
+//! the signed-in user, whom the route answers with a token pair as every
+//! login does.
+//!
+//! Kept apart from the other routes because the sign-in has its own
+//! answers: 429 per client address and 503 in all for pending sign-ins, a
+//! 400 naming a missing or foreign cookie, and 502 when the provider fails.
+
+use crate::services::token_auth::middleware::{ApiError, STORE_UNAVAILABLE};
+use crate::services::token_auth::oauth::{binding, Callback, OAuthError};
+use crate::services::token_auth::pending::StateError;
+use crate::services::token_auth::service::AuthService;
+use crate::services::token_auth::user::User;
+use crate::web::chain::Context;
+use crate::web::log;
+use http::header::{CACHE_CONTROL, COOKIE, SET_COOKIE};
+use http::StatusCode;
+
+/// 400 when the OAuth callback's state does not verify.
+pub const INVALID_STATE: &str = "invalid state";
+/// 429 when one client address has too many OAuth sign-ins pending.
+pub const TOO_MANY_SIGN_INS: &str =
+    "too many sign-ins in progress from this address, try again later";
+
+/// The answer to an OAuth failure; a failing provider is also logged.
+fn oauth_failure(c: &Context, error: OAuthError) -> ApiError {
+    let status = match &error {
+        OAuthError::UnknownProvider => StatusCode::NOT_FOUND,
+        OAuthError::InvalidState => return ApiError::new(StatusCode::BAD_REQUEST, INVALID_STATE),
+        OAuthError::Unbound(_) | OAuthError::Denied(_) | OAuthError::MissingCode => {
+            StatusCode::BAD_REQUEST
+        }
+        OAuthError::Provider(_) => StatusCode::BAD_GATEWAY,
+        OAuthError::States(StateError::Unavailable(_)) => {
+            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
+        }
+        OAuthError::States(StateError::ClientFull { retry_after }) => {
+            return ApiError::Limited {
+                retry_after: *retry_after,
+                message: TOO_MANY_SIGN_INS,
+            }
+        }
+        OAuthError::States(_) => StatusCode::SERVICE_UNAVAILABLE,
+        OAuthError::Cipher(_) => return ApiError::internal("oauth")(error),
+    };
+    if status == StatusCode::BAD_GATEWAY {
+        log::message(
+            "token-auth",
+            format_args!("{} {}: {error}", c.method(), c.path()),
+        );
+    }
+    ApiError::new(status, error.to_string())
+}
+
+/// `GET /auth/oauth/:provider/login` → 302 to the provider, with the
+/// cookie binding the sign-in to this browser; 429 past the client's
+/// pending sign-ins.
+pub async fn login(service: &AuthService, c: &mut Context) -> Result<(), ApiError> {
+    let oauth = service
+        .oauth
+        .as_ref()
+        .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
+    let name = c.param("provider").unwrap_or_default().to_owned();
+    let redirect = oauth
+        .authorize_url(&name, c.client_ip())
+        .await
+        .map_err(|e| oauth_failure(c, e))?;
+    c.set_header(CACHE_CONTROL, "no-store");
+    c.set_header(SET_COOKIE, &redirect.set_cookie);
+    c.redirect(StatusCode::FOUND, &redirect.url);
+    Ok(())
+}
+
+/// `GET /auth/oauth/:provider/callback?code&state` with the binding
+/// cookie → the local user bound to the provider's account (created or
+/// updated). Every answer clears the cookie: the sign-in it bound is over,
+/// whatever the outcome.
+pub async fn callback(service: &AuthService, c: &mut Context) -> Result<User, ApiError> {
+    let oauth = service
+        .oauth
+        .as_ref()
+        .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
+    let name = c.param("provider").unwrap_or_default().to_owned();
+    if let Some(clear) = oauth.clear_cookie(&name) {
+        c.set_header(SET_COOKIE, &clear);
+    }
+    // Nothing a callback answers is for a cache, errors included.
+    c.set_header(CACHE_CONTROL, "no-store");
+    let cookie_headers = c.headers().get_all(COOKIE).iter();
+    let bindings = binding::presented(cookie_headers.filter_map(|v| v.to_str().ok()));
+    let callback = Callback {
+        code: c.query("code"),
+        state: c.query("state"),
+        error: c.query("error"),
+        bindings,
+    };
+    let signed_in = oauth
+        .complete(&name, callback)
+        .await
+        .map_err(|e| oauth_failure(c, e))?;
+    service
+        .store
+        .sign_in_with_provider(signed_in.identity, signed_in.username_hint)
+        .await
+        .map_err(ApiError::store("storing provider sign-in"))
+}

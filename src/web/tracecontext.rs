@@ -1,0 +1,328 @@
+//! W3C Trace Context: the `traceparent` header that ties together the log
+//! lines one request leaves in every service it crosses.
+//!
+//! ```text
+//! traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+//!              │  └── trace-id (16 bytes) ──────────┘ └ parent-id ───┘ └ flags
+//!              version
+//! ```
+//!
+//! The accept loop reads the header of every request (HTTP and gRPC alike:
+//! gRPC metadata are HTTP/2 headers) and runs the call inside [`scope`]:
+//!
+//! - a valid header continues its trace: same trace-id and flags, the
+//!   sender's span becomes our parent, and this server gets a span-id of its
+//!   own;
+//! - an absent or malformed header (wrong length, uppercase or non-hex
+//!   digits, an all-zero id, version `ff`, two `traceparent` headers)
+//!   starts a new trace. A bad header never fails a request;
+//! - the response carries `traceparent` with the trace-id and this server's
+//!   span-id, so a client can find the server's log lines;
+//! - [`current`] gives handlers, use cases and the log lines the trace
+//!   (Kratos' `tracing.TraceID(ctx)`), and [`crate::web::log::message`] and
+//!   the access logs end their lines with `trace_id=…`.
+//!
+//! This is log correlation only: no spans are recorded or exported.
+
+use std::fmt;
+use std::future::Future;
+
+use http::{HeaderMap, HeaderValue};
+
+/// The header's name.
+pub const TRACEPARENT: &str = "traceparent";
+
+tokio::task_local! {
+    static CURRENT: TraceContext;
+}
+
+/// The trace a request belongs to and this server's span in it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TraceContext {
+    trace_id: [u8; 16],
+    /// The caller's span, when the request continued a trace.
+    parent_id: Option<[u8; 8]>,
+    span_id: [u8; 8],
+    flags: u8,
+}
+
+impl TraceContext {
+    /// The context of a request with `headers`: its trace continued, or a
+    /// new one when the header is absent or malformed.
+    pub fn from_headers(headers: &HeaderMap) -> TraceContext {
+        let mut values = headers.get_all(TRACEPARENT).iter();
+        let parsed = match (values.next(), values.next()) {
+            (Some(value), None) => value.to_str().ok().and_then(parse),
+            // None, or several: the spec says to start over.
+            _ => None,
+        };
+        match parsed {
+            Some((trace_id, parent_id, flags)) => TraceContext {
+                trace_id,
+                parent_id: Some(parent_id),
+                span_id: random_id(),
+                flags,
+            },
+            None => TraceContext::new_trace(),
+        }
+    }
+
+    /// A new trace (sampled flag set: the logs record it).
+    pub fn new_trace() -> TraceContext {
+        // One read of the OS generator for both ids (one syscall a request).
+        let mut raw = [0u8; 24];
+        loop {
+            fill(&mut raw);
+            let (trace, span) = raw.split_at(16);
+            if trace != [0; 16] && span != [0; 8] {
+                break;
+            }
+        }
+        let mut trace_id = [0u8; 16];
+        let mut span_id = [0u8; 8];
+        trace_id.copy_from_slice(&raw[..16]);
+        span_id.copy_from_slice(&raw[16..]);
+        TraceContext {
+            trace_id,
+            parent_id: None,
+            span_id,
+            flags: 0x01,
+        }
+    }
+
+    /// The trace-id, 32 lowercase hex digits: what the log lines carry.
+    pub fn trace_id(&self) -> String {
+        hex(&self.trace_id)
+    }
+
+    /// This server's span-id, 16 lowercase hex digits.
+    pub fn span_id(&self) -> String {
+        hex(&self.span_id)
+    }
+
+    /// The caller's span-id, when the request continued a trace.
+    pub fn parent_id(&self) -> Option<String> {
+        self.parent_id.as_ref().map(|p| hex(p))
+    }
+
+    /// `traceparent` naming this server's span: for the response, and for
+    /// a call this request makes onwards.
+    pub fn header_value(&self) -> HeaderValue {
+        let mut text = Vec::with_capacity(55);
+        text.extend_from_slice(b"00-");
+        push_hex(&mut text, &self.trace_id);
+        text.push(b'-');
+        push_hex(&mut text, &self.span_id);
+        text.push(b'-');
+        push_hex(&mut text, &[self.flags]);
+        HeaderValue::from_maybe_shared(bytes::Bytes::from(text))
+            .unwrap_or_else(|_| unreachable!("hex digits and dashes"))
+    }
+
+    /// Append the trace-id as 32 hex digits to `buf`, without allocating
+    /// (for the access-log lines).
+    pub fn push_trace_id(&self, buf: &mut Vec<u8>) {
+        push_hex(buf, &self.trace_id);
+    }
+}
+
+impl fmt::Debug for TraceContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TraceContext({:?})", self.header_value())
+    }
+}
+
+/// `version-traceid-parentid-flags`, as the W3C grammar has it; `None` for
+/// anything else. A version above `00` may add fields after a `-`.
+fn parse(value: &str) -> Option<([u8; 16], [u8; 8], u8)> {
+    let value = value.trim_matches([' ', '\t']);
+    let b = value.as_bytes();
+    if b.len() < 55 || b[2] != b'-' || b[35] != b'-' || b[52] != b'-' {
+        return None;
+    }
+    let version = unhex::<1>(&b[0..2])?[0];
+    if version == 0xff || (version == 0 && b.len() != 55) || (b.len() > 55 && b[55] != b'-') {
+        return None;
+    }
+    let trace_id = unhex::<16>(&b[3..35])?;
+    let parent_id = unhex::<8>(&b[36..52])?;
+    let flags = unhex::<1>(&b[53..55])?[0];
+    if trace_id == [0; 16] || parent_id == [0; 8] {
+        return None;
+    }
+    Some((trace_id, parent_id, flags))
+}
+
+/// `N` bytes from `2N` lowercase hex digits (uppercase is invalid here).
+fn unhex<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
+    if digits.len() != 2 * N {
+        return None;
+    }
+    let nibble = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; N];
+    for (i, pair) in digits.chunks_exact(2).enumerate() {
+        out[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
+fn push_hex(buf: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        buf.push(DIGITS[usize::from(b >> 4)]);
+        buf.push(DIGITS[usize::from(b & 0x0f)]);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut buf = Vec::with_capacity(bytes.len() * 2);
+    push_hex(&mut buf, bytes);
+    String::from_utf8(buf).unwrap_or_default()
+}
+
+fn random_id() -> [u8; 8] {
+    let mut id = [0u8; 8];
+    while id == [0; 8] {
+        fill(&mut id);
+    }
+    id
+}
+
+/// Random bytes from the OS; should it ever fail, the clock's nanoseconds
+/// (an id must be unique enough to find log lines, not secret).
+fn fill(out: &mut [u8]) {
+    if getrandom::fill(out).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(1);
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = (nanos >> ((i % 16) * 8)) as u8 | 1;
+        }
+    }
+}
+
+/// Run `f` now as part of `trace` (the synchronous start of a call, before
+/// it returns its future).
+pub fn enter<R>(trace: TraceContext, f: impl FnOnce() -> R) -> R {
+    CURRENT.sync_scope(trace, f)
+}
+
+/// Serve one request's future as part of `trace`; the response carries
+/// `traceparent`.
+pub fn serve<F, B>(trace: TraceContext, call: F) -> impl Future<Output = http::Response<B>>
+where
+    F: Future<Output = http::Response<B>>,
+{
+    let fut = CURRENT.scope(trace, call);
+    async move {
+        let mut resp = fut.await;
+        resp.headers_mut().insert(
+            http::header::HeaderName::from_static(TRACEPARENT),
+            trace.header_value(),
+        );
+        resp
+    }
+}
+
+/// Run `call` as part of `trace`.
+pub fn scope<F: Future>(trace: TraceContext, call: F) -> impl Future<Output = F::Output> {
+    CURRENT.scope(trace, call)
+}
+
+/// Run `call` as part of `trace` if there is one (a task spawned by a
+/// request takes its trace along this way).
+pub async fn scope_opt<F: Future>(trace: Option<TraceContext>, call: F) -> F::Output {
+    match trace {
+        Some(trace) => CURRENT.scope(trace, call).await,
+        None => call.await,
+    }
+}
+
+/// The trace of the request being served; `None` outside one.
+pub fn current() -> Option<TraceContext> {
+    CURRENT.try_with(|t| *t).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    fn headers(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(TRACEPARENT, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn a_valid_header_is_continued_with_a_span_of_our_own() {
+        let t = TraceContext::from_headers(&headers(&[GOOD]));
+        assert_eq!(t.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(t.parent_id().as_deref(), Some("00f067aa0ba902b7"));
+        assert_ne!(t.span_id(), "00f067aa0ba902b7");
+        let back = t.header_value();
+        let back = back.to_str().unwrap();
+        assert!(
+            back.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"),
+            "{back}"
+        );
+        assert!(back.ends_with("-01"));
+        assert_eq!(parse(back).map(|p| p.0), Some(t.trace_id));
+        // A later version with more fields is read by its first four.
+        let future = format!("cc{}-what-comes-next", &GOOD[2..]);
+        assert_eq!(parse(&future).map(|p| p.2), Some(1));
+    }
+
+    #[test]
+    fn malformed_headers_start_a_new_trace() {
+        let bad = [
+            "",
+            "garbage",
+            &GOOD[..54],                                               // short
+            &format!("{GOOD}-extra"),                                  // 00 has exactly 4 fields
+            &GOOD.replace("4bf9", "4BF9"),                             // uppercase
+            &GOOD.replace("4bf9", "4bg9"),                             // not hex
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01", // zero trace
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", // zero parent
+            &GOOD.replacen("00", "ff", 1),                             // version ff
+            &GOOD.replace('-', "_"),
+        ];
+        for value in bad {
+            assert_eq!(parse(value), None, "{value:?}");
+            let t = TraceContext::from_headers(&headers(&[value]));
+            assert_ne!(
+                t.trace_id(),
+                "4bf92f3577b34da6a3ce929d0e0e4736",
+                "{value:?}"
+            );
+            assert_eq!(t.parent_id(), None);
+        }
+        let two = TraceContext::from_headers(&headers(&[GOOD, GOOD]));
+        assert_eq!(two.parent_id(), None, "two traceparent headers: start over");
+        let a = TraceContext::from_headers(&HeaderMap::new());
+        let b = TraceContext::from_headers(&HeaderMap::new());
+        assert_ne!(a.trace_id(), b.trace_id(), "each new trace is its own");
+        assert_eq!(a.trace_id().len(), 32);
+    }
+
+    #[tokio::test]
+    async fn the_trace_is_seen_inside_its_scope_only() {
+        let t = TraceContext::new_trace();
+        assert_eq!(current(), None);
+        let seen = scope(t, async {
+            tokio::task::yield_now().await;
+            current()
+        })
+        .await;
+        assert_eq!(seen, Some(t));
+        assert_eq!(scope_opt(None, async { current() }).await, None);
+    }
+}
