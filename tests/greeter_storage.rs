@@ -1,7 +1,8 @@
 //! What the greeter stores stays bounded: `UserList` / `GET /v1/users` are
 //! paginated (AIP-158: `page_size` up to 1,000, `page_token`), SayHello
 //! names are 1–64 bytes and only the newest 1,000 greetings are kept, so
-//! 10,000 maximal calls leave a small database.
+//! 10,000 maximal calls leave a small database. And what is answered is
+//! what is stored: a write told DEADLINE_EXCEEDED was never stored.
 
 mod support;
 
@@ -202,4 +203,99 @@ async fn the_database_stays_under_1_mib_after_10000_maximal_say_hello_calls() {
     let size = std::fs::metadata(&g.db).unwrap().len();
     println!("database after 10,000 calls: {size} bytes");
     assert!(size < 1 << 20, "{size} bytes");
+}
+
+/// One UserRegister on `client` with `grpc-timeout: 1m` (raw h2: a tonic
+/// client would give up on its own at 1 ms and never see the answer); the
+/// `grpc-status` it ended with.
+async fn register_within_1ms(
+    mut client: h2::client::SendRequest<Bytes>,
+    addr: std::net::SocketAddr,
+    username: &str,
+) -> String {
+    use handwire::services::greeter::api::UserRegisterRequest;
+    let req = http::Request::post(format!("http://{addr}/helloworld.v1.Greeter/UserRegister"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("grpc-timeout", "1m")
+        .body(())
+        .unwrap();
+    client = client.ready().await.unwrap();
+    let (response, mut send) = client.send_request(req, false).unwrap();
+    let message = UserRegisterRequest {
+        username: username.into(),
+        password: "pw".into(),
+    };
+    send.send_data(Frame::encode_message(&message), true)
+        .unwrap();
+    let response = response.await.unwrap();
+    let trailers_only = response.headers().get("grpc-status").cloned();
+    let mut body = response.into_body();
+    while let Some(chunk) = body.data().await {
+        let _ = body.flow_control().release_capacity(chunk.unwrap().len());
+    }
+    let status = match trailers_only {
+        Some(status) => status,
+        None => body.trailers().await.unwrap().unwrap()["grpc-status"].clone(),
+    };
+    status.to_str().unwrap().to_owned()
+}
+
+/// UserRegister under a 1 ms `grpc-timeout`, 400 calls at once on 8
+/// connections: every DEADLINE_EXCEEDED answer names a user that is not
+/// stored, and every OK one a user that is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_answered_deadline_exceeded_is_never_stored_even_at_1_ms_under_load() {
+    const OK: &str = "0";
+    const DEADLINE_EXCEEDED: &str = "4";
+    let g = start().await;
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        let tcp = tokio::net::TcpStream::connect(g.grpc).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(conn);
+        clients.push(client);
+    }
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..400 {
+        let client = clients[i % clients.len()].clone();
+        let addr = g.grpc;
+        calls.spawn(async move {
+            let username = format!("late{i:03}");
+            let status = register_within_1ms(client, addr, &username).await;
+            (username, status)
+        });
+    }
+    let answers = calls.join_all().await;
+    let stored: std::collections::HashSet<String> = support::greeter::user_rows(&g.db)
+        .into_iter()
+        .map(|(_, username, _, _)| username)
+        .collect();
+    let count = |code| answers.iter().filter(|(_, c)| c == code).count();
+    let other: Vec<_> = answers
+        .iter()
+        .filter(|(_, c)| c != OK && c != DEADLINE_EXCEEDED)
+        .take(3)
+        .collect();
+    assert!(other.is_empty(), "only OK or DEADLINE_EXCEEDED: {other:?}");
+    let stored_failures: Vec<&String> = answers
+        .iter()
+        .filter(|(name, code)| code == DEADLINE_EXCEEDED && stored.contains(name))
+        .map(|(name, _)| name)
+        .collect();
+    let lost: Vec<&String> = answers
+        .iter()
+        .filter(|(name, code)| code == OK && !stored.contains(name))
+        .map(|(name, _)| name)
+        .collect();
+    let (ok, late) = (count(OK), count(DEADLINE_EXCEEDED));
+    assert!(late > 0, "1 ms deadlines under load: some must pass");
+    assert!(
+        stored_failures.is_empty(),
+        "{} of {late} DEADLINE_EXCEEDED answers were stored: {stored_failures:?}",
+        stored_failures.len()
+    );
+    assert!(lost.is_empty(), "answered OK, not stored: {lost:?}");
+    assert_eq!(stored.len(), ok, "exactly the OK answers are stored");
+    eprintln!("{ok} OK (stored), {late} DEADLINE_EXCEEDED (none stored)");
 }

@@ -18,11 +18,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::types::{self, Body, BoxError, BoxFuture};
 use crate::web::chain::{Context, Handler};
+use crate::web::governor::ConnectionShare;
+use crate::web::intake::{self, Bounds, Refusal};
 use crate::web::log;
 use crate::web::metrics::{Operation, OPERATION_KEY};
 use crate::web::path_params::PathParams;
@@ -80,6 +82,8 @@ pub struct App {
     pub(crate) body_limit: usize,
     pub(crate) body_timeout: Duration,
     pub(crate) on_body_timeout: BodyTimeoutAnswer,
+    /// Least average body rate after the grace (bytes a second, 0: none).
+    pub(crate) min_body_rate: (u32, Duration),
     pub(crate) on_edge_error: EdgeAnswer,
     pub(crate) trace: bool,
 }
@@ -117,8 +121,12 @@ impl App {
         let (parts, body) = req.into_parts();
         let chosen = self.choose(&parts);
         let read = ReadLimits {
-            bytes: self.body_limit,
-            time: self.body_timeout,
+            bounds: Bounds {
+                bytes: self.body_limit,
+                time: self.body_timeout,
+                min_rate: self.min_body_rate.0,
+                grace: self.min_body_rate.1,
+            },
             on_timeout: self.on_body_timeout,
             on_error: self.on_edge_error,
         };
@@ -238,16 +246,15 @@ fn too_many_headers(headers: &http::HeaderMap) -> Option<String> {
         .then(|| format!("header fields too large: {bytes} bytes (at most {HEADER_BYTES_MAX})"))
 }
 
-/// The bounds on reading a request body.
+/// The bounds on reading a request body, and the answers past them.
 #[derive(Clone, Copy)]
 struct ReadLimits {
-    bytes: usize,
-    time: Duration,
+    bounds: Bounds,
     on_timeout: BodyTimeoutAnswer,
     on_error: EdgeAnswer,
 }
 
-/// The whole body, or the answer to give instead (413, 408, 400).
+/// The whole body, or the answer to give instead (413, 408, 503, 400).
 async fn read_body<B>(
     parts: &http::request::Parts,
     body: B,
@@ -258,12 +265,13 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
+    let max = limits.bounds.bytes;
     let declared_too_large = parts
         .headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
-        .is_some_and(|n| n > limits.bytes as u64);
+        .is_some_and(|n| n > max as u64);
     if declared_too_large {
         return Err(too_large(limits));
     }
@@ -271,22 +279,32 @@ where
     if body.is_end_stream() {
         return Ok(Bytes::new());
     }
-    let collect = Limited::new(body, limits.bytes).collect();
-    let Ok(read) = tokio::time::timeout(limits.time, collect).await else {
-        let mut resp = (limits.on_timeout)(limits.time);
+    let share = parts.extensions.get::<Arc<ConnectionShare>>();
+    let account = share.map(|s| s.bodies());
+    let closing = |mut resp: Response<Body>| {
         resp.headers_mut()
             .insert(CONNECTION, http::HeaderValue::from_static("close"));
-        return Err(resp);
+        resp
     };
-    match read {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(too_large(limits))
-        }
-        Err(e) => Err((limits.on_error)(
+    match intake::collect(body, limits.bounds, account).await {
+        Ok(body) => Ok(body),
+        Err(Refusal::TooLarge) => Err(too_large(limits)),
+        Err(Refusal::TimedOut) => Err(closing((limits.on_timeout)(limits.bounds.time))),
+        Err(Refusal::TooSlow { received, after }) => Err(closing((limits.on_error)(
+            StatusCode::REQUEST_TIMEOUT,
+            "REQUEST_TIMEOUT",
+            &format!(
+                "request body too slow: {received} bytes in {after:.1?}, under the minimum of \
+                 {} bytes/s",
+                limits.bounds.min_rate
+            ),
+        ))),
+        Err(Refusal::Busy) => Err(closing((limits.on_error)(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "SERVICE_UNAVAILABLE",
+            "server busy: too many request bodies being received, try again shortly",
+        ))),
+        Err(Refusal::Failed(e)) => Err((limits.on_error)(
             StatusCode::BAD_REQUEST,
             "BAD_REQUEST",
             &format!("cannot read request body: {e}"),
@@ -410,7 +428,10 @@ fn too_large(limits: ReadLimits) -> Response<Body> {
     (limits.on_error)(
         StatusCode::PAYLOAD_TOO_LARGE,
         "PAYLOAD_TOO_LARGE",
-        &format!("request body too large (limit {} bytes)", limits.bytes),
+        &format!(
+            "request body too large (limit {} bytes)",
+            limits.bounds.bytes
+        ),
     )
 }
 

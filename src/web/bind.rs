@@ -143,7 +143,7 @@ pub fn json_object<T: DeserializeOwned>(body: &[u8]) -> Result<T, BindError> {
 
 /// A JSON value whose objects have no repeated key (serde_json's own
 /// `Value` keeps the last one).
-struct StrictValue(Value);
+pub(crate) struct StrictValue(pub(crate) Value);
 
 impl<'de> serde::Deserialize<'de> for StrictValue {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

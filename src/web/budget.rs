@@ -14,14 +14,54 @@
 //! for its database, its log and its outgoing connections when the budget
 //! is spent. [`ConnectionBudget::new`] makes a separate one (tests, or a
 //! process that wants a smaller cap); it is held to the same ¾ bound.
+//!
+//! The budget is also the one evictor of its connections, in the manner of
+//! Envoy's overload manager (one process-wide threshold, one action for
+//! every listener): every listener registers the connections it accepts
+//! here, and at the cap [`ConnectionBudget::reclaim_one`] closes the
+//! connection, *of any listener*, that has made progress least recently
+//! ([`Activity::reclaim_rank`]). A port held full by one kind of client
+//! (idle HTTP/1 keep-alives, h2 connections parked on a health Watch) so
+//! never locks a client of the other port out.
+//!
+//! It also keeps the process' account of *bytes waiting for peers*: the
+//! response bytes that handlers have produced and that the clients have not
+//! taken yet (an h2 stream whose window stays at 0 holds its whole response).
+//! Every response body counts what it holds ([`crate::web::clocks::Tracked`]);
+//! a connection holding more than its share
+//! ([`DEFAULT_CONNECTION_WAITING_BYTES`]) is closed, and when the process
+//! total passes [`DEFAULT_WAITING_BYTES`] the connection holding the most is
+//! closed (Envoy's "reset the streams holding the most buffered bytes", one
+//! connection at a time), which drops what its streams held.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::web::clocks::{Activity, WaitingAccount};
+use crate::web::governor::{ByteAccount, DEFAULT_BODY_BYTES, DEFAULT_LONG_LIVED_STREAMS};
+use crate::web::log;
+
 /// Upper bound of the process' connection budget.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// Default bytes of responses the process holds for peers that have not
+/// taken them; past it the connection holding the most is closed.
+pub const DEFAULT_WAITING_BYTES: usize = 64 << 20;
+
+/// Default bytes of responses one connection may hold for its peer; past
+/// it the connection is closed.
+pub const DEFAULT_CONNECTION_WAITING_BYTES: usize = 16 << 20;
+
+/// The account of bytes waiting for peers.
+#[derive(Debug)]
+struct Waiting {
+    total: AtomicUsize,
+    limit: usize,
+    per_connection: usize,
+}
 
 /// A number of connections open at once, shared by every listener holding
 /// a clone of it.
@@ -29,6 +69,14 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub struct ConnectionBudget {
     permits: Arc<Semaphore>,
     max: usize,
+    /// Every open connection of every listener sharing the budget, to take
+    /// the stalest back at the cap.
+    open: Arc<Mutex<Vec<Weak<Activity>>>>,
+    waiting: Arc<Waiting>,
+    /// Request bytes being received, all connections together.
+    bodies: Arc<ByteAccount>,
+    /// Long-lived streams open, all connections together.
+    streams: Arc<ByteAccount>,
 }
 
 impl ConnectionBudget {
@@ -39,7 +87,59 @@ impl ConnectionBudget {
         ConnectionBudget {
             permits: Arc::new(Semaphore::new(max)),
             max,
+            open: Arc::default(),
+            waiting: Arc::new(Waiting {
+                total: AtomicUsize::new(0),
+                limit: DEFAULT_WAITING_BYTES,
+                per_connection: DEFAULT_CONNECTION_WAITING_BYTES,
+            }),
+            bodies: ByteAccount::new(DEFAULT_BODY_BYTES),
+            streams: ByteAccount::new(DEFAULT_LONG_LIVED_STREAMS),
         }
+    }
+
+    /// The same budget with another bound on long-lived streams open at
+    /// once (default [`DEFAULT_LONG_LIVED_STREAMS`]); call it before
+    /// handing out clones.
+    pub fn with_stream_limit(mut self, streams: usize) -> ConnectionBudget {
+        self.streams = ByteAccount::new(streams);
+        self
+    }
+
+    /// The count of long-lived streams open.
+    pub fn streams(&self) -> &Arc<ByteAccount> {
+        &self.streams
+    }
+
+    /// The same budget with another bound on request bytes being received
+    /// at once (default [`DEFAULT_BODY_BYTES`]); call it before handing out
+    /// clones.
+    pub fn with_body_limit(mut self, bytes: usize) -> ConnectionBudget {
+        self.bodies = ByteAccount::new(bytes);
+        self
+    }
+
+    /// The account of request bytes being received.
+    pub fn bodies(&self) -> &Arc<ByteAccount> {
+        &self.bodies
+    }
+
+    /// The same budget with other bounds on bytes waiting for peers: `total`
+    /// for the process, `per_connection` for each connection. Call it
+    /// before handing out clones: the clones made earlier keep the old
+    /// account.
+    pub fn with_waiting_limits(mut self, total: usize, per_connection: usize) -> ConnectionBudget {
+        self.waiting = Arc::new(Waiting {
+            total: AtomicUsize::new(0),
+            limit: total,
+            per_connection,
+        });
+        self
+    }
+
+    /// Bytes of responses waiting for their peers, all connections together.
+    pub fn waiting_bytes(&self) -> usize {
+        self.waiting.total.load(Ordering::Relaxed)
     }
 
     /// The process budget: the same one on every call, of
@@ -71,6 +171,113 @@ impl ConnectionBudget {
     pub async fn acquire(&self) -> Option<OwnedSemaphorePermit> {
         self.permits.clone().acquire_owned().await.ok()
     }
+
+    fn open(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Activity>>> {
+        // A list of weak pointers: a panic cannot leave it inconsistent.
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Count `activity` among the connections [`reclaim_one`](Self::reclaim_one)
+    /// may close. Connections that ended are forgotten here too, so the
+    /// list stays within twice the budget.
+    pub fn register(&self, activity: &Arc<Activity>) {
+        activity.govern(Box::new(self.clone()));
+        let mut open = self.open();
+        if open.len() >= self.max.saturating_mul(2) {
+            open.retain(|weak| weak.strong_count() > 0);
+        }
+        open.push(Arc::downgrade(activity));
+    }
+
+    /// Close the connection, of any listener sharing this budget, whose
+    /// progress is oldest ([`Activity::reclaim_rank`]); logged. `false` if
+    /// there is none to close (every one is already being closed).
+    pub fn reclaim_one(&self) -> bool {
+        let victim = {
+            let mut open = self.open();
+            open.retain(|weak| weak.strong_count() > 0);
+            open.iter()
+                .filter_map(|weak| {
+                    let activity = weak.upgrade()?;
+                    let rank = activity.reclaim_rank()?;
+                    Some((rank, activity))
+                })
+                .min_by_key(|(rank, _)| *rank)
+        };
+        let Some((since, activity)) = victim else {
+            return false;
+        };
+        log::message(
+            "server",
+            format_args!(
+                "connection cap reached: closing the connection with no progress for {:?}",
+                since.elapsed()
+            ),
+        );
+        activity.evict();
+        true
+    }
+}
+
+impl WaitingAccount for ConnectionBudget {
+    /// Enforces both bounds on bytes waiting for peers.
+    fn waiting_changed(&self, conn: &Activity, before: usize, after: usize, conn_total: usize) {
+        let w = &self.waiting;
+        if after <= before {
+            w.total.fetch_sub(before - after, Ordering::Relaxed);
+            crate::web::governor::released(before - after);
+            return;
+        }
+        let total = w.total.fetch_add(after - before, Ordering::Relaxed) + (after - before);
+        if conn_total > w.per_connection && !conn.is_evicted() {
+            log::message(
+                "server",
+                format_args!(
+                    "closing a connection holding {conn_total} bytes of responses its peer \
+                     does not take (more than {} per connection)",
+                    w.per_connection
+                ),
+            );
+            conn.evict();
+        } else if total > w.limit {
+            self.reclaim_largest();
+        }
+    }
+}
+
+impl ConnectionBudget {
+    /// Over the process' bound on bytes waiting for peers: close the
+    /// connection holding the most, unless the ones already being closed
+    /// bring the total back under it.
+    fn reclaim_largest(&self) {
+        let victim = {
+            let open = self.open();
+            let mut live = 0usize;
+            let mut largest: Option<(usize, Arc<Activity>)> = None;
+            for activity in open.iter().filter_map(Weak::upgrade) {
+                if activity.is_evicted() {
+                    continue;
+                }
+                let held = activity.waiting_bytes();
+                live += held;
+                if largest.as_ref().is_none_or(|(most, _)| held > *most) {
+                    largest = Some((held, activity));
+                }
+            }
+            largest.filter(|_| live > self.waiting.limit)
+        };
+        if let Some((held, activity)) = victim {
+            log::message(
+                "server",
+                format_args!(
+                    "responses waiting for peers passed {} bytes: closing the connection \
+                     holding the most ({held} bytes)",
+                    self.waiting.limit
+                ),
+            );
+            activity.evict();
+        }
+    }
 }
 
 impl fmt::Debug for ConnectionBudget {
@@ -78,7 +285,7 @@ impl fmt::Debug for ConnectionBudget {
         f.debug_struct("ConnectionBudget")
             .field("max", &self.max)
             .field("available", &self.available())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

@@ -32,7 +32,11 @@
 //!
 //! Held connections can also be taken back: at the connection cap the
 //! server closes the one whose progress is oldest ([`Activity::reclaim_rank`],
-//! [`Activity::evict`]) so that a new client is served. On HTTP/2 only the idle clock runs after the first request:
+//! [`Activity::evict`]) so that a new client is served. Progress is a
+//! response sent to its end; a connection that holds a long-lived stream
+//! (a health Watch, an idle reflection stream), trickles a request body or
+//! keeps a handler busy has made none since its last such response, so
+//! what it holds cannot shield it. On HTTP/2 only the idle clock runs after the first request:
 //! an h2 client sends PINGs and WINDOW_UPDATEs while idle, so "first byte"
 //! means nothing there.
 //!
@@ -67,6 +71,14 @@ pub struct Activity {
     state: Mutex<State>,
     /// Wakes [`Activity::expired`] when the deadline may have moved.
     changed: Notify,
+    /// Bytes its responses hold for the peer: in the bodies ([`Tracked`])
+    /// and in hyper's buffers (`in_hyper`).
+    waiting: std::sync::atomic::AtomicUsize,
+    /// Bytes of response data handed to hyper and not yet written to the
+    /// socket (hyper's and h2's send buffers, as seen from outside).
+    in_hyper: std::sync::atomic::AtomicUsize,
+    /// The budget that counts it, once registered.
+    governor: std::sync::OnceLock<Box<dyn WaitingAccount>>,
 }
 
 struct State {
@@ -87,9 +99,20 @@ struct State {
     next_response: u64,
     /// Set by [`Activity::evict`]: close now.
     evicted: bool,
+    /// When a response was last sent to its end (accept until then): the
+    /// connection's last progress, by which the cap chooses whom to close.
+    last_completed: Instant,
     /// Since when the socket has refused our bytes (its send buffer full:
     /// the peer does not read), whatever is in flight.
     write_blocked: Option<Instant>,
+}
+
+/// Where a connection reports the bytes its responses hold for the peer:
+/// the budget it was registered with, which enforces the bounds.
+pub trait WaitingAccount: Send + Sync {
+    /// A response of `conn` now holds `after` bytes instead of `before`;
+    /// `conn_total` is what all of `conn`'s responses hold now.
+    fn waiting_changed(&self, conn: &Activity, before: usize, after: usize, conn_total: usize);
 }
 
 /// Why [`Activity::expired`] completed.
@@ -124,10 +147,62 @@ impl Activity {
                 responses: Vec::new(),
                 next_response: 0,
                 evicted: false,
+                last_completed: Instant::now(),
                 write_blocked: None,
             }),
             changed: Notify::new(),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            in_hyper: std::sync::atomic::AtomicUsize::new(0),
+            governor: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Counted by `budget` from now on (set once, by
+    /// [`crate::web::budget::ConnectionBudget::register`]).
+    pub(crate) fn govern(&self, budget: Box<dyn WaitingAccount>) {
+        let _ = self.governor.set(budget);
+    }
+
+    /// Bytes this connection's responses hold for its peer.
+    pub fn waiting_bytes(&self) -> usize {
+        self.waiting.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A response now holds `after` bytes for the peer instead of `before`.
+    fn holds(&self, before: usize, after: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let total = if after >= before {
+            self.waiting.fetch_add(after - before, Relaxed) + (after - before)
+        } else {
+            self.waiting.fetch_sub(before - after, Relaxed) - (before - after)
+        };
+        if let Some(budget) = self.governor.get() {
+            budget.waiting_changed(self, before, after, total);
+        }
+    }
+
+    /// A response handed `bytes` of data to hyper: held until written.
+    fn handed(&self, bytes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.in_hyper.fetch_add(bytes, Relaxed);
+        self.holds(0, bytes);
+    }
+
+    /// The socket took `bytes`: what hyper held for the peer is that much
+    /// less (headers and framing make this an estimate, never below 0).
+    fn sent(&self, bytes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Ok(before) = self.in_hyper.fetch_update(Relaxed, Relaxed, |held| {
+            (held > 0).then(|| held.saturating_sub(bytes))
+        }) else {
+            return;
+        };
+        self.holds(before.min(bytes), 0);
+    }
+
+    /// Whether [`evict`](Self::evict) was called.
+    pub fn is_evicted(&self) -> bool {
+        self.lock().evicted
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -206,10 +281,14 @@ impl Activity {
         self.changed.notify_one();
     }
 
-    /// Response `id` is over (sent, failed or dropped).
-    fn response_done(&self, id: u64) {
+    /// Response `id` is over (sent, failed or dropped); `complete`: it was
+    /// sent to its end, which counts as the connection's progress.
+    fn response_done(&self, id: u64, complete: bool) {
         let mut st = self.lock();
         st.responses.retain(|(r, _)| *r != id);
+        if complete {
+            st.last_completed = Instant::now();
+        }
     }
 
     /// Close this connection now (the cap is reached and it is the one whose
@@ -220,21 +299,22 @@ impl Activity {
     }
 
     /// How long this connection has made no progress, as the instant it
-    /// stopped: when it became idle (or its pending head began), or the
-    /// oldest response waiting for the peer. `None` when it is busy on our
-    /// side (a handler running, a stream waiting for data): not reclaimable.
+    /// stopped: the end of the last response sent in full (accept, if
+    /// none), or earlier when a response has waited for the peer since
+    /// earlier or the socket refuses our bytes. Whatever the connection
+    /// holds (a long-lived stream, a request body arriving, a handler
+    /// running) does not count as progress: every connection can be taken
+    /// back. `None` only once it has been evicted (not chosen twice).
     pub fn reclaim_rank(&self) -> Option<Instant> {
         let st = self.lock();
         if st.evicted {
             return None;
         }
-        if let Some(since) = st.write_blocked {
-            return Some(since);
-        }
-        if st.in_flight == 0 {
-            return Some(st.first_byte.unwrap_or(st.idle_since));
-        }
-        st.responses.iter().filter_map(|(_, since)| *since).min()
+        let waiting = st.responses.iter().filter_map(|(_, since)| *since);
+        let rank = waiting
+            .chain(st.write_blocked)
+            .fold(st.last_completed, Instant::min);
+        Some(rank)
     }
 
     /// When the connection must be closed if nothing changes, and why.
@@ -282,6 +362,16 @@ impl Activity {
     }
 }
 
+impl Drop for Activity {
+    fn drop(&mut self) {
+        // The connection is gone, and what hyper held for it with it.
+        let held = *self.in_hyper.get_mut();
+        if let Some(budget) = self.governor.get() {
+            budget.waiting_changed(self, held, 0, 0);
+        }
+    }
+}
+
 /// One request in flight; ends it when dropped.
 pub struct InFlight(Arc<Activity>);
 
@@ -292,8 +382,12 @@ impl Drop for InFlight {
 }
 
 /// A response body that keeps its request in flight until hyper has sent
-/// it (or given up on it) and dropped it: "the end of the response"; and
-/// that runs the response's write and stream-idle clocks.
+/// it (or given up on it) and dropped it: "the end of the response"; that
+/// runs the response's write and stream-idle clocks; and that counts the
+/// bytes it holds for the peer with the connection's budget. It hands its
+/// data to hyper in pieces of at most [`CHUNK`] bytes, so a response
+/// stays here, counted, until the peer's window lets it out, instead of
+/// moving whole into h2's send buffer.
 pub struct Tracked {
     inner: Body,
     request: InFlight,
@@ -301,24 +395,58 @@ pub struct Tracked {
     /// Armed while the body waits for its own data; fires after the idle
     /// time-out.
     quiet: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The rest of a data frame larger than [`CHUNK`].
+    rest: Bytes,
+    /// Bytes counted as held for the peer.
+    held: usize,
 }
+
+/// Largest piece of a response handed to hyper at once.
+pub const CHUNK: usize = 64 << 10;
 
 impl Tracked {
     /// `body`, keeping `request` in flight while it lives.
     pub fn new(body: Body, request: InFlight) -> Tracked {
         let id = request.0.response_started();
-        Tracked {
+        let mut tracked = Tracked {
             inner: body,
             request,
             id,
             quiet: None,
+            rest: Bytes::new(),
+            held: 0,
+        };
+        tracked.count_held();
+        tracked
+    }
+
+    /// Bring the count of held bytes up to date: what is left of a frame,
+    /// plus what the body says it still has.
+    fn count_held(&mut self) {
+        let lower = usize::try_from(self.inner.size_hint().lower()).unwrap_or(usize::MAX);
+        let now = self.rest.len().saturating_add(lower);
+        if now != self.held {
+            self.request.0.holds(self.held, now);
+            self.held = now;
         }
+    }
+
+    /// The next piece of `data`: at most [`CHUNK`] bytes, the rest kept.
+    fn piece(&mut self, mut data: Bytes) -> Bytes {
+        if data.len() > CHUNK {
+            self.rest = data.split_off(CHUNK);
+        }
+        data
     }
 }
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        self.request.0.response_done(self.id);
+        // hyper stops polling a body that says it has ended (a full body
+        // after its one frame), so "sent to its end" is also decided here.
+        let complete = self.rest.is_empty() && self.inner.is_end_stream();
+        self.request.0.response_done(self.id, complete);
+        self.request.0.holds(self.held, 0);
     }
 }
 
@@ -331,14 +459,33 @@ impl HttpBody for Tracked {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
+        if !this.rest.is_empty() {
+            let rest = std::mem::take(&mut this.rest);
+            let piece = this.piece(rest);
+            this.count_held();
+            this.request.0.handed(piece.len());
+            this.request.0.response_waits(this.id, true);
+            return Poll::Ready(Some(Ok(Frame::data(piece))));
+        }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 this.quiet = None;
+                let frame = match frame.into_data() {
+                    Ok(data) => {
+                        let piece = this.piece(data);
+                        this.count_held();
+                        this.request.0.handed(piece.len());
+                        Frame::data(piece)
+                    }
+                    Err(frame) => frame,
+                };
                 this.request.0.response_waits(this.id, true);
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(end) => {
-                this.request.0.response_done(this.id);
+                let complete = end.is_none();
+                this.request.0.response_done(this.id, complete);
+                this.count_held();
                 Poll::Ready(end)
             }
             Poll::Pending => {
@@ -349,7 +496,7 @@ impl HttpBody for Tracked {
                 }
                 match this.quiet.as_mut().map(|q| q.as_mut().poll(cx)) {
                     Some(Poll::Ready(())) => {
-                        this.request.0.response_done(this.id);
+                        this.request.0.response_done(this.id, false);
                         let idle = this.request.0.idle_timeout;
                         Poll::Ready(Some(Err(format!(
                             "stream closed: no data for the idle time-out ({idle:?})"
@@ -363,11 +510,23 @@ impl HttpBody for Tracked {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.rest.is_empty() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        let mut hint = self.inner.size_hint();
+        let rest = self.rest.len() as u64;
+        match hint.exact() {
+            Some(exact) => hint.set_exact(exact + rest),
+            None => {
+                // Upper first: a lower bound over the upper one panics.
+                if let Some(upper) = hint.upper() {
+                    hint.set_upper(upper + rest);
+                }
+                hint.set_lower(hint.lower() + rest);
+            }
+        }
+        hint
     }
 }
 
@@ -407,6 +566,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.io).poll_write(cx, buf);
         self.activity.wrote(polled.is_ready());
+        if let Poll::Ready(Ok(n)) = polled {
+            self.activity.sent(n);
+        }
         polled
     }
 
@@ -417,6 +579,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
         self.activity.wrote(polled.is_ready());
+        if let Poll::Ready(Ok(n)) = polled {
+            self.activity.sent(n);
+        }
         polled
     }
 
@@ -538,5 +703,27 @@ mod tests {
         a.evict();
         assert_eq!(a.expired().await, Expiry::Evicted);
         assert_eq!(a.reclaim_rank(), None, "not chosen twice");
+    }
+
+    #[tokio::test]
+    async fn a_connection_holding_a_stream_ranks_by_its_last_completed_response() {
+        use http_body_util::BodyExt;
+        let parked = Activity::new(HEADER, IDLE, WRITE);
+        let request = parked.request_started(http::Version::HTTP_2);
+        let _stream = Tracked::new(Never.boxed_unsync(), request);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let served = Activity::new(HEADER, IDLE, WRITE);
+        let parked_rank = parked
+            .reclaim_rank()
+            .expect("a held stream does not shield");
+        // A response sent to its end is progress: it moves the rank on.
+        let before = served.reclaim_rank().unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let request = served.request_started(http::Version::HTTP_2);
+        let mut body = Tracked::new(crate::types::full("x"), request);
+        while body.frame().await.is_some() {}
+        drop(body);
+        let after = served.reclaim_rank().unwrap();
+        assert!(after > before && parked_rank < after);
     }
 }

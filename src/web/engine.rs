@@ -22,6 +22,7 @@ use crate::web::app::{
     trailing_slash_redirect, Metered, Route,
 };
 use crate::web::chain::{named, Handler};
+use crate::web::intake::{DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
 use crate::web::log;
 use crate::web::metrics::{Kind, Metrics, UNMATCHED};
 use crate::web::middleware;
@@ -68,6 +69,7 @@ pub struct Engine {
     body_limit: usize,
     body_timeout: Duration,
     on_body_timeout: BodyTimeoutAnswer,
+    min_body_rate: (u32, Duration),
     on_edge_error: EdgeAnswer,
     trace: bool,
     metrics: Option<Arc<Metrics>>,
@@ -100,6 +102,7 @@ impl Engine {
             body_limit: DEFAULT_BODY_LIMIT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             on_body_timeout: request_timeout,
+            min_body_rate: (DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE),
             on_edge_error: edge_json,
             trace: false,
             metrics: None,
@@ -226,6 +229,14 @@ impl Engine {
         self.body_timeout = d;
     }
 
+    /// The least average rate, in bytes a second, at which a request body
+    /// must arrive once `grace` has passed (default 240 bytes/s after 5 s,
+    /// Kestrel's; 0 turns it off). Slower, the client gets 408 and the
+    /// connection is closed at once instead of at the body time-out.
+    pub fn min_body_rate(&mut self, bytes_per_second: u32, grace: Duration) {
+        self.min_body_rate = (bytes_per_second, grace);
+    }
+
     /// Replace the answer given past the body time-out.
     pub fn on_body_timeout(&mut self, answer: BodyTimeoutAnswer) {
         self.on_body_timeout = answer;
@@ -276,6 +287,7 @@ impl Engine {
             body_limit: self.body_limit,
             body_timeout: self.body_timeout,
             on_body_timeout: self.on_body_timeout,
+            min_body_rate: self.min_body_rate,
             on_edge_error: self.on_edge_error,
             trace: self.trace,
         })

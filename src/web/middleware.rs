@@ -265,13 +265,15 @@ pub fn recovery(c: &mut Context) -> BoxFuture<'_, ()> {
 /// Past it, the rest of the chain is dropped
 /// where it stands (its half-written response discarded), `on_timeout`
 /// writes the answer and the chain is aborted, so middleware before this one,
-/// such as the logger, still sees the request finish.
+/// such as the logger, still sees the request finish. A write already in its
+/// committing transaction is the exception: the chain runs on and answers
+/// with the commit's outcome ([`crate::web::deadline`]).
 pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
     handler(move |c| {
         Box::pin(async move {
-            let deadline = tokio::time::Instant::from_std(c.received_at() + d);
+            let at = c.received_at() + d;
             let mark = c.mark();
-            if tokio::time::timeout_at(deadline, c.next()).await.is_err() {
+            if crate::web::deadline::run(at, c.next()).await.is_err() {
                 c.unwound_to(mark, Unwound::TimedOut);
                 c.clear_response();
                 on_timeout(c);

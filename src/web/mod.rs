@@ -5,6 +5,9 @@
 //! - [`server`]: the accept loop (HTTP/1.1 + h2c, connection cap, graceful shutdown).
 //! - [`budget`]: the one connection budget all listeners of a process share.
 //! - [`clocks`]: one connection's header and idle time-outs.
+//! - [`intake`]: reading a request body: size, time-out, minimum rate, process budget.
+//! - [`governor`]: what one connection may cost (its inflate allowance).
+//! - [`deadline`]: a call's deadline, which never cuts a write mid-commit.
 //! - [`tls`]: optional TLS on a listener, certificates reloaded on SIGHUP.
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
@@ -33,8 +36,11 @@ pub mod budget;
 pub mod chain;
 pub mod clocks;
 pub mod cors;
+pub mod deadline;
 pub mod engine;
+pub mod governor;
 pub mod health;
+pub mod intake;
 pub mod log;
 pub mod metrics;
 pub mod middleware;

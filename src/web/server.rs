@@ -9,9 +9,11 @@
 //!
 //! - a cap on open connections, one [`ConnectionBudget`] per process shared
 //!   by all its listeners: each accepted connection waits for a permit
-//!   before it is served, so at the cap the loop holds that one connection
-//!   and accepts no more until a connection closes (the kernel's backlog
-//!   holds the newcomers). The permit is taken *after* `accept` because the
+//!   before it is served. At the cap the budget closes the stalest
+//!   connection of *any* listener so that the newcomer is served at once;
+//!   only when none can be taken back does the loop hold that one
+//!   connection and accept no more until a connection closes (the kernel's
+//!   backlog holds the newcomers). The permit is taken *after* `accept` because the
 //!   budget is shared: a listener waiting in `accept` with a permit in hand
 //!   would starve the other listeners of it;
 //! - accept errors (`EMFILE`, `ENFILE`: out of descriptors) back off
@@ -27,7 +29,7 @@ use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
@@ -40,6 +42,7 @@ use tokio::task::JoinSet;
 use crate::types::{Body, BoxFuture};
 pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
 use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
+use crate::web::governor::{self, ConnectionShare, DEFAULT_INFLATE_PER_SECOND};
 use crate::web::log;
 use crate::web::metrics::Gauge;
 use crate::web::tls::{self, CertStore};
@@ -114,6 +117,11 @@ pub struct Options {
     /// Counts the open connections (the `server_connections` gauge of
     /// [`crate::web::metrics`]); `None`: not counted.
     pub connection_gauge: Option<Arc<Gauge>>,
+    /// Bytes one connection may inflate per second (gzip gRPC messages),
+    /// after a burst of [`crate::web::governor::INFLATE_BURST`]; past it
+    /// its calls wait. Default
+    /// [`crate::web::governor::DEFAULT_INFLATE_PER_SECOND`] (16 MiB).
+    pub inflate_per_second: usize,
     /// Serve TLS with this certificate (ALPN offers the protocols above);
     /// `None`: cleartext.
     pub tls: Option<Arc<CertStore>>,
@@ -136,6 +144,7 @@ impl Default for Options {
             http2: true,
             write_timeout: Duration::from_secs(10),
             connection_gauge: None,
+            inflate_per_second: DEFAULT_INFLATE_PER_SECOND,
             tls: None,
             tls_handshake_timeout: Duration::from_secs(10),
         }
@@ -201,8 +210,6 @@ pub async fn serve(
     let acceptor = (opts.tls.clone()).map(|certs| tls::acceptor(certs, opts.http1, opts.http2));
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
-    // Every open connection's clocks, to take the stalest back at the cap.
-    let mut open: Vec<Weak<Activity>> = Vec::new();
     let mut backoff = AcceptBackoff::default();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -229,14 +236,13 @@ pub async fn serve(
         if let Some(line) = backoff.succeeded() {
             log::message("server", format_args!("{line}"));
         }
-        // At the cap, the connection of this listener whose progress is
-        // oldest (idle the longest, or a response stalled the longest) is
-        // closed so that this one is served; if none can be taken back (all
-        // busy on our side), this waits, with the new connection in hand and
-        // no further accept, until a connection of any listener sharing the
-        // budget closes.
+        // At the cap, the connection of any listener sharing the budget
+        // whose progress is oldest is closed so that this one is served
+        // (the rule: [`Activity::reclaim_rank`]); if none can be taken back
+        // (all already closing), this waits, with the new connection in hand
+        // and no further accept, until a connection closes.
         if opts.connections.available() == 0 {
-            reclaim_one(&mut open);
+            opts.connections.reclaim_one();
         }
         let permit = tokio::select! {
             permit = opts.connections.acquire() => match permit {
@@ -251,9 +257,14 @@ pub async fn serve(
             opts.idle_timeout,
             opts.write_timeout,
         );
-        open.push(Arc::downgrade(&activity));
+        opts.connections.register(&activity);
         let svc = service.clone();
         let tracker = activity.clone();
+        let share = ConnectionShare::new(
+            opts.inflate_per_second,
+            opts.connections.bodies().clone(),
+            opts.connections.streams().clone(),
+        );
         let mut stopping = stopping.clone();
         let activity_write_timeout = opts.write_timeout;
         let open_gauge = opts.connection_gauge.as_ref().map(Gauge::enter);
@@ -263,6 +274,7 @@ pub async fn serve(
         connections.spawn(async move {
             let _permit: OwnedSemaphorePermit = permit;
             let _open = open_gauge;
+            let _released = Released;
             // The handshake runs here, off the accept loop, bounded by its
             // own time-out and by the connection's clocks (header time-out
             // from accept, eviction at the cap): a client that stalls it
@@ -285,6 +297,7 @@ pub async fn serve(
             let secure = stream.is_tls();
             let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
                 let request = tracker.request_started(req.version());
+                req.extensions_mut().insert(share.clone());
                 if secure {
                     req.extensions_mut().insert(tls::Secure);
                 }
@@ -371,10 +384,16 @@ fn connection_builder(opts: &Options) -> Result<auto::Builder<TokioExecutor>, Se
         .keep_alive_interval(opts.h2_keep_alive_interval)
         .keep_alive_timeout(opts.h2_keep_alive_timeout)
         // The rest of the h2 settings, each chosen rather than inherited:
-        // - 200 concurrent streams per connection (hyper's default, stated):
-        //   h2load -m10 and gRPC clients stay far below it, and it bounds
-        //   the work one connection can queue.
-        .max_concurrent_streams(200)
+        // - 100 concurrent streams per connection (Kestrel's default, the
+        //   RFC's recommended minimum; hyper's is 200): h2load -m10 and gRPC
+        //   clients stay far below it, and it bounds the work one
+        //   connection can queue (200 streams of 1,000-user pages on 25
+        //   connections peaked at 585 MB, 100 at 346 MB).
+        .max_concurrent_streams(100)
+        // - At most 64 KiB of a response in h2's send buffer per stream
+        //   (hyper's default is 400 KiB): the rest stays in the response
+        //   body, where the governor counts it (see `clocks::Tracked`).
+        .max_send_buf_size(crate::web::clocks::CHUNK)
         // - Windows of 1 MiB per stream and 2 MiB per connection instead of
         //   the protocol's 64 KiB: a 4 MiB gRPC message arrives without
         //   stalling on WINDOW_UPDATE round trips, while the memory a slow
@@ -409,33 +428,19 @@ async fn drain(mut connections: JoinSet<()>, grace: Duration) {
     }
 }
 
+/// Counts a connection's buffers as given back when its task ends, so the
+/// governor trims the heap after a flood ([`governor::released`]).
+struct Released;
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        governor::released(governor::CONNECTION_BYTES);
+    }
+}
+
 /// Most bytes hyper buffers per HTTP/1 connection (request heads and
 /// pipelined requests read ahead).
 const PIPELINE_BUFFER: usize = 128 * 1024;
-
-/// Close the connection in `open` whose progress is oldest, if any can be
-/// taken back; forget the ones that have ended. Logged once per call.
-fn reclaim_one(open: &mut Vec<Weak<Activity>>) {
-    open.retain(|weak| weak.strong_count() > 0);
-    let victim = open
-        .iter()
-        .filter_map(|weak| {
-            let activity = weak.upgrade()?;
-            let rank = activity.reclaim_rank()?;
-            Some((rank, activity))
-        })
-        .min_by_key(|(rank, _)| *rank);
-    if let Some((since, activity)) = victim {
-        log::message(
-            "server",
-            format_args!(
-                "connection cap reached: closing the connection with no progress for {:?}",
-                since.elapsed()
-            ),
-        );
-        activity.evict();
-    }
-}
 
 /// Errors of one would-be connection (the peer gave up before accept
 /// returned): retried at once, they say nothing about the listener.

@@ -443,6 +443,8 @@ fn varint(out: &mut Vec<u8>, mut x: u64) {
 }
 
 mod decode;
+mod known;
+pub use known::known_fields;
 
 #[cfg(test)]
 mod tests;

@@ -27,7 +27,6 @@ use super::template::Template;
 use super::{Failure, GatewayError, UnaryMethod};
 use crate::protocol::grpc::descriptor::{HttpRule, MethodHttpRule};
 use crate::protocol::grpc::Code;
-use crate::web::bind;
 use crate::web::metrics::Operation;
 use crate::web::urlenc;
 
@@ -263,7 +262,8 @@ impl Route {
             }
             let names: Vec<&str> = m.field.iter().map(|f| f.json_name()).collect();
             let shape = format!("{{{}}}", names.join(", "));
-            bind::json_object::<Map<String, Value>>(body).map_err(move |e| {
+            let known = |k: &str| m.field.iter().any(|f| f.json_name() == k || f.name() == k);
+            super::codec::known_fields(body, &known).map_err(move |e| {
                 bad(
                     "CODEC",
                     format!("request body must be a JSON object {shape}: {e}"),

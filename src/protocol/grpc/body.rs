@@ -58,6 +58,15 @@ impl hyper::body::Body for UnaryBody {
     fn is_end_stream(&self) -> bool {
         self.data.is_none() && self.trailers.is_none()
     }
+
+    /// The message's length as a lower bound (not exact: an exact length
+    /// would become a `content-length` header), so the server counts the
+    /// bytes this body holds for its peer.
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        let mut hint = hyper::body::SizeHint::new();
+        hint.set_lower(self.data.as_ref().map_or(0, |d| d.len() as u64));
+        hint
+    }
 }
 
 /// A body whose frames are sent by another task.

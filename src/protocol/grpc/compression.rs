@@ -10,7 +10,11 @@
 //!   `identity`) encoding is `INTERNAL`, as grpc-go answers it.
 //! - Inflating is bounded: output past the server's message limit stops the
 //!   decoder and the call is `RESOURCE_EXHAUSTED`, so a few KiB of gzip
-//!   bomb cannot become gigabytes in memory.
+//!   bomb cannot become gigabytes in memory. And it is paced: each
+//!   connection may inflate so many bytes a second
+//!   ([`crate::web::governor::ConnectionShare`]); past that, its calls
+//!   wait between chunks, so a few connections sending 4 KiB messages that
+//!   inflate to 4 MiB cannot keep the cores from everyone else.
 //! - Replies: gzip-compressed only when the client listed `gzip` in
 //!   `grpc-accept-encoding` and the message is over [`COMPRESS_MIN`] bytes
 //!   (below that gzip's 18-byte frame and the CPU cost outweigh the gain).
@@ -33,6 +37,7 @@ use http::{HeaderMap, HeaderValue};
 
 use super::frame::HEADER_LEN;
 use super::status::{Code, Status};
+use crate::web::governor::ConnectionShare;
 
 /// What this server accepts, as advertised in `grpc-accept-encoding`.
 pub const ACCEPT_ENCODING: &str = "identity, gzip";
@@ -84,25 +89,48 @@ pub fn advertise(headers: &mut HeaderMap) {
 }
 
 /// The message of a frame flagged compressed, inflated with `encoding`
-/// (`None`: the call named no encoding), at most `max` bytes.
-pub fn decompress(encoding: Option<Encoding>, data: &[u8], max: usize) -> Result<Bytes, Status> {
+/// (`None`: the call named no encoding), at most `max` bytes, at the pace
+/// `share` allows (`None`: unpaced).
+pub async fn decompress(
+    encoding: Option<Encoding>,
+    data: &[u8],
+    max: usize,
+    share: Option<&ConnectionShare>,
+) -> Result<Bytes, Status> {
     match encoding {
-        Some(Encoding::Gzip) => gunzip(data, max),
+        Some(Encoding::Gzip) => gunzip(data, max, share).await,
         None | Some(Encoding::Identity) => Err(Status::internal(
             "compressed flag set on a message, but the call has no grpc-encoding to decompress it with",
         )),
     }
 }
 
-/// Inflate `data`, refusing output past `max` bytes without producing it.
-fn gunzip(data: &[u8], max: usize) -> Result<Bytes, Status> {
+/// Bytes inflated between two looks at the connection's allowance.
+const INFLATE_CHUNK: usize = 256 << 10;
+
+/// Inflate `data`, refusing output past `max` bytes without producing it,
+/// waiting after each [`INFLATE_CHUNK`] for as long as `share` says.
+async fn gunzip(data: &[u8], max: usize, share: Option<&ConnectionShare>) -> Result<Bytes, Status> {
     let mut out = Vec::with_capacity((data.len() * 4).min(max));
     // One byte past the limit is enough to know the limit was passed.
     let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
-    GzDecoder::new(data)
-        .take(limit)
-        .read_to_end(&mut out)
-        .map_err(|e| Status::internal(format!("cannot decompress gzip message: {e}")))?;
+    let mut decoder = GzDecoder::new(data).take(limit);
+    loop {
+        let before = out.len();
+        let step = u64::try_from(INFLATE_CHUNK).unwrap_or(u64::MAX);
+        let read = (&mut decoder)
+            .take(step)
+            .read_to_end(&mut out)
+            .map_err(|e| Status::internal(format!("cannot decompress gzip message: {e}")))?;
+        if let Some(wait) = share.map(|s| s.inflated(read)) {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        if out.len() - before < INFLATE_CHUNK {
+            break;
+        }
+    }
     if out.len() > max {
         return Err(Status::new(
             Code::ResourceExhausted,
@@ -187,20 +215,24 @@ mod tests {
         assert!(!accepts_gzip(&headers(&[])));
     }
 
-    #[test]
-    fn gunzip_round_trips_and_stops_one_byte_past_the_limit() {
+    #[tokio::test]
+    async fn gunzip_round_trips_and_stops_one_byte_past_the_limit() {
         let data = vec![b'a'; 10_000];
         let packed = gzip(&data);
         assert_eq!(
-            &decompress(Some(Encoding::Gzip), &packed, 10_000).unwrap()[..],
+            &decompress(Some(Encoding::Gzip), &packed, 10_000, None)
+                .await
+                .unwrap()[..],
             &data[..]
         );
-        let err = decompress(Some(Encoding::Gzip), &packed, 9_999).unwrap_err();
+        let err = decompress(Some(Encoding::Gzip), &packed, 9_999, None)
+            .await
+            .unwrap_err();
         assert_eq!(err.code, Code::ResourceExhausted);
     }
 
-    #[test]
-    fn a_gzip_bomb_is_refused_without_inflating_it() {
+    #[tokio::test]
+    async fn a_gzip_bomb_is_refused_without_inflating_it() {
         // 64 MiB of zeros is about 64 KiB of gzip.
         let mut e = GzEncoder::new(Vec::new(), Compression::best());
         let zeros = vec![0u8; 1 << 20];
@@ -209,22 +241,28 @@ mod tests {
         }
         let bomb = e.finish().unwrap();
         assert!(bomb.len() < 1 << 17, "{}", bomb.len());
-        let err = decompress(Some(Encoding::Gzip), &bomb, 4 << 20).unwrap_err();
+        let err = decompress(Some(Encoding::Gzip), &bomb, 4 << 20, None)
+            .await
+            .unwrap_err();
         assert_eq!(err.code, Code::ResourceExhausted);
     }
 
-    #[test]
-    fn corrupt_gzip_is_internal_and_a_flag_without_encoding_too() {
-        let err = decompress(Some(Encoding::Gzip), b"not gzip at all", 100).unwrap_err();
+    #[tokio::test]
+    async fn corrupt_gzip_is_internal_and_a_flag_without_encoding_too() {
+        let err = decompress(Some(Encoding::Gzip), b"not gzip at all", 100, None)
+            .await
+            .unwrap_err();
         assert_eq!(err.code, Code::Internal);
         for encoding in [None, Some(Encoding::Identity)] {
-            let err = decompress(encoding, &gzip(b"x"), 100).unwrap_err();
+            let err = decompress(encoding, &gzip(b"x"), 100, None)
+                .await
+                .unwrap_err();
             assert_eq!(err.code, Code::Internal, "{encoding:?}");
         }
     }
 
-    #[test]
-    fn replies_are_compressed_only_when_accepted_and_over_one_kib() {
+    #[tokio::test]
+    async fn replies_are_compressed_only_when_accepted_and_over_one_kib() {
         let big = Frame::encode(&vec![b'x'; COMPRESS_MIN + 1]);
         let small = Frame::encode(&vec![b'x'; COMPRESS_MIN]);
         assert_eq!(maybe_compress(big.clone(), false), big);
@@ -233,7 +271,9 @@ mod tests {
         assert_eq!(packed[0], 1, "compressed flag");
         let len = u32::from_be_bytes([packed[1], packed[2], packed[3], packed[4]]) as usize;
         assert_eq!(len, packed.len() - HEADER_LEN);
-        let back = decompress(Some(Encoding::Gzip), &packed[HEADER_LEN..], 1 << 20).unwrap();
+        let back = decompress(Some(Encoding::Gzip), &packed[HEADER_LEN..], 1 << 20, None)
+            .await
+            .unwrap();
         assert_eq!(&back[..], &big[HEADER_LEN..]);
     }
 }

@@ -55,6 +55,8 @@ use super::status::{Code, Status};
 pub use super::stream::{RequestBody, Sink, Streaming};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
 use crate::types::{Body, BoxError, BoxFuture};
+use crate::web::deadline;
+use crate::web::governor::{ConnectionShare, Hold};
 use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
 use crate::web::middleware::{panic_message, CatchUnwind};
 use crate::web::server::Service;
@@ -227,8 +229,11 @@ impl Server {
                 Err(response) => response,
                 Ok(call) => {
                     let max = inner.options.max_message_size;
-                    let streaming =
-                        Streaming::new(req.into_body(), max).with_encoding(call.encoding);
+                    let share = req.extensions().get::<Arc<ConnectionShare>>().cloned();
+                    let streams = share.as_ref().map(|s| s.streams().clone());
+                    let streaming = Streaming::new(req.into_body(), max)
+                        .with_encoding(call.encoding)
+                        .with_share(share);
                     match call.handler {
                         Handler::Unary(h) => {
                             let deadline =
@@ -236,7 +241,20 @@ impl Server {
                             call_unary(h, streaming, deadline, max, call.gzip_replies).await
                         }
                         Handler::Streaming(h) => {
-                            call_streaming(h, streaming, call.client_timeout, call.gzip_replies)
+                            // Long-lived streams are counted for the
+                            // process: past the cap, RESOURCE_EXHAUSTED.
+                            let slot = match streams.map(|s| s.hold(1)) {
+                                Some(None) => return trailers_only(&too_many_streams()),
+                                Some(slot) => slot,
+                                None => None,
+                            };
+                            call_streaming(
+                                h,
+                                streaming,
+                                call.client_timeout,
+                                call.gzip_replies,
+                                slot,
+                            )
                         }
                     }
                 }
@@ -430,6 +448,8 @@ async fn isolated<T>(fut: BoxFuture<'static, Result<T, Status>>) -> Result<T, St
 
 /// `call`, or DEADLINE_EXCEEDED once `due` (instant, and the timeout it came
 /// from) has passed; an already-passed deadline fails without polling `call`.
+/// A write of `call` already inside its committing transaction at the
+/// deadline is answered by its commit instead ([`deadline::run`]).
 async fn within<T>(
     due: Option<(Instant, Duration)>,
     call: impl Future<Output = Result<T, Status>>,
@@ -437,17 +457,29 @@ async fn within<T>(
     match due {
         None => call.await,
         Some((at, d)) if Instant::now() >= at => Err(deadline_exceeded(d)),
-        Some((at, d)) => tokio::time::timeout_at(at.into(), call)
+        Some((at, d)) => deadline::run(at, call)
             .await
             .unwrap_or_else(|_| Err(deadline_exceeded(d))),
     }
 }
 
+/// The answer to a streaming call past the process' cap on long-lived
+/// streams.
+fn too_many_streams() -> Status {
+    Status::new(
+        Code::ResourceExhausted,
+        "server busy: too many long-lived streams open, try again shortly",
+    )
+}
+
+/// Starts a streaming call; `slot` (its place among the process'
+/// long-lived streams) is held until the handler ends.
 fn call_streaming(
     handler: StreamingHandler,
     requests: Streaming,
     deadline: Option<Duration>,
     gzip: bool,
+    slot: Option<Hold>,
 ) -> Response<Body> {
     let (tx, mut response) = streaming_response(8);
     if gzip {
@@ -462,6 +494,7 @@ fn call_streaming(
     // The handler's task keeps the call's trace.
     let trace = crate::web::tracecontext::current();
     tokio::spawn(crate::web::tracecontext::scope_opt(trace, async move {
+        let _slot = slot;
         // A stream is driven by its own task (the response body is read
         // while the handler still runs); a panic ends the call with
         // INTERNAL trailers instead of a stream without a status.

@@ -3,6 +3,8 @@
 //! compressed), and [`Sink`], where a streaming handler writes its replies
 //! (compressed when the client takes gzip and a reply is over 1 KiB).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::BodyExt;
@@ -13,6 +15,7 @@ use super::compression::{self, Encoding};
 use super::frame::{Decoder, Frame, FrameError};
 use super::status::{Code, Status};
 use crate::types::BoxError;
+use crate::web::governor::ConnectionShare;
 
 /// The request body as the dispatcher sees it (boxed so tests can feed any body).
 pub type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
@@ -24,6 +27,11 @@ pub struct Streaming {
     ended: bool,
     encoding: Option<Encoding>,
     max_message_size: usize,
+    /// The connection's allowance of inflated bytes, and the process'
+    /// account of request bytes being received (`None`: neither).
+    share: Option<Arc<ConnectionShare>>,
+    /// Bytes of the decoder's buffer held on that account.
+    held: usize,
 }
 
 impl Streaming {
@@ -35,7 +43,34 @@ impl Streaming {
             ended: false,
             encoding: None,
             max_message_size,
+            share: None,
+            held: 0,
         }
+    }
+
+    /// Bring what the decoder buffers on the process account up to date;
+    /// `false` if the account cannot take more.
+    fn hold_buffered(&mut self) -> bool {
+        let now = self.decoder.buffered();
+        let Some(share) = self.share.as_ref() else {
+            return true;
+        };
+        let account = share.bodies();
+        if now > self.held {
+            if !account.take(now - self.held) {
+                return false;
+            }
+        } else {
+            account.give_back(self.held - now);
+        }
+        self.held = now;
+        true
+    }
+
+    /// The same stream, inflating its messages at the pace `share` allows.
+    pub fn with_share(mut self, share: Option<Arc<ConnectionShare>>) -> Streaming {
+        self.share = share;
+        self
     }
 
     /// The same stream, its compressed messages in `encoding` (the call's
@@ -48,10 +83,15 @@ impl Streaming {
     /// The next message, `None` once the client has half-closed the stream.
     pub async fn message(&mut self) -> Result<Option<Bytes>, Status> {
         loop {
-            if let Some(frame) = self.decoder.next_frame().map_err(frame_status)? {
+            let next = self.decoder.next_frame().map_err(frame_status)?;
+            self.hold_buffered();
+            if let Some(frame) = next {
                 if frame.compressed {
                     let max = self.max_message_size;
-                    return compression::decompress(self.encoding, &frame.message, max).map(Some);
+                    let share = self.share.as_deref();
+                    let message =
+                        compression::decompress(self.encoding, &frame.message, max, share).await;
+                    return message.map(Some);
                 }
                 return Ok(Some(frame.message));
             }
@@ -65,6 +105,13 @@ impl Streaming {
                     // Request trailers carry nothing gRPC needs.
                     if let Ok(data) = frame.into_data() {
                         self.decoder.push(&data);
+                        if !self.hold_buffered() {
+                            return Err(Status::new(
+                                Code::ResourceExhausted,
+                                "server busy: too many request messages being received, \
+                                 try again shortly",
+                            ));
+                        }
                     }
                 }
                 Some(Err(e)) => {
@@ -84,6 +131,15 @@ impl Streaming {
             Some(bytes) => T::decode(bytes)
                 .map(Some)
                 .map_err(|e| Status::internal(format!("cannot decode request message: {e}"))),
+        }
+    }
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        if let Some(share) = self.share.as_ref() {
+            share.bodies().give_back(self.held);
+            crate::web::governor::released(self.held);
         }
     }
 }

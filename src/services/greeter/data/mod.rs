@@ -44,6 +44,7 @@ use tokio::sync::oneshot;
 
 use super::biz::{self, GreeterRepo, User, UserRepo};
 use crate::types::BoxFuture;
+use crate::web::deadline;
 use writer::{Claim, Counters, Done, Op, Queued, Request, Writer};
 
 pub use writer::Stats;
@@ -205,8 +206,10 @@ impl Data {
 
     /// Queues `op` and waits, without blocking, for the commit of its batch.
     /// A full queue is refused at once ([`biz::Error::Busy`]); a caller that
-    /// stops waiting (the future is dropped: deadline, closed connection)
-    /// cancels the write unless the store thread has already taken it.
+    /// stops waiting (the future is dropped: closed connection) cancels the
+    /// write unless the store thread has already taken it. Under a call
+    /// deadline ([`deadline::run`]) the write lapses at the deadline unless
+    /// already taken, and then the call waits for the commit's outcome.
     async fn write(&self, op: Op) -> Result<Done, biz::Error> {
         let what = op.what();
         let bytes = op.bytes();
@@ -218,7 +221,7 @@ impl Data {
             });
         }
         let (reply, rx) = oneshot::channel();
-        let claim = Arc::new(Claim::default());
+        let claim = Arc::new(Claim::until(deadline::current()));
         let queued = Queued {
             op,
             reply,
@@ -230,8 +233,16 @@ impl Data {
             return Err(internal(what, DataError::Closed));
         }
         self.counters.submitted();
-        let _cancel_if_dropped = CancelOnDrop(claim);
-        rx.await.map_err(|_| internal(what, DataError::Closed))?
+        let abandon: Arc<dyn deadline::Abandon> = claim.clone();
+        deadline::enlist(&abandon);
+        let _cancel_if_dropped = CancelOnDrop(claim.clone());
+        match rx.await {
+            Ok(outcome) => outcome,
+            // Left out because the call's deadline passed: the deadline
+            // (already due) answers the call, not this write.
+            Err(_) if claim.is_cancelled() => std::future::pending().await,
+            Err(_) => Err(internal(what, DataError::Closed)),
+        }
     }
 
     /// Runs `f` on the store thread between batches and waits for its result.

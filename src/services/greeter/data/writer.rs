@@ -33,14 +33,14 @@
 //!   ([`MAX_QUEUED_BYTES`]): a write that would pass either bound is refused
 //!   at once ([`biz::Error::Busy`]: RESOURCE_EXHAUSTED / 503) instead of
 //!   growing the heap while callers time out.
-//! * Every queued write carries a [`Claim`]. A caller that stops waiting
-//!   (its deadline passed, its connection closed) drops its future, which
-//!   cancels the claim; the thread takes each claim just before `BEGIN` and
-//!   leaves cancelled writes out of the transaction. So a caller told
-//!   "failed" (DEADLINE_EXCEEDED) was not stored, except in the one window
-//!   where its write was already taken into a transaction that was
-//!   committing (one batch, a few milliseconds; the claim makes that window
-//!   the only one).
+//! * Every queued write carries a [`Claim`], and the deadline of its call
+//!   ([`crate::web::deadline`]). The thread takes each claim after `BEGIN`
+//!   and leaves out the writes whose caller gave up (its connection closed)
+//!   or whose deadline has passed: those are never stored. A caller whose
+//!   deadline passes while it waits *abandons* its claim; if the thread has
+//!   already taken it, the caller waits for the commit and is answered by
+//!   its outcome. So DEADLINE_EXCEEDED always means "not stored", and a
+//!   stored row is always answered as stored, however slow the commit.
 //!
 //! Reads (list, count) run on the same thread between batches, so they see
 //! every write answered before them. One connection keeps `:memory:` working
@@ -53,6 +53,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
+use std::time::Instant;
 
 use rusqlite::{params, Connection, ErrorCode};
 use tokio::sync::oneshot;
@@ -73,28 +74,58 @@ pub const MAX_QUEUED_OPS: usize = 4096;
 pub const MAX_QUEUED_BYTES: usize = 8 * 1024 * 1024;
 
 /// Whether a queued write may still go into a transaction: taken by the
-/// store thread just before `BEGIN`, or cancelled by its caller giving up
-/// first; whichever comes first wins.
+/// store thread just after `BEGIN`, or cancelled by its caller giving up
+/// (or its deadline passing) first; whichever comes first wins.
 #[derive(Debug, Default)]
-pub struct Claim(AtomicU8);
+pub struct Claim {
+    state: AtomicU8,
+    /// Past this instant the write is never taken (`None`: no deadline).
+    deadline: Option<Instant>,
+}
 
 const PENDING: u8 = 0;
 const TAKEN: u8 = 1;
 const CANCELLED: u8 = 2;
 
 impl Claim {
-    /// The store thread's side: `true` if the write may be committed.
+    /// A claim that lapses at `deadline`, if any.
+    pub fn until(deadline: Option<Instant>) -> Claim {
+        Claim {
+            state: AtomicU8::new(PENDING),
+            deadline,
+        }
+    }
+
+    /// The store thread's side: `true` if the write may be committed. A
+    /// write whose deadline has passed is cancelled instead.
     fn take(&self) -> bool {
-        self.0
+        if self.deadline.is_some_and(|at| Instant::now() >= at) {
+            self.cancel();
+            return false;
+        }
+        self.state
             .compare_exchange(PENDING, TAKEN, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
     }
 
-    /// The caller's side: `true` if the write will now never be committed.
+    /// The caller's side: `true` if the write will now never be committed
+    /// (cancelled now or before), `false` if it was taken.
     pub fn cancel(&self) -> bool {
-        self.0
-            .compare_exchange(PENDING, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+        let _ =
+            self.state
+                .compare_exchange(PENDING, CANCELLED, Ordering::AcqRel, Ordering::Acquire);
+        self.is_cancelled()
+    }
+
+    /// Whether the write will never be committed.
+    pub fn is_cancelled(&self) -> bool {
+        self.state.load(Ordering::Acquire) == CANCELLED
+    }
+}
+
+impl crate::web::deadline::Abandon for Claim {
+    fn abandon(&self) -> bool {
+        self.cancel()
     }
 }
 

@@ -1,0 +1,228 @@
+//! Receiving a request body: the bounds it arrives under.
+//!
+//! Three clocks and budgets, each the answer to a client that holds the
+//! server with a body:
+//!
+//! - **size**: past the engine's body limit, 413 (the declared length is
+//!   checked before a byte is read);
+//! - **time**: the whole body within the body time-out, else 408 (nginx's
+//!   `client_body_timeout` is the same idea per read);
+//! - **rate**: after a grace period, at least a minimum data rate on
+//!   average (Kestrel's `MinRequestBodyDataRate`: 240 bytes/s after 5 s),
+//!   else 408 at once. A client trickling a byte a second would otherwise
+//!   hold its connection, its buffer and a task for the whole time-out;
+//! - **process budget**: the bytes of every body being received, all
+//!   connections together, come out of one account
+//!   ([`crate::web::governor::ByteAccount`], default 256 MiB); a body that
+//!   does not fit is refused with 503 instead of growing the heap, and what
+//!   it held is given back as soon as it is refused or complete.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+use tokio::time::Instant;
+
+use crate::types::BoxError;
+use crate::web::governor::ByteAccount;
+
+/// Default minimum average data rate of a request body, bytes a second.
+pub const DEFAULT_MIN_BODY_RATE: u32 = 240;
+
+/// Default time a body may arrive at any rate before the minimum applies.
+pub const DEFAULT_MIN_BODY_RATE_GRACE: Duration = Duration::from_secs(5);
+
+/// The bounds a body is read under.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// Most bytes.
+    pub bytes: usize,
+    /// Most time for the whole body.
+    pub time: Duration,
+    /// Least average rate after `grace`, bytes a second (0: none).
+    pub min_rate: u32,
+    /// Time before the rate is checked.
+    pub grace: Duration,
+}
+
+/// Why a body was not read.
+#[derive(Debug)]
+pub enum Refusal {
+    /// Over [`Bounds::bytes`].
+    TooLarge,
+    /// Not complete within [`Bounds::time`].
+    TimedOut,
+    /// Arriving slower than [`Bounds::min_rate`] after the grace period.
+    TooSlow {
+        /// Bytes received.
+        received: usize,
+        /// Since the body started.
+        after: Duration,
+    },
+    /// The process' budget of request bytes being received is spent.
+    Busy,
+    /// The body failed (the client reset the stream, bad chunking).
+    Failed(BoxError),
+}
+
+/// Read `body` whole under `bounds`, holding its bytes on `account` (if
+/// any) while it arrives.
+pub async fn collect<B>(
+    body: B,
+    bounds: Bounds,
+    account: Option<&ByteAccount>,
+) -> Result<Bytes, Refusal>
+where
+    B: hyper::body::Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let mut held = Held { account, bytes: 0 };
+    let start = Instant::now();
+    let deadline = start + bounds.time;
+    let mut body = std::pin::pin!(body);
+    let mut data = BytesMut::new();
+    loop {
+        let wake = match bounds.min_rate {
+            0 => deadline,
+            rate => {
+                let due = Duration::from_secs_f64(data.len() as f64 / f64::from(rate));
+                deadline.min(start + bounds.grace.max(due))
+            }
+        };
+        let frame = tokio::select! {
+            biased;
+            frame = body.frame() => frame,
+            _ = tokio::time::sleep_until(wake) => {
+                return Err(if wake >= deadline {
+                    Refusal::TimedOut
+                } else {
+                    Refusal::TooSlow { received: data.len(), after: start.elapsed() }
+                });
+            }
+        };
+        match frame {
+            None => return Ok(data.freeze()),
+            Some(Err(e)) => return Err(Refusal::Failed(e.into())),
+            Some(Ok(frame)) => {
+                let Ok(chunk) = frame.into_data() else {
+                    continue;
+                };
+                use bytes::Buf;
+                let n = chunk.remaining();
+                if data.len() + n > bounds.bytes {
+                    return Err(Refusal::TooLarge);
+                }
+                if !held.take(n) {
+                    return Err(Refusal::Busy);
+                }
+                let mut chunk = chunk;
+                while chunk.has_remaining() {
+                    let piece = chunk.chunk();
+                    let len = piece.len();
+                    data.extend_from_slice(piece);
+                    chunk.advance(len);
+                }
+            }
+        }
+    }
+}
+
+/// Bytes held on the process account; given back when dropped.
+struct Held<'a> {
+    account: Option<&'a ByteAccount>,
+    bytes: usize,
+}
+
+impl Held<'_> {
+    fn take(&mut self, n: usize) -> bool {
+        match self.account {
+            Some(account) if !account.take(n) => false,
+            _ => {
+                self.bytes += n;
+                true
+            }
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(account) = self.account {
+            account.give_back(self.bytes);
+            crate::web::governor::released(self.bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::Full;
+
+    fn bounds() -> Bounds {
+        Bounds {
+            bytes: 1 << 20,
+            time: Duration::from_secs(5),
+            min_rate: 240,
+            grace: Duration::from_millis(200),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_that_fits_the_account_is_read_and_given_back() {
+        let account = ByteAccount::new(100);
+        let body = Full::new(Bytes::from_static(b"0123456789"));
+        let got = collect(body, bounds(), Some(&account)).await.unwrap();
+        assert_eq!(&got[..], b"0123456789");
+        assert_eq!(account.held(), 0);
+        let full = ByteAccount::new(5);
+        let body = Full::new(Bytes::from_static(b"0123456789"));
+        assert!(matches!(
+            collect(body, bounds(), Some(&full)).await,
+            Err(Refusal::Busy)
+        ));
+        assert_eq!(full.held(), 0);
+    }
+
+    /// A body whose frames come from a channel.
+    struct Channel(tokio::sync::mpsc::Receiver<Bytes>);
+
+    impl hyper::body::Body for Channel {
+        type Data = Bytes;
+        type Error = BoxError;
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, BoxError>>> {
+            self.0
+                .poll_recv(cx)
+                .map(|b| b.map(|b| Ok(hyper::body::Frame::data(b))))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_slower_than_the_minimum_rate_after_the_grace_is_refused() {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            // 10 bytes a second, far under 240.
+            for _ in 0..20 {
+                if tx.send(Bytes::from_static(b"x")).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        let t0 = Instant::now();
+        let refused = collect(Channel(rx), bounds(), None).await;
+        assert!(
+            matches!(refused, Err(Refusal::TooSlow { .. })),
+            "{refused:?}"
+        );
+        let took = t0.elapsed();
+        assert!(
+            took >= Duration::from_millis(200) && took < Duration::from_secs(2),
+            "{took:?}"
+        );
+    }
+}

@@ -1,0 +1,660 @@
+//! The process-wide governor, black-box against a real greeter on
+//! 127.0.0.1:0 under the attacks it is there for, scaled to a budget of a
+//! few dozen connections so each runs in seconds:
+//!
+//! - connections parked on long-lived streams (health Watch) cannot keep a
+//!   new client out at the cap;
+//! - h2 clients that open many streams with a window of 0 cannot make the
+//!   process hold their responses past the budget of bytes waiting for
+//!   peers;
+//! - request bodies: a body trickled slower than the minimum rate is 408
+//!   after the grace, connections receiving bodies are taken back at the
+//!   cap, and the bytes being received by the whole process are bounded
+//!   (503 past the budget);
+//! - gzip messages that inflate 1,000-fold are inflated at each
+//!   connection's allowance, so a few such connections cannot take the
+//!   cores from a normal client;
+//!
+//! The full-size figures (1,030 connections, RSS) are in
+//! `docs/reliability.md`.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use handwire::services::greeter::api::{HelloReply, HelloRequest};
+use handwire::services::greeter::config::Config;
+use handwire::services::greeter::Greeter;
+use handwire::web::server::{ConnectionBudget, Options};
+use support::greeter::{config_text, TempDir};
+use support::http::{get, Proto};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+
+const SAY_HELLO: &str = "/helloworld.v1.Greeter/SayHello";
+
+/// A greeter with server `options`; its ports, and the directory of its
+/// database (removed when dropped).
+async fn greeter(options: Options) -> (SocketAddr, SocketAddr, TempDir) {
+    let dir = TempDir::new("governor");
+    let db = dir.0.join("greeter.db");
+    let text = config_text(db.to_str().unwrap(), "1s", "1s");
+    let config = Config::from_yaml(&text).unwrap();
+    let greeter = Greeter::bind(&config)
+        .await
+        .unwrap()
+        .with_server_options(options);
+    let (http, grpc) = (greeter.http_addr(), greeter.grpc_addr());
+    tokio::spawn(greeter.serve(std::future::pending()));
+    (http, grpc, dir)
+}
+
+/// An h2 connection holding one `grpc.health.v1.Health/Watch` stream open,
+/// answering PINGs, as long as the server keeps it.
+async fn parked_on_a_watch(addr: SocketAddr) -> JoinHandle<()> {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
+    let driving = tokio::spawn(conn);
+    let req = http::Request::post(format!("http://{addr}/grpc.health.v1.Health/Watch"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let (response, mut send) = client.send_request(req, false).unwrap();
+    // An empty HealthCheckRequest (the whole server), framed.
+    send.send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true)
+        .unwrap();
+    let mut body = response.await.unwrap().into_body();
+    // The current status arrives at once; then the stream stays open.
+    let first = body.data().await.unwrap().unwrap();
+    let _ = body.flow_control().release_capacity(first.len());
+    tokio::spawn(async move {
+        let _keep = (client, send, body);
+        let _ = driving.await;
+    })
+}
+
+async fn say_hello(addr: SocketAddr) -> HelloReply {
+    let req = HelloRequest {
+        name: "probe".into(),
+    };
+    support::grpc::call(addr, SAY_HELLO, req).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_connections_holding_long_lived_streams_are_taken_back_for_a_new_client() {
+    const CAP: usize = 32;
+    let (http, grpc, _dir) = greeter(Options {
+        connections: ConnectionBudget::new(CAP),
+        ..Options::default()
+    })
+    .await;
+    let mut parked = Vec::new();
+    for _ in 0..CAP {
+        parked.push(parked_on_a_watch(grpc).await);
+    }
+    // Every slot is held by a Watch that will not end for the idle time-out
+    // (60 s); the probes on both ports are served within a second anyway.
+    for round in 0..3 {
+        let t0 = Instant::now();
+        let reply = tokio::time::timeout(Duration::from_secs(1), say_hello(grpc))
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: gRPC probe not served within 1 s"));
+        assert_eq!(reply.message, "Hello probe");
+        let page = tokio::time::timeout(Duration::from_secs(1), get(Proto::H1, http, "/healthz"))
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: HTTP probe not served within 1 s"));
+        assert_eq!(page.status, http::StatusCode::OK);
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        // The attacker re-opens what was taken back.
+        parked.retain(|task| !task.is_finished());
+        while parked.len() < CAP {
+            parked.push(parked_on_a_watch(grpc).await);
+        }
+    }
+    for task in parked {
+        task.abort();
+    }
+}
+
+/// 4 MiB of zeros, gzip-compressed (about 4 KiB), as one gRPC frame.
+fn gzip_bomb_frame() -> Bytes {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(&vec![0u8; 4 << 20]).unwrap();
+    let packed = e.finish().unwrap();
+    let mut framed = vec![1u8];
+    framed.extend_from_slice(&(packed.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&packed);
+    Bytes::from(framed)
+}
+
+/// Sends `frame` as SayHello with `grpc-encoding: gzip` on one h2
+/// connection, one call after another, until `until`; the calls answered.
+async fn inflate_flood(addr: SocketAddr, frame: Bytes, until: Instant) -> usize {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    let mut answered = 0;
+    while Instant::now() < until {
+        let mut client = client.clone().ready().await.unwrap();
+        let req = http::Request::post(format!("http://{addr}{SAY_HELLO}"))
+            .header("content-type", "application/grpc")
+            .header("grpc-encoding", "gzip")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let (response, mut send) = client.send_request(req, false).unwrap();
+        send.send_data(frame.clone(), true).unwrap();
+        let left = until.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, response).await {
+            Ok(Ok(_)) => answered += 1,
+            _ => break,
+        }
+    }
+    answered
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gzip_messages_are_inflated_at_each_connections_allowance_so_probes_stay_fast() {
+    use handwire::protocol::grpc::health::{HealthCheckRequest, HealthCheckResponse};
+    const ALLOWANCE: usize = 4 << 20;
+    const FLOOD: Duration = Duration::from_secs(2);
+    let (_http, grpc, _dir) = greeter(Options {
+        inflate_per_second: ALLOWANCE,
+        ..Options::default()
+    })
+    .await;
+    let frame = gzip_bomb_frame();
+    assert!(frame.len() < 8 << 10, "{}", frame.len());
+    let until = Instant::now() + FLOOD;
+    let floods: Vec<_> = (0..4)
+        .map(|_| tokio::spawn(inflate_flood(grpc, frame.clone(), until)))
+        .collect();
+    let mut probe = support::grpc::client(grpc).await;
+    let mut took = Vec::new();
+    while Instant::now() + Duration::from_millis(100) < until {
+        let t0 = Instant::now();
+        let _: HealthCheckResponse = support::grpc::call_on(
+            &mut probe,
+            "/grpc.health.v1.Health/Check",
+            HealthCheckRequest::default(),
+        )
+        .await
+        .unwrap();
+        took.push(t0.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut inflated = 0;
+    for flood in floods {
+        inflated += flood.await.unwrap();
+    }
+    took.sort();
+    let median = took[took.len() / 2];
+    // Each connection: its burst (8 MiB) plus 2 s of allowance, 4 MiB a
+    // message, plus the one in progress.
+    let bound = 4 * ((8 << 20) + 2 * ALLOWANCE) / (4 << 20) + 4;
+    eprintln!("{inflated} messages of 4 MiB inflated in {FLOOD:?}; probe median {median:?}");
+    assert!(
+        inflated <= bound,
+        "{inflated} inflated, allowance bound {bound}"
+    );
+    assert!(
+        median < Duration::from_millis(50),
+        "probe median {median:?}"
+    );
+}
+
+/// `n` users with 60-byte names, straight into the greeter's database.
+fn insert_users(db: &std::path::Path, n: usize) {
+    let mut conn = rusqlite::Connection::open(db).unwrap();
+    let tx = conn.transaction().unwrap();
+    for i in 0..n {
+        tx.execute(
+            "INSERT INTO users (username, password, age) VALUES (?1, 'pw', 1)",
+            [format!("{i:0>60}")],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
+/// An h2 connection with a window of 0 opening `streams` requests for
+/// `path`: every response is produced and none can be sent. Returns the
+/// response heads that arrived, and whether the server closed the
+/// connection within `limit`.
+async fn zero_window_streams(
+    addr: SocketAddr,
+    path: &str,
+    streams: usize,
+    limit: Duration,
+) -> (usize, bool) {
+    let until = tokio::time::Instant::now() + limit;
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (client, conn) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    let mut driving = tokio::spawn(conn);
+    let mut heads = tokio::task::JoinSet::new();
+    for _ in 0..streams {
+        let Ok(mut client) = client.clone().ready().await else {
+            break;
+        };
+        let req = http::Request::get(format!("http://{addr}{path}"))
+            .body(())
+            .unwrap();
+        let Ok((response, _)) = client.send_request(req, true) else {
+            break;
+        };
+        heads.spawn(async move { response.await.map(|r| r.into_body()) });
+    }
+    let mut bodies = Vec::new();
+    let _ = tokio::time::timeout_at(until, async {
+        while let Some(head) = heads.join_next().await {
+            if let Ok(Ok(body)) = head {
+                bodies.push(body);
+            }
+        }
+    })
+    .await;
+    let closed = tokio::time::timeout_at(until, &mut driving).await.is_ok();
+    driving.abort();
+    (bodies.len(), closed)
+}
+
+/// A greeter whose budget of bytes waiting for peers is `total` for the
+/// process and `per_connection`, with 1,000 users of 60-byte names; its
+/// HTTP port, the budget, and the size of a 1,000-user page.
+async fn greeter_with_a_big_page(
+    total: usize,
+    per_connection: usize,
+) -> (SocketAddr, ConnectionBudget, usize, TempDir) {
+    let budget = ConnectionBudget::new(64).with_waiting_limits(total, per_connection);
+    let (http, _grpc, dir) = greeter(Options {
+        connections: budget.clone(),
+        ..Options::default()
+    })
+    .await;
+    insert_users(&dir.0.join("greeter.db"), 1000);
+    let page = get(Proto::H1, http, BIG_PAGE).await;
+    assert_eq!(page.status, http::StatusCode::OK);
+    (http, budget, page.body.len(), dir)
+}
+
+const BIG_PAGE: &str = "/v1/users?page_size=1000";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_whose_zero_window_responses_pass_its_share_is_closed_at_once() {
+    let (http, budget, size, _dir) = greeter_with_a_big_page(64 << 20, 1 << 20).await;
+    // 20 responses of ~90 KiB: past the 1 MiB share after a dozen. The
+    // write time-out (10 s) would close it only much later.
+    let t0 = Instant::now();
+    let (answered, closed) = zero_window_streams(http, BIG_PAGE, 20, Duration::from_secs(4)).await;
+    assert!(
+        closed,
+        "the connection is still open after 4 s ({answered} responses of {size} bytes)"
+    );
+    assert!(
+        answered * size >= 512 << 10,
+        "{answered} responses of {size} bytes"
+    );
+    eprintln!("closed after {:?}", t0.elapsed());
+    // What it held is given back.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(budget.waiting_bytes(), 0);
+    let page = get(Proto::H1, http, "/v1/users?page_size=10").await;
+    assert_eq!(page.status, http::StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_process_budget_of_bytes_waiting_for_peers_the_connections_holding_the_most_are_closed(
+) {
+    const TOTAL: usize = 2 << 20;
+    let (http, budget, size, _dir) = greeter_with_a_big_page(TOTAL, 64 << 20).await;
+    // 6 connections x 8 responses of ~90 KiB: ~4.3 MiB against 2 MiB.
+    let attack: Vec<_> = (0..6)
+        .map(|_| {
+            tokio::spawn(zero_window_streams(
+                http,
+                BIG_PAGE,
+                8,
+                Duration::from_secs(4),
+            ))
+        })
+        .collect();
+    let mut closed = 0;
+    let mut answered = 0;
+    for a in attack {
+        let (n, c) = a.await.unwrap();
+        answered += n;
+        closed += usize::from(c);
+    }
+    eprintln!("{answered} responses of {size} bytes, {closed} of 6 connections closed");
+    assert!(answered * size > TOTAL, "the attack passed the budget");
+    assert!(closed >= 1, "no connection was closed within 4 s");
+    assert!(closed < 6, "only the ones holding the most are closed");
+    assert!(
+        budget.waiting_bytes() <= TOTAL + size,
+        "{}",
+        budget.waiting_bytes()
+    );
+    let page = get(Proto::H1, http, "/v1/users?page_size=10").await;
+    assert_eq!(page.status, http::StatusCode::OK);
+}
+
+/// `POST /echo` answers the body's length; `GET /hi` answers `hi`.
+fn echo_app(
+    min_rate: Option<(u32, Duration)>,
+) -> std::sync::Arc<dyn handwire::web::server::Service> {
+    use handwire::web::chain::handler;
+    let mut e = handwire::web::engine::Engine::bare();
+    e.get(
+        "/hi",
+        handler(|c| Box::pin(async move { c.string(http::StatusCode::OK, "hi") })),
+    )
+    .unwrap();
+    e.post(
+        "/echo",
+        handler(|c| {
+            Box::pin(async move {
+                let n = c.body().len();
+                c.string(http::StatusCode::OK, n.to_string())
+            })
+        }),
+    )
+    .unwrap();
+    if let Some((rate, grace)) = min_rate {
+        e.min_body_rate(rate, grace);
+    }
+    e.build()
+}
+
+/// A connection that sends the head of a `POST /echo` announcing
+/// `length` bytes, then `first` bytes of it, then one byte every `every`
+/// (if any; otherwise it stalls); resolves to what the server answered
+/// once it closed the connection.
+async fn trickle(
+    addr: SocketAddr,
+    length: usize,
+    first: usize,
+    every: Option<Duration>,
+) -> JoinHandle<Vec<u8>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let conn = TcpStream::connect(addr).await.unwrap();
+    let (mut rd, mut wr) = conn.into_split();
+    let head = format!("POST /echo HTTP/1.1\r\nHost: x\r\ncontent-length: {length}\r\n\r\n");
+    wr.write_all(head.as_bytes()).await.unwrap();
+    wr.write_all(&vec![b'x'; first]).await.unwrap();
+    tokio::spawn(async move {
+        let writing = async move {
+            for _ in first..length {
+                match every {
+                    Some(every) => tokio::time::sleep(every).await,
+                    None => std::future::pending().await,
+                }
+                if wr.write_all(b"x").await.is_err() {
+                    break;
+                }
+            }
+            std::future::pending::<()>().await
+        };
+        let mut answer = Vec::new();
+        tokio::select! {
+            _ = rd.read_to_end(&mut answer) => {}
+            _ = writing => {}
+        }
+        answer
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_trickled_slower_than_the_minimum_rate_is_408_once_the_grace_has_passed() {
+    let srv = support::app::start_with(
+        echo_app(Some((240, Duration::from_millis(300)))),
+        Options::default(),
+    )
+    .await;
+    // 10 bytes a second against a minimum of 240, body time-out 10 s.
+    let t0 = Instant::now();
+    let answer = trickle(srv.addr, 100, 1, Some(Duration::from_millis(100))).await;
+    let answer = tokio::time::timeout(Duration::from_secs(3), answer)
+        .await
+        .expect("answered and closed long before the body time-out")
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("request body too slow"), "{text}");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t0.elapsed()
+    );
+    // A body at full speed is not affected.
+    let fast = trickle(srv.addr, 100_000, 100_000, None).await;
+    let _ = tokio::time::timeout(Duration::from_millis(500), fast).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_connections_trickling_bodies_are_taken_back_and_probes_stay_fast() {
+    const CAP: usize = 32;
+    let srv = support::app::start_with(
+        echo_app(None),
+        Options {
+            connections: ConnectionBudget::new(CAP),
+            ..Options::default()
+        },
+    )
+    .await;
+    // Every slot holds a body arriving a byte every 200 ms (under the
+    // minimum rate, but inside its 5 s grace).
+    let mut trickling = Vec::new();
+    for _ in 0..CAP {
+        trickling.push(trickle(srv.addr, 1000, 1, Some(Duration::from_millis(200))).await);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut took = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        let reply = tokio::time::timeout(Duration::from_secs(2), get(Proto::H1, srv.addr, "/hi"))
+            .await
+            .expect("a probe is served at the cap");
+        assert_eq!(reply.text(), "hi");
+        took.push(t0.elapsed());
+        // The attacker re-opens what was taken back.
+        trickling.retain(|t| !t.is_finished());
+        while trickling.len() < CAP {
+            trickling.push(trickle(srv.addr, 1000, 1, Some(Duration::from_millis(200))).await);
+        }
+    }
+    took.sort();
+    let p95 = took[took.len() * 95 / 100 - 1];
+    eprintln!(
+        "probes at the cap: median {:?}, p95 {p95:?}, max {:?}",
+        took[10], took[19]
+    );
+    assert!(p95 < Duration::from_millis(100), "p95 {p95:?}");
+    for t in trickling {
+        t.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_process_budget_of_request_bytes_being_received_a_body_is_refused_with_503() {
+    const BODIES: usize = 1 << 20;
+    let budget = ConnectionBudget::new(64).with_body_limit(BODIES);
+    let srv = support::app::start_with(
+        echo_app(None),
+        Options {
+            connections: budget.clone(),
+            ..Options::default()
+        },
+    )
+    .await;
+    // Three bodies of 512 KiB each stall after 300 KiB: 900 KiB held.
+    let mut stalled = Vec::new();
+    for _ in 0..3 {
+        stalled.push(trickle(srv.addr, 512 << 10, 300 << 10, None).await);
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while budget.bodies().held() < 900 << 10 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(budget.bodies().held(), 900 << 10);
+    // A fourth cannot have its 300 KiB: 503, and its bytes are given back.
+    let refused = trickle(srv.addr, 512 << 10, 300 << 10, None).await;
+    let answer = tokio::time::timeout(Duration::from_secs(2), refused)
+        .await
+        .expect("refused at once")
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(text.contains("too many request bodies"), "{text}");
+    // Small requests still pass, and a stalled body's bytes come back when
+    // its connection goes.
+    assert_eq!(get(Proto::H1, srv.addr, "/hi").await.text(), "hi");
+    for s in stalled {
+        s.abort();
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while budget.bodies().held() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(budget.bodies().held(), 0);
+}
+
+/// An h2 call of SayHello whose frame announces `length` bytes and sends
+/// `first` of them, then stalls; the call's `grpc-status` if it ends
+/// within `limit`, `None` if still open.
+async fn stalled_grpc_message(
+    addr: SocketAddr,
+    length: usize,
+    first: usize,
+    limit: Duration,
+) -> (Option<String>, JoinHandle<()>) {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    let driving = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut client = client.ready().await.unwrap();
+    let req = http::Request::post(format!("http://{addr}{SAY_HELLO}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let (response, mut send) = client.send_request(req, false).unwrap();
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&(length as u32).to_be_bytes());
+    framed.extend_from_slice(&vec![0u8; first]);
+    send.reserve_capacity(framed.len());
+    send.send_data(Bytes::from(framed), false).unwrap();
+    let status = tokio::time::timeout(limit, async {
+        let response = response.await.ok()?;
+        if let Some(status) = response.headers().get("grpc-status") {
+            return Some(status.to_str().ok()?.to_owned());
+        }
+        let mut body = response.into_body();
+        while let Some(Ok(_)) = body.data().await {}
+        let trailers = body.trailers().await.ok()??;
+        Some(trailers.get("grpc-status")?.to_str().ok()?.to_owned())
+    })
+    .await
+    .ok()
+    .flatten();
+    let keep = tokio::spawn(async move {
+        let _keep = (client, send);
+        let _ = driving.await;
+    });
+    (status, keep)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_process_budget_of_request_bytes_a_grpc_message_is_resource_exhausted() {
+    const BODIES: usize = 1 << 20;
+    let budget = ConnectionBudget::new(64).with_body_limit(BODIES);
+    let (_http, grpc, _dir) = greeter(Options {
+        connections: budget.clone(),
+        ..Options::default()
+    })
+    .await;
+    // Three messages of 1 MiB stall after 300 KiB each: 900 KiB held.
+    let mut stalled = Vec::new();
+    for _ in 0..3 {
+        let (status, keep) =
+            stalled_grpc_message(grpc, 1 << 20, 300 << 10, Duration::from_millis(300)).await;
+        assert_eq!(
+            status, None,
+            "a message within the budget waits for its rest"
+        );
+        stalled.push(keep);
+    }
+    assert!(
+        budget.bodies().held() >= 850 << 10,
+        "{}",
+        budget.bodies().held()
+    );
+    let (status, _keep) =
+        stalled_grpc_message(grpc, 1 << 20, 300 << 10, Duration::from_secs(2)).await;
+    assert_eq!(
+        status.as_deref(),
+        Some("8"),
+        "RESOURCE_EXHAUSTED past the budget"
+    );
+    // Small calls still pass.
+    assert_eq!(say_hello(grpc).await.message, "Hello probe");
+    for s in stalled {
+        s.abort();
+    }
+}
+
+/// The `grpc-status` of a Trailers-Only answer to a health `Watch` (a
+/// refusal), `None` if the stream was opened.
+async fn watch_refusal(addr: SocketAddr) -> Option<String> {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    let req = http::Request::post(format!("http://{addr}/grpc.health.v1.Health/Watch"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let (response, mut send) = client.send_request(req, false).unwrap();
+    send.send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true)
+        .unwrap();
+    let response = response.await.unwrap();
+    let status = response.headers().get("grpc-status")?;
+    Some(status.to_str().unwrap().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_process_cap_on_long_lived_streams_a_new_stream_is_resource_exhausted() {
+    let (_http, grpc, _dir) = greeter(Options {
+        connections: ConnectionBudget::new(64).with_stream_limit(4),
+        ..Options::default()
+    })
+    .await;
+    let mut parked = Vec::new();
+    for _ in 0..4 {
+        parked.push(parked_on_a_watch(grpc).await);
+    }
+    assert_eq!(watch_refusal(grpc).await.as_deref(), Some("8"));
+    // Unary calls are not counted.
+    assert_eq!(say_hello(grpc).await.message, "Hello probe");
+    // A stream that ends gives its place back.
+    parked.pop().unwrap().abort();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if watch_refusal(grpc).await.is_none() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the place was not given back");
+    }
+    for task in parked {
+        task.abort();
+    }
+}
