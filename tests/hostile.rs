@@ -273,7 +273,8 @@ fn http1_cases_for_any_server(path: &str) -> Vec<Case> {
         case("chunk_size_overflowing", "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\nx\r\n0\r\n\r\n", Closed),
         case("transfer_encoding_not_chunked_last", "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", Status(400)),
         case("body_declared_over_4_mib", "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 4194305\r\n\r\nabc", Status(413)),
-        case("path_of_60_kib", get(&format!("/{}", "a".repeat(60 * 1024))), Status(404)),
+        // Past the engine's 8 KiB request-target limit: its own 414; past 64 KiB: hyper's.
+        case("path_of_60_kib", get(&format!("/{}", "a".repeat(60 * 1024))), Status(414)),
         case("path_of_100_kib", get(&format!("/{}", "a".repeat(100 * 1024))), Status(414)),
         case("traversal_dot_dot_encoded", get("/%2e%2e/%2e%2e/etc/passwd"), Status(404)),
         case("traversal_encoded_slash", get("/..%2f..%2fetc%2fpasswd"), Status(404)),

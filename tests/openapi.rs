@@ -167,7 +167,7 @@ async fn every_error_status_is_listed_and_a_413_is_the_documented_error_model() 
     let doc = call(g.http, Method::GET, "/openapi.json", "").await.json();
     let responses = &doc["paths"]["/v1/users"]["post"]["responses"];
     for status in [
-        "400", "404", "405", "409", "413", "429", "500", "503", "504",
+        "400", "404", "405", "409", "413", "414", "429", "431", "500", "503", "504",
     ] {
         assert_eq!(
             responses[status]["content"]["application/json"]["schema"]["$ref"],

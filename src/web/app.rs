@@ -5,7 +5,8 @@
 //! past it, and by the body time-out, 408 past it, with `Connection: close`)
 //! and runs one of five chains through [`Context::next`]: the route's, a
 //! trailing-slash redirect, 405 (with `Allow`), 404, or the early answer
-//! (431 for a head with too many or too large header fields, 413, 408, 400
+//! (414 for a request target over 8 KiB, 431 for a head with too many or
+//! too large header fields, 413, 408, 400
 //! for a body that could not be read). All but the route's are the global
 //! middleware plus one handler of this file. The early answers are shaped
 //! by the engine's [`EdgeAnswer`], so a service whose errors are Kratos
@@ -40,6 +41,12 @@ pub type BodyTimeoutAnswer = fn(Duration) -> Response<Body>;
 /// of `PAYLOAD_TOO_LARGE`, and the message. The default, `edge_json`,
 /// writes `{"error": message}`.
 pub type EdgeAnswer = fn(StatusCode, &str, &str) -> Response<Body>;
+
+/// Longest request target (path and query) a request may carry; longer is
+/// 414 in the service's error shape. 8 KiB, as Kestrel's request line and
+/// nginx's header buffers; hyper itself answers 414 (empty) only past
+/// 64 KiB, so the engine answers everything between.
+pub const URI_MAX: usize = 8 << 10;
 
 /// Most header fields a request may carry; more is 431. hyper parses up to
 /// [`crate::web::server::PARSED_HEADERS_MAX`], so it is the engine, in the
@@ -149,12 +156,8 @@ impl App {
                 }
                 resp
             };
-            let read = match too_many_headers(&parts.headers) {
-                Some(message) => Err((read.on_error)(
-                    StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                    "REQUEST_HEADER_FIELDS_TOO_LARGE",
-                    &message,
-                )),
+            let read = match head_refused(&parts) {
+                Some((status, reason, message)) => Err((read.on_error)(status, reason, &message)),
                 None => read_body(&parts, body, read).await,
             };
             let body = match read {
@@ -227,6 +230,26 @@ struct Chosen {
     redirect_to: Option<String>,
     /// The route found, for its metrics series.
     route_id: Option<usize>,
+}
+
+/// Why the head is refused, if it is: 414 for a request target over
+/// [`URI_MAX`], 431 (see [`too_many_headers`]).
+fn head_refused(parts: &http::request::Parts) -> Option<(StatusCode, &'static str, String)> {
+    let target = parts.uri.path_and_query().map_or(0, |pq| pq.as_str().len());
+    if target > URI_MAX {
+        return Some((
+            StatusCode::URI_TOO_LONG,
+            "URI_TOO_LONG",
+            format!("request target too long: {target} bytes (at most {URI_MAX})"),
+        ));
+    }
+    too_many_headers(&parts.headers).map(|message| {
+        (
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "REQUEST_HEADER_FIELDS_TOO_LARGE",
+            message,
+        )
+    })
 }
 
 /// Why the head is refused (431), if it carries more than

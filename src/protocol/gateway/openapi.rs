@@ -7,7 +7,8 @@
 //! scalar field the body and path leave, nested ones as `a.b`, repeated
 //! ones as arrays), the request body, the reply (or its `response_body`
 //! field) for 200 and the Kratos error for every other status the server
-//! gives (each listed: 400, 404, 405, 409, 413, 429, 500, 503, 504, and
+//! gives (each listed: 400, 404, 405, 409, 413, 414, 429, 431, 500, 503,
+//! 504, and
 //! `default`). Messages and enums become `components.schemas` under their
 //! names without the package where that name is unique (as grpc-gateway
 //! does; the full name otherwise), fields under their JSON names, with
@@ -58,7 +59,7 @@ pub const ERROR_SCHEMA: &str = "kratos.Error";
 /// 200: invalid input or body, no route, wrong method, conflict, body too
 /// large, rate limit, internal, store unavailable or busy, time-out), each
 /// with the Kratos error body.
-const ERROR_STATUSES: [(&str, &str); 9] = [
+const ERROR_STATUSES: [(&str, &str); 11] = [
     (
         "400",
         "Invalid input (a field breaking its rule, a body that does not decode)",
@@ -67,7 +68,9 @@ const ERROR_STATUSES: [(&str, &str); 9] = [
     ("405", "Method not allowed on this path"),
     ("409", "Conflict (the thing to create exists)"),
     ("413", "Request body too large"),
+    ("414", "Request target (path and query) longer than 8 KiB"),
     ("429", "Too many requests from this client"),
+    ("431", "More than 100 header fields or 64 KiB of headers"),
     ("500", "Internal error"),
     ("503", "The store is unavailable or busy; try again shortly"),
     ("504", "Past server.http.timeout"),
