@@ -609,7 +609,7 @@ fn request_log_redacts_secret_query_values_and_caps_long_paths() {
     for secret in ["c0de", "st4te", "t0k", "a1&", "r1&", "=pw"] {
         assert!(!line.contains(secret), "{secret} leaked: {line}");
     }
-    let long = format!("/book/{}", "a".repeat(60_000));
+    let long = format!("/book/{}", "a".repeat(8_000));
     assert_eq!(
         rt.block_on(get(Proto::H1, addr, &long)).status,
         StatusCode::OK
