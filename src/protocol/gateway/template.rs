@@ -158,32 +158,7 @@ impl Template {
     /// wildcard as is, for OpenAPI (`/v1/{name}:undelete`), and whether
     /// that form is exact (every variable a single `*` segment).
     pub fn openapi_path(&self) -> String {
-        let mut out = String::new();
-        let mut i = 0;
-        while i < self.segments.len() {
-            out.push('/');
-            if let Some(v) = self.variables.iter().find(|v| v.start == i) {
-                out.push('{');
-                out.push_str(&v.dotted());
-                out.push('}');
-                i = v.end.max(i + 1);
-                continue;
-            }
-            match &self.segments[i] {
-                Segment::Literal(l) => out.push_str(l),
-                Segment::One => out.push('*'),
-                Segment::Rest => out.push_str("**"),
-            }
-            i += 1;
-        }
-        if out.is_empty() {
-            out.push('/');
-        }
-        if let Some(verb) = &self.verb {
-            out.push(':');
-            out.push_str(verb);
-        }
-        out
+        self.render(true)
     }
 
     /// Sets variable `i`'s field path: the routes resolve a path written
@@ -222,14 +197,32 @@ impl Template {
     /// The segments the matcher walks, variables replaced by their
     /// sub-templates (`/v1/{name=shelves/*}:get` walks `/v1/shelves/*:get`).
     pub fn walk(&self) -> String {
+        self.render(false)
+    }
+
+    /// The segments written out, `:verb` last; with `variables`, each
+    /// variable as `{field.path}` in place of its sub-template.
+    fn render(&self, variables: bool) -> String {
         let mut out = String::new();
-        for s in &self.segments {
+        let mut i = 0;
+        while i < self.segments.len() {
             out.push('/');
-            match s {
+            let variable = variables
+                .then(|| self.variables.iter().find(|v| v.start == i))
+                .flatten();
+            if let Some(v) = variable {
+                out.push('{');
+                out.push_str(&v.dotted());
+                out.push('}');
+                i = v.end.max(i + 1);
+                continue;
+            }
+            match &self.segments[i] {
                 Segment::Literal(l) => out.push_str(l),
                 Segment::One => out.push('*'),
                 Segment::Rest => out.push_str("**"),
             }
+            i += 1;
         }
         if out.is_empty() {
             out.push('/');
