@@ -36,6 +36,7 @@ use tokio_rustls::TlsAcceptor;
 
 pub use cert::CertError;
 
+use crate::cli::Flag;
 use crate::web::log;
 
 /// The request extension present when the request came over TLS (absent on
@@ -103,6 +104,18 @@ impl ResolvesServerCert for CertStore {
         )
     }
 }
+
+/// `--tls-cert FILE`, as the binaries that take it list it in `--help`.
+pub const CERT_FLAG: Flag = Flag::value(
+    "tls-cert",
+    "FILE",
+    None,
+    "serve HTTPS with this PEM certificate chain (reloaded on SIGHUP)",
+);
+
+/// `--tls-key FILE`, the pair of [`CERT_FLAG`].
+pub const KEY_FLAG: Flag =
+    Flag::value("tls-key", "FILE", None, "the PEM private key of --tls-cert");
 
 /// The certificate of `--tls-cert FILE --tls-key FILE` (router-demo,
 /// token-auth): both or neither; `None` when neither is given.
