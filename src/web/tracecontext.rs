@@ -69,7 +69,6 @@ impl TraceContext {
 
     /// A new trace (sampled flag set: the logs record it).
     pub fn new_trace() -> TraceContext {
-        // One read of the OS generator for both ids (one syscall a request).
         let mut raw = [0u8; 24];
         loop {
             fill(&mut raw);
@@ -192,18 +191,37 @@ fn random_id() -> [u8; 8] {
     id
 }
 
-/// Random bytes from the OS; should it ever fail, the clock's nanoseconds
-/// (an id must be unique enough to find log lines, not secret).
+/// Random bytes for ids, from a generator per thread seeded once from the
+/// OS (an id must be unique enough to find log lines, not secret; a read
+/// of the OS generator per request was a system call on the hot path).
+/// SplitMix64: each output is a bijection of a counter stepped by an odd
+/// constant, so a thread repeats no 8 bytes for 2^64 outputs.
 fn fill(out: &mut [u8]) {
-    if getrandom::fill(out).is_err() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(1);
-        for (i, b) in out.iter_mut().enumerate() {
-            *b = (nanos >> ((i % 16) * 8)) as u8 | 1;
-        }
+    thread_local! {
+        static STATE: std::cell::Cell<u64> = std::cell::Cell::new(seed());
     }
+    STATE.with(|state| {
+        for chunk in out.chunks_mut(8) {
+            let mut z = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+            state.set(z);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+        }
+    });
+}
+
+/// A thread's starting state: 8 bytes of the OS generator; should it ever
+/// fail, the clock's nanoseconds.
+fn seed() -> u64 {
+    let mut raw = [0u8; 8];
+    if getrandom::fill(&mut raw).is_ok() {
+        return u64::from_le_bytes(raw);
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
 }
 
 /// Run `f` now as part of `trace` (the synchronous start of a call, before
@@ -260,6 +278,23 @@ mod tests {
             h.append(TRACEPARENT, HeaderValue::from_str(v).unwrap());
         }
         h
+    }
+
+    #[test]
+    fn new_traces_on_one_thread_and_across_threads_never_repeat_an_id() {
+        let ids = |n| {
+            (0..n)
+                .map(|_| TraceContext::new_trace())
+                .collect::<Vec<_>>()
+        };
+        let mut traces: Vec<TraceContext> = ids(10_000);
+        traces.extend(std::thread::spawn(move || ids(10_000)).join().unwrap());
+        let trace_ids: std::collections::HashSet<_> = traces.iter().map(|t| t.trace_id).collect();
+        let span_ids: std::collections::HashSet<_> = traces.iter().map(|t| t.span_id).collect();
+        assert_eq!((trace_ids.len(), span_ids.len()), (20_000, 20_000));
+        assert!(traces
+            .iter()
+            .all(|t| t.trace_id != [0; 16] && t.span_id != [0; 8]));
     }
 
     #[test]
