@@ -6,42 +6,21 @@
 
 mod support;
 
-use std::sync::Arc;
-
-use bytes::Bytes;
-use handwire::protocol::gateway::{Gateway, UnaryMethod};
+use handwire::protocol::gateway::Gateway;
 use handwire::protocol::grpc::descriptor::{parse_files, GOOGLE_API_FILES};
-use handwire::web::chain::handler;
-use handwire::web::engine::Engine;
 use http::Method;
 use serde_json::{json, Value};
-use support::app::{start, TestServer};
+use support::app::TestServer;
+use support::gateway::{echo, serve};
 use support::greeter::call;
 
 const EDGES: &str = include_str!("../proto/testdata/edges/v1/edges.proto");
-
-fn echo() -> UnaryMethod {
-    Arc::new(|bytes: Bytes| {
-        Box::pin(async move {
-            let mut framed = vec![0u8];
-            framed.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-            framed.extend_from_slice(&bytes);
-            Ok(Bytes::from(framed))
-        })
-    })
-}
 
 async fn edges() -> TestServer {
     let [a, h] = GOOGLE_API_FILES;
     let files = parse_files(&[("edges/v1/edges.proto", EDGES), a, h]).unwrap();
     let methods = [("Search", echo()), ("Rename", echo())];
-    let gateway = Arc::new(Gateway::new(&files, "edges.v1.Edges", &methods).unwrap());
-    let mut e = Engine::bare();
-    e.no_route(vec![handler(move |c| {
-        let gateway = gateway.clone();
-        Box::pin(async move { gateway.serve(c).await })
-    })]);
-    start(e.build()).await
+    serve(Gateway::new(&files, "edges.v1.Edges", &methods).unwrap()).await
 }
 
 /// The echoed query with every unset field at its JSON default (oneof

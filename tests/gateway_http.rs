@@ -7,30 +7,16 @@ mod support;
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use handwire::protocol::gateway::{Failure, Gateway, UnaryMethod};
 use handwire::protocol::grpc::descriptor::{parse_files, GOOGLE_API_FILES};
 use handwire::protocol::grpc::Code;
-use handwire::web::chain::handler;
-use handwire::web::engine::Engine;
 use http::Method;
 use serde_json::{json, Value};
-use support::app::{start, TestServer};
+use support::app::TestServer;
+use support::gateway::{echo, serve};
 use support::greeter::call;
 
 const LIBRARY: &str = include_str!("../proto/testdata/library/v1/library.proto");
-
-/// Returns the request message as the reply (framed as gRPC frames it).
-fn echo() -> UnaryMethod {
-    Arc::new(|bytes: Bytes| {
-        Box::pin(async move {
-            let mut framed = vec![0u8];
-            framed.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-            framed.extend_from_slice(&bytes);
-            Ok(Bytes::from(framed))
-        })
-    })
-}
 
 async fn library() -> TestServer {
     let [a, h] = GOOGLE_API_FILES;
@@ -53,13 +39,7 @@ async fn library() -> TestServer {
         ("DeleteBook", not_found),
         ("Audit", echo()),
     ];
-    let gateway = Arc::new(Gateway::new(&files, "library.v1.Library", &methods).unwrap());
-    let mut e = Engine::bare();
-    e.no_route(vec![handler(move |c| {
-        let gateway = gateway.clone();
-        Box::pin(async move { gateway.serve(c).await })
-    })]);
-    start(e.build()).await
+    serve(Gateway::new(&files, "library.v1.Library", &methods).unwrap()).await
 }
 
 /// The echoed book with every unset field at its JSON default, then `set`.

@@ -28,7 +28,7 @@ use handwire::services::greeter::api::{HelloReply, HelloRequest};
 use handwire::services::greeter::config::Config;
 use handwire::services::greeter::Greeter;
 use handwire::web::server::{ConnectionBudget, Options};
-use support::greeter::{config_text, TempDir};
+use support::greeter::{config_text, insert_users, TempDir};
 use support::http::{get, Proto};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
@@ -207,20 +207,6 @@ async fn gzip_messages_are_inflated_at_each_connections_allowance_so_probes_stay
     );
 }
 
-/// `n` users with 60-byte names, straight into the greeter's database.
-fn insert_users(db: &std::path::Path, n: usize) {
-    let mut conn = rusqlite::Connection::open(db).unwrap();
-    let tx = conn.transaction().unwrap();
-    for i in 0..n {
-        tx.execute(
-            "INSERT INTO users (username, password, age) VALUES (?1, 'pw', 1)",
-            [format!("{i:0>60}")],
-        )
-        .unwrap();
-    }
-    tx.commit().unwrap();
-}
-
 /// An h2 connection with a window of 0 opening `streams` requests for
 /// `path`: every response is produced and none can be sent. Returns the
 /// response heads that arrived, and whether the server closed the
@@ -279,7 +265,9 @@ async fn greeter_with_a_big_page(
         ..Options::default()
     })
     .await;
-    insert_users(&dir.0.join("greeter.db"), 1000);
+    // 1,000 users with 60-byte names.
+    let names = (0..1000).map(|i| format!("{i:0>60}"));
+    insert_users(&dir.0.join("greeter.db"), names);
     let page = get(Proto::H1, http, BIG_PAGE).await;
     assert_eq!(page.status, http::StatusCode::OK);
     (http, budget, page.body.len(), dir)

@@ -125,6 +125,21 @@ impl Drop for WriteLock {
     }
 }
 
+/// Users with these names (password `pw`), straight into the greeter's
+/// database in one transaction.
+pub fn insert_users(db: &Path, names: impl IntoIterator<Item = String>) {
+    let mut conn = rusqlite::Connection::open(db).unwrap();
+    let tx = conn.transaction().unwrap();
+    for name in names {
+        tx.execute(
+            "INSERT INTO users (username, password, age) VALUES (?1, 'pw', 1)",
+            [name],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
 /// Number of greeting rows stored for `name`, read with a separate connection.
 pub fn greetings_for(db: &Path, name: &str) -> i64 {
     let conn = rusqlite::Connection::open(db).unwrap();

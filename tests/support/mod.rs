@@ -3,7 +3,8 @@
 //! * [`http`] — the one HTTP client: send a request over HTTP/1.1 or HTTP/2
 //!   (optionally from another loopback address, or over TLS to a test CA)
 //!   and read status, headers and body.
-//! * [`app`] — start any framework app on 127.0.0.1:0.
+//! * [`app`] — start any framework app on 127.0.0.1:0; [`gateway`] — a
+//!   proto-derived gateway served alone, with methods that echo their input.
 //! * [`bin`] — start one of the binaries and read its addresses.
 //! * [`browser`] — a headless Chromium driven over the DevTools protocol.
 //! * [`disk`] — a small tmpfs to fill, for disk-full tests (root only).
@@ -30,6 +31,7 @@ pub mod browser;
 pub mod disk;
 pub mod fake_captcha;
 pub mod fake_provider;
+pub mod gateway;
 pub mod greeter;
 pub mod grpc;
 pub mod http;
