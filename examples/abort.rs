@@ -7,8 +7,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use handwire::web::chain::handler;
-use handwire::web::engine::Engine;
+use handwire::web::handler;
+use handwire::web::Engine;
 use http::StatusCode;
 use serde_json::json;
 

@@ -9,9 +9,9 @@ mod support;
 
 use std::time::Duration;
 
-use handwire::web::chain::{named, Handler};
-use handwire::web::engine::Engine;
 use handwire::web::log;
+use handwire::web::Engine;
+use handwire::web::{named, Handler};
 use http::StatusCode;
 
 fn say(name: &'static str, text: &'static str) -> Handler {

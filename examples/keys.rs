@@ -8,8 +8,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use handwire::web::chain::handler;
-use handwire::web::engine::Engine;
+use handwire::web::handler;
+use handwire::web::Engine;
 use http::StatusCode;
 
 /// What the request's user asked to be called, for the middleware to store.

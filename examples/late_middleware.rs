@@ -10,8 +10,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use handwire::web::chain::{named, Handler};
-use handwire::web::engine::Engine;
+use handwire::web::Engine;
+use handwire::web::{named, Handler};
 use http::StatusCode;
 
 fn say(name: &'static str) -> Handler {

@@ -6,8 +6,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use handwire::web::chain::{handler, Handler};
-use handwire::web::engine::Engine;
+use handwire::web::Engine;
+use handwire::web::{handler, Handler};
 use http::StatusCode;
 
 /// A middleware that prints on the way in and on the way out.

@@ -9,8 +9,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use handwire::web::chain::handler;
-use handwire::web::engine::Engine;
+use handwire::web::handler;
+use handwire::web::Engine;
 use http::StatusCode;
 
 #[tokio::main]

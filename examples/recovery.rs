@@ -22,9 +22,9 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use handwire::web::chain::{named, Handler};
-use handwire::web::engine::Engine;
 use handwire::web::middleware;
+use handwire::web::Engine;
+use handwire::web::{named, Handler};
 use http::StatusCode;
 
 fn boom() -> Handler {

@@ -20,8 +20,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use handwire::web::chain::{named, Handler};
-use handwire::web::engine::Engine;
+use handwire::web::Engine;
+use handwire::web::{named, Handler};
 use http::header::ALLOW;
 use http::StatusCode;
 

@@ -2,11 +2,14 @@
 //! with the `--help` text made from the same table, so the two cannot drift.
 //!
 //! The binaries take a handful of options each; a dependency for that would
-//! outweigh the code. Each binary lists its options once as [`Flag`]s; the
-//! parser accepts exactly those, and [`help`] prints each with its value,
-//! default and environment variable. Unknown flags, missing values and
-//! unexpected words are errors that name the argument, so a typo never
-//! silently falls back to a default.
+//! outweigh the code. Each binary lists its own options once as [`Flag`]s,
+//! beside the server options the binaries share ([`ADDR`],
+//! [`SHUTDOWN_GRACE`], [`QUIET`], [`TRACE`], [`NO_METRICS`], and the TLS
+//! pair of `web::tls`), which are defined here once; the parser accepts
+//! exactly those, and [`help`] prints each with its value, default and
+//! environment variable. Unknown flags, missing values and unexpected words
+//! are errors that name the argument, so a typo never silently falls back to
+//! a default.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -52,6 +55,35 @@ impl Flag {
     }
 }
 
+/// Where router-demo and token-auth listen unless `--addr` says otherwise.
+pub const DEFAULT_ADDR: &str = "0.0.0.0:8000";
+
+/// `--addr HOST:PORT`: where to listen (read with [`listen_addr`]).
+pub const ADDR: Flag = Flag::value(
+    "addr",
+    "HOST:PORT",
+    Some(DEFAULT_ADDR),
+    "where to listen; :PORT is every interface",
+);
+
+/// `--shutdown-grace DURATION`: how long in-flight requests may finish
+/// after SIGTERM (Go notation, as every duration setting).
+pub const SHUTDOWN_GRACE: Flag = Flag::value(
+    "shutdown-grace",
+    "DURATION",
+    Some("10s"),
+    "how long requests may finish after SIGTERM",
+);
+
+/// `--quiet`: no route table at start-up.
+pub const QUIET: Flag = Flag::switch("quiet", "do not print the route table at start-up");
+
+/// `--trace`: log each request's walk of its handler chain.
+pub const TRACE: Flag = Flag::switch("trace", "log each request's walk of its handler chain");
+
+/// `--no-metrics`: no request counting and no `GET /metrics`.
+pub const NO_METRICS: Flag = Flag::switch("no-metrics", "do not count requests (no GET /metrics)");
+
 /// An environment variable a binary reads, for `--help`.
 #[derive(Debug, Clone, Copy)]
 pub struct EnvVar {
@@ -74,14 +106,31 @@ pub struct Usage {
     /// (`[--addr HOST:PORT] [--quiet]`); a line starting with a space
     /// continues the one before.
     pub synopsis: &'static [&'static str],
-    /// Every option.
+    /// The options of this binary alone.
     pub flags: &'static [Flag],
+    /// The server options it shares with the other binaries, listed in
+    /// `--help` under their own heading, the same way in each.
+    pub common: &'static [Flag],
     /// Every environment variable it reads.
     pub env: &'static [EnvVar],
 }
 
+impl Usage {
+    /// Parse `args` (without the program name) against the binary's own
+    /// and common flags, as [`Args::command`] does.
+    pub fn command(
+        &self,
+        args: impl IntoIterator<Item = String>,
+        max_positional: usize,
+    ) -> Result<Command, ArgsError> {
+        let flags: Vec<Flag> = self.flags.iter().chain(self.common).copied().collect();
+        Args::command(args, &flags, max_positional)
+    }
+}
+
 /// The `--help` text of `usage`: synopsis, then one line per option with
-/// its default, then the environment variables.
+/// its default (the binary's own, then the shared server options), then the
+/// environment variables.
 pub fn help(usage: &Usage) -> String {
     let mut out = format!("{}: {}\n\nusage:\n", usage.program, usage.about);
     for line in usage.synopsis {
@@ -98,15 +147,24 @@ pub fn help(usage: &Usage) -> String {
             .unwrap_or_default();
         format!("  {left:<30} {help}{default}\n")
     };
-    out.push_str("\noptions:\n");
-    for flag in usage.flags {
+    let flag_line = |flag: &Flag| {
         let left = match flag.value {
             Some(value) => format!("--{} {value}", flag.name),
             None => format!("--{}", flag.name),
         };
-        out.push_str(&column(&left, flag.help, flag.default));
+        column(&left, flag.help, flag.default)
+    };
+    out.push_str("\noptions:\n");
+    for flag in usage.flags {
+        out.push_str(&flag_line(flag));
     }
     out.push_str(&column("-h, --help", "print this help and exit", None));
+    if !usage.common.is_empty() {
+        out.push_str("\nserver options:\n");
+        for flag in usage.common {
+            out.push_str(&flag_line(flag));
+        }
+    }
     if !usage.env.is_empty() {
         out.push_str("\nenvironment:\n");
         for var in usage.env {
@@ -317,7 +375,9 @@ pub fn addr_in_use_hint(error: &std::io::Error, setting: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{help, listen_addr, Args, ArgsError, Command, EnvVar, Flag, Usage};
+    use super::{
+        help, listen_addr, Args, ArgsError, Command, EnvVar, Flag, Usage, SHUTDOWN_GRACE, TRACE,
+    };
 
     fn parse(v: &[&str]) -> Result<Args, ArgsError> {
         Args::parse(v.iter().map(|s| s.to_string()), &["addr", "db"])
@@ -425,6 +485,7 @@ mod tests {
             about: "a demo",
             synopsis: &["[--addr HOST:PORT] [--quiet]"],
             flags: FLAGS,
+            common: &[SHUTDOWN_GRACE],
             env: &[EnvVar {
                 name: "DEMO_SECRET",
                 default: None,
@@ -446,6 +507,34 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want} missing from\n{text}");
         }
+        let (own, common) = text
+            .split_once("\nserver options")
+            .expect("a common section");
+        assert!(!own.contains("--shutdown-grace"), "{text}");
+        assert!(
+            common.contains("--shutdown-grace DURATION"),
+            "shared flags under their own heading:\n{text}"
+        );
+    }
+
+    #[test]
+    fn usage_parses_its_own_and_its_common_flags() {
+        let usage = Usage {
+            program: "demo",
+            about: "a demo",
+            synopsis: &[],
+            flags: FLAGS,
+            common: &[SHUTDOWN_GRACE, TRACE],
+            env: &[],
+        };
+        let argv = ["--addr", "x", "--shutdown-grace", "1s", "--trace"].map(String::from);
+        let Ok(Command::Run(args)) = usage.command(argv, 0) else {
+            panic!("own and common flags are accepted");
+        };
+        assert_eq!(args.get("shutdown-grace"), Some("1s"));
+        assert!(args.has("trace") && !args.has("quiet"));
+        let err = usage.command(["--no-metrics".to_string()], 0).unwrap_err();
+        assert!(matches!(err, ArgsError::UnknownFlag { .. }), "{err}");
     }
 
     #[test]

@@ -12,9 +12,9 @@ use http::{Method, StatusCode};
 use serde_json::json;
 
 use handwire::types::BoxFuture;
-use handwire::web::chain::{handler, Context, Handler};
-use handwire::web::engine::Engine;
 use handwire::web::middleware;
+use handwire::web::Engine;
+use handwire::web::{handler, Context, Handler};
 use support::app::start;
 use support::http::{get, send, Client, Proto, BOTH};
 

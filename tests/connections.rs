@@ -24,9 +24,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use handwire::web::chain::handler;
-use handwire::web::engine::Engine;
+use handwire::web::handler;
 use handwire::web::server::{ConnectionBudget, Options};
+use handwire::web::Engine;
 use support::greeter::{config_text, TempDir};
 use support::http::{get, Proto};
 
@@ -520,6 +520,16 @@ async fn sigterm_stops_the_greeter_within_greeter_shutdown_grace_whatever_is_ope
     // A long request time-out, so the stalled body is still in flight.
     let mut cmd = greeter(&dir, "30s");
     cmd.env("GREETER_SHUTDOWN_GRACE", "1s");
+    let running = spawn(cmd, "greeter: HTTP listening on ");
+    assert_sigterm_exits_within_grace(running, "/v1/users").await;
+}
+
+#[tokio::test]
+async fn the_greeters_shutdown_grace_flag_wins_over_its_variable() {
+    let dir = TempDir::new("conn-greeter-flag");
+    let mut cmd = greeter(&dir, "30s");
+    cmd.args(["--shutdown-grace", "1s"])
+        .env("GREETER_SHUTDOWN_GRACE", "30s");
     let running = spawn(cmd, "greeter: HTTP listening on ");
     assert_sigterm_exits_within_grace(running, "/v1/users").await;
 }

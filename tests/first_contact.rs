@@ -350,3 +350,135 @@ fn request_log_lines_start_with_the_services_name() {
         assert!(log.starts_with(prefix), "{bin}: {log}");
     }
 }
+
+/// The `server options:` section of a `--help` text.
+fn server_options(help: &str) -> &str {
+    let (_, section) = help
+        .split_once("\nserver options:\n")
+        .unwrap_or_else(|| panic!("no server options section in\n{help}"));
+    section.split("\n\n").next().unwrap_or(section).trim_end()
+}
+
+#[test]
+fn the_shared_server_options_are_listed_once_and_alike_in_every_help() {
+    let dir = TempDir::new("common");
+    let help = |bin: &str| {
+        let out = run({
+            let mut cmd = command(bin, &dir.0);
+            cmd.arg("--help");
+            cmd
+        });
+        assert!(out.status.success(), "{bin}");
+        text(&out.stdout)
+    };
+    let (router, auth, greeter) = (help(ROUTER), help(AUTH), help(GREETER));
+    assert_eq!(server_options(&router), server_options(&auth));
+    for flag in [
+        "--addr HOST:PORT",
+        "--shutdown-grace DURATION",
+        "--tls-cert FILE",
+        "--tls-key FILE",
+        "--quiet",
+        "--trace",
+        "--no-metrics",
+    ] {
+        assert!(server_options(&router).contains(flag), "{flag}\n{router}");
+    }
+    for help in [&router, &auth, &greeter] {
+        assert_eq!(
+            help.matches("--shutdown-grace DURATION ").count(),
+            1,
+            "{help}"
+        );
+    }
+    // The greeter's listeners come from its config: of the shared options
+    // it takes the grace, worded as the others word it.
+    let grace = |help: &str| {
+        let line = server_options(help)
+            .lines()
+            .find(|l| l.contains("--shutdown-grace"));
+        line.map(str::to_owned)
+    };
+    assert_eq!(grace(&greeter), grace(&router));
+}
+
+#[test]
+fn a_bad_shutdown_grace_names_the_flag_or_the_variable_in_every_binary() {
+    let dir = TempDir::new("grace");
+    std::fs::write(
+        dir.0.join("config.yaml"),
+        config_text(":memory:", "1s", "1s"),
+    )
+    .unwrap();
+    let cases: [(&str, Option<&str>, &[&str], &str); 4] = [
+        (
+            ROUTER,
+            None,
+            &["--shutdown-grace", "soon"],
+            "--shutdown-grace",
+        ),
+        (
+            AUTH,
+            None,
+            &["--shutdown-grace", "soon"],
+            "--shutdown-grace",
+        ),
+        (
+            GREETER,
+            None,
+            &["--shutdown-grace", "soon"],
+            "--shutdown-grace",
+        ),
+        (GREETER, Some("soon"), &[], "GREETER_SHUTDOWN_GRACE"),
+    ];
+    for (bin, var, args, named) in cases {
+        let out = run({
+            let mut cmd = command(bin, &dir.0);
+            cmd.args(["--addr", "127.0.0.1:0"].iter().filter(|_| bin != GREETER));
+            cmd.args(args);
+            if let Some(value) = var {
+                cmd.env("GREETER_SHUTDOWN_GRACE", value);
+            }
+            cmd
+        });
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{bin} {args:?} started");
+        assert!(
+            err.contains(&format!("{named}: invalid duration \"soon\"")),
+            "{bin} {args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn no_metrics_turns_off_get_metrics_in_router_demo_and_token_auth() {
+    let dir = TempDir::new("nometrics");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let cases: [(&str, &[&str], &str); 2] = [
+        (ROUTER, &[], "router-demo listening on http://"),
+        (
+            AUTH,
+            &["--db", "auth.db"],
+            "token-auth listening on http://",
+        ),
+    ];
+    for (bin, args, marker) in cases {
+        for (switch, want) in [
+            (None, http::StatusCode::OK),
+            (Some("--no-metrics"), http::StatusCode::NOT_FOUND),
+        ] {
+            let mut cmd = command(bin, &dir.0);
+            cmd.args(["--quiet", "--addr", "127.0.0.1:0"]).args(args);
+            cmd.args(switch);
+            let (child, line, _out) = first_line_with(cmd, marker);
+            let addr = line.split(marker).nth(1).unwrap().parse().unwrap();
+            let reply = rt.block_on(support::http::get(
+                support::http::Proto::H1,
+                addr,
+                "/metrics",
+            ));
+            drop(child);
+            assert_eq!(reply.status, want, "{bin} {switch:?}");
+        }
+    }
+}

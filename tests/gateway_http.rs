@@ -7,9 +7,9 @@ mod support;
 
 use std::sync::Arc;
 
-use handwire::protocol::gateway::{Failure, Gateway, UnaryMethod};
+use handwire::protocol::gateway::Gateway;
 use handwire::protocol::grpc::descriptor::{parse_files, GOOGLE_API_FILES};
-use handwire::protocol::grpc::Code;
+use handwire::protocol::grpc::{Code, Failure, UnaryMethod};
 use http::Method;
 use serde_json::{json, Value};
 use support::app::TestServer;

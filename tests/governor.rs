@@ -51,9 +51,10 @@ async fn greeter(options: Options) -> (SocketAddr, SocketAddr, TempDir) {
     (http, grpc, dir)
 }
 
-/// An h2 connection holding one `grpc.health.v1.Health/Watch` stream open,
-/// answering PINGs, as long as the server keeps it.
-async fn parked_on_a_watch(addr: SocketAddr) -> JoinHandle<()> {
+/// An h2 connection that asks for one `grpc.health.v1.Health/Watch` and
+/// holds it open (or, refused, holds the connection), answering PINGs, as
+/// long as the server keeps it; and whether the Watch was granted.
+async fn parked_on_a_watch(addr: SocketAddr) -> (JoinHandle<()>, bool) {
     let tcp = TcpStream::connect(addr).await.unwrap();
     let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
     let driving = tokio::spawn(conn);
@@ -63,17 +64,24 @@ async fn parked_on_a_watch(addr: SocketAddr) -> JoinHandle<()> {
         .body(())
         .unwrap();
     let (response, mut send) = client.send_request(req, false).unwrap();
-    // An empty HealthCheckRequest (the whole server), framed.
-    send.send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true)
-        .unwrap();
-    let mut body = response.await.unwrap().into_body();
-    // The current status arrives at once; then the stream stays open.
-    let first = body.data().await.unwrap().unwrap();
-    let _ = body.flow_control().release_capacity(first.len());
-    tokio::spawn(async move {
+    // An empty HealthCheckRequest (the whole server), framed. A refusal
+    // may come before it is sent (the server answers at the headers and
+    // resets the stream), so a failed send is not an error here.
+    let _ = send.send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true);
+    let response = response.await.unwrap();
+    // Refused: a trailers-only answer (RESOURCE_EXHAUSTED).
+    let granted = !response.headers().contains_key("grpc-status");
+    let mut body = response.into_body();
+    if granted {
+        // The current status arrives at once; then the stream stays open.
+        let first = body.data().await.unwrap().unwrap();
+        let _ = body.flow_control().release_capacity(first.len());
+    }
+    let task = tokio::spawn(async move {
         let _keep = (client, send, body);
         let _ = driving.await;
-    })
+    });
+    (task, granted)
 }
 
 async fn say_hello(addr: SocketAddr) -> HelloReply {
@@ -84,19 +92,26 @@ async fn say_hello(addr: SocketAddr) -> HelloReply {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn at_the_cap_connections_holding_long_lived_streams_are_taken_back_for_a_new_client() {
+async fn long_lived_streams_hold_at_most_a_quarter_of_the_cap_and_cannot_lock_a_new_client_out() {
     const CAP: usize = 32;
+    let budget = ConnectionBudget::new(CAP);
     let (http, grpc, _dir) = greeter(Options {
-        connections: ConnectionBudget::new(CAP),
+        connections: budget.clone(),
         ..Options::default()
     })
     .await;
+    // Every slot asks for a Watch; a quarter of the cap gets one, the
+    // others hold their connection anyway.
     let mut parked = Vec::new();
+    let mut granted = 0;
     for _ in 0..CAP {
-        parked.push(parked_on_a_watch(grpc).await);
+        let (task, got) = parked_on_a_watch(grpc).await;
+        granted += usize::from(got);
+        parked.push(task);
     }
-    // Every slot is held by a Watch that will not end for the idle time-out
-    // (60 s); the probes on both ports are served within a second anyway.
+    assert_eq!(granted, CAP / 4, "Watches granted of {CAP} asked");
+    // Every slot is held (a Watch will not end for the idle time-out, 60 s);
+    // the probes on both ports are served within a second anyway.
     for round in 0..3 {
         let t0 = Instant::now();
         let reply = tokio::time::timeout(Duration::from_secs(1), say_hello(grpc))
@@ -108,11 +123,17 @@ async fn at_the_cap_connections_holding_long_lived_streams_are_taken_back_for_a_
             .unwrap_or_else(|_| panic!("round {round}: HTTP probe not served within 1 s"));
         assert_eq!(page.status, http::StatusCode::OK);
         assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
-        // The attacker re-opens what was taken back.
+        // The attacker re-opens what was taken back, and never holds more
+        // streams than the quarter.
         parked.retain(|task| !task.is_finished());
         while parked.len() < CAP {
-            parked.push(parked_on_a_watch(grpc).await);
+            parked.push(parked_on_a_watch(grpc).await.0);
         }
+        let open = budget.streams().held();
+        assert!(
+            open <= CAP / 4,
+            "round {round}: {open} long-lived streams open"
+        );
     }
     for task in parked {
         task.abort();
@@ -207,16 +228,24 @@ async fn gzip_messages_are_inflated_at_each_connections_allowance_so_probes_stay
     );
 }
 
+/// What a zero-window connection got: responses with a body on the way
+/// (200), refusals (503), and whether the server closed the connection.
+#[derive(Debug, Default)]
+struct Flooded {
+    answered: usize,
+    refused: usize,
+    closed: bool,
+}
+
 /// An h2 connection with a window of 0 opening `streams` requests for
-/// `path`: every response is produced and none can be sent. Returns the
-/// response heads that arrived, and whether the server closed the
-/// connection within `limit`.
+/// `path`: every response is produced and none can be sent. What came back
+/// within `limit`.
 async fn zero_window_streams(
     addr: SocketAddr,
     path: &str,
     streams: usize,
     limit: Duration,
-) -> (usize, bool) {
+) -> Flooded {
     let until = tokio::time::Instant::now() + limit;
     let tcp = TcpStream::connect(addr).await.unwrap();
     let (client, conn) = h2::client::Builder::new()
@@ -236,20 +265,26 @@ async fn zero_window_streams(
         let Ok((response, _)) = client.send_request(req, true) else {
             break;
         };
-        heads.spawn(async move { response.await.map(|r| r.into_body()) });
+        heads.spawn(async move { response.await.map(|r| (r.status(), r.into_body())) });
     }
+    let mut got = Flooded::default();
     let mut bodies = Vec::new();
     let _ = tokio::time::timeout_at(until, async {
         while let Some(head) = heads.join_next().await {
-            if let Ok(Ok(body)) = head {
-                bodies.push(body);
+            match head {
+                Ok(Ok((http::StatusCode::OK, body))) => {
+                    got.answered += 1;
+                    bodies.push(body);
+                }
+                Ok(Ok((http::StatusCode::SERVICE_UNAVAILABLE, _))) => got.refused += 1,
+                _ => {}
             }
         }
     })
     .await;
-    let closed = tokio::time::timeout_at(until, &mut driving).await.is_ok();
+    got.closed = tokio::time::timeout_at(until, &mut driving).await.is_ok();
     driving.abort();
-    (bodies.len(), closed)
+    got
 }
 
 /// A greeter whose budget of bytes waiting for peers is `total` for the
@@ -281,7 +316,9 @@ async fn a_connection_whose_zero_window_responses_pass_its_share_is_closed_at_on
     // 20 responses of ~90 KiB: past the 1 MiB share after a dozen. The
     // write time-out (10 s) would close it only much later.
     let t0 = Instant::now();
-    let (answered, closed) = zero_window_streams(http, BIG_PAGE, 20, Duration::from_secs(4)).await;
+    let Flooded {
+        answered, closed, ..
+    } = zero_window_streams(http, BIG_PAGE, 20, Duration::from_secs(4)).await;
     assert!(
         closed,
         "the connection is still open after 4 s ({answered} responses of {size} bytes)"
@@ -299,47 +336,70 @@ async fn a_connection_whose_zero_window_responses_pass_its_share_is_closed_at_on
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn past_the_process_budget_of_bytes_waiting_for_peers_the_connections_holding_the_most_are_closed(
+async fn past_the_process_budget_of_bytes_waiting_for_peers_connections_that_leave_responses_untaken_get_503(
 ) {
-    const TOTAL: usize = 2 << 20;
+    const TOTAL: usize = 1 << 20;
+    const CONNS: usize = 2;
     let (http, budget, size, _dir) = greeter_with_a_big_page(TOTAL, 64 << 20).await;
-    // 6 connections x 8 responses of ~90 KiB: ~4.3 MiB against 2 MiB.
-    let attack: Vec<_> = (0..6)
+    // 2 connections x 40 responses of ~90 KiB: ~7 MiB asked for, against
+    // a budget of 1 MiB.
+    let attack: Vec<_> = (0..CONNS)
         .map(|_| {
             tokio::spawn(zero_window_streams(
                 http,
                 BIG_PAGE,
-                8,
-                Duration::from_secs(4),
+                40,
+                Duration::from_secs(8),
             ))
         })
         .collect();
-    let mut closed = 0;
-    let mut answered = 0;
-    for a in attack {
-        let (n, c) = a.await.unwrap();
-        answered += n;
-        closed += usize::from(c);
+    // Once the attack holds the budget (no room for another page), a client
+    // that reads is served the same big page.
+    let t0 = Instant::now();
+    while budget.waiting_bytes() + size <= TOTAL {
+        assert!(
+            // Generous: a debug build shares 2 cores with the other tests.
+            t0.elapsed() < Duration::from_secs(6),
+            "the attack never held the budget"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    eprintln!("{answered} responses of {size} bytes, {closed} of 6 connections closed");
-    assert!(answered * size > TOTAL, "the attack passed the budget");
-    assert!(closed >= 1, "no connection was closed within 4 s");
-    assert!(closed < 6, "only the ones holding the most are closed");
-    assert!(
-        budget.waiting_bytes() <= TOTAL + size,
-        "{}",
-        budget.waiting_bytes()
+    let mut peak = 0;
+    for _ in 0..3 {
+        // (Not a latency bound: the 2 cores are shared with the attack.)
+        let page = tokio::time::timeout(Duration::from_secs(5), get(Proto::H2, http, BIG_PAGE))
+            .await
+            .expect("a reading client is served");
+        assert_eq!(page.status, http::StatusCode::OK);
+        assert_eq!(page.body.len(), size);
+        peak = peak.max(budget.waiting_bytes());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (mut answered, mut refused) = (0, 0);
+    for a in attack {
+        let got = a.await.unwrap();
+        answered += got.answered;
+        refused += got.refused;
+    }
+    eprintln!(
+        "{answered} responses of {size} bytes held, {refused} refused; waiting peak {peak} bytes"
     );
-    let page = get(Proto::H1, http, "/v1/users?page_size=10").await;
-    assert_eq!(page.status, http::StatusCode::OK);
+    assert!(refused > 0, "no request refused");
+    // Held: the budget, plus one answer for each connection that held
+    // nothing when it was admitted, plus the probes.
+    assert!(
+        answered * size <= 2 * TOTAL + CONNS * size,
+        "{answered} responses of {size} bytes held against a budget of {TOTAL}"
+    );
+    assert!(peak <= 2 * TOTAL + CONNS * size, "{peak}");
 }
 
 /// `POST /echo` answers the body's length; `GET /hi` answers `hi`.
 fn echo_app(
     min_rate: Option<(u32, Duration)>,
 ) -> std::sync::Arc<dyn handwire::web::server::Service> {
-    use handwire::web::chain::handler;
-    let mut e = handwire::web::engine::Engine::bare();
+    use handwire::web::handler;
+    let mut e = handwire::web::Engine::bare();
     e.get(
         "/hi",
         handler(|c| Box::pin(async move { c.string(http::StatusCode::OK, "hi") })),
@@ -627,7 +687,9 @@ async fn past_the_process_cap_on_long_lived_streams_a_new_stream_is_resource_exh
     .await;
     let mut parked = Vec::new();
     for _ in 0..4 {
-        parked.push(parked_on_a_watch(grpc).await);
+        let (task, granted) = parked_on_a_watch(grpc).await;
+        assert!(granted);
+        parked.push(task);
     }
     assert_eq!(watch_refusal(grpc).await.as_deref(), Some("8"));
     // Unary calls are not counted.

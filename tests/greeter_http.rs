@@ -390,7 +390,7 @@ fn unknown_argument_is_a_usage_error() {
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("unknown option --conf (known: --config)"),
+        err.contains("unknown option --conf (known: --config, --shutdown-grace)"),
         "{err}"
     );
 }

@@ -1,4 +1,4 @@
-//! The hostile suite, protocol half (issue 16 §5): what an attacker sends
+//! The hostile suite, protocol half: what an attacker sends
 //! *inside* a well-formed connection — protobuf that lies about its types,
 //! gRPC calls with the wrong number of messages or absurd deadlines, JWTs
 //! whose header or claims are ambiguous, usernames that only look alike, and
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use handwire::services::token_auth::middleware::TOKEN_INVALID;
+use handwire::services::token_auth::routes::middleware::TOKEN_INVALID;
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 use support::greeter::{call, user_rows};

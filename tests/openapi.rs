@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use handwire::protocol::gateway::template::Template;
-use handwire::protocol::gateway::{openapi, Gateway, UnaryMethod};
+use handwire::protocol::gateway::{openapi, Gateway};
 use handwire::protocol::grpc::descriptor::{parse_files, ParsedFile, GOOGLE_API_FILES};
+use handwire::protocol::grpc::UnaryMethod;
 use handwire::services::greeter::api;
 use http::Method;
 use serde_json::Value;

@@ -7,7 +7,7 @@
 
 mod support;
 
-use handwire::web::router::{Lookup, Router};
+use handwire::web::router::{Lookup, Miss, Router};
 use http::Method;
 use support::alloc::{allocations_during, CountingAllocator};
 
@@ -64,7 +64,10 @@ fn lookup_with_plain_params_or_not_found_allocates_nothing() {
                 expect_found,
                 "{method} {path}"
             );
-            assert!(matches!(lookup, Lookup::Found { .. } | Lookup::NotFound));
+            assert!(matches!(
+                lookup,
+                Lookup::Found { .. } | Lookup::Miss(Miss::NotFound)
+            ));
         });
         assert_eq!(count, 0, "{method} {path} allocated");
     }

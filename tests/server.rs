@@ -9,9 +9,9 @@ use http::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use handwire::web::chain::handler;
-use handwire::web::engine::Engine;
+use handwire::web::handler;
 use handwire::web::server::{self, Options};
+use handwire::web::Engine;
 use support::http::{get, Proto};
 
 fn slow_and_fast() -> Engine {

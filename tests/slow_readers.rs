@@ -19,10 +19,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use handwire::types::{BoxError, BoxFuture};
-use handwire::web::chain::handler;
-use handwire::web::engine::Engine;
+use handwire::web::handler;
 use handwire::web::metrics::{Gauge, Kind, Metrics};
 use handwire::web::server::{ConnectionBudget, Options, Service};
+use handwire::web::Engine;
 use support::http::{get, Proto};
 
 const BIG: usize = 1 << 20;

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use http::{Method, StatusCode};
 
 use handwire::services::router_demo::{self, DemoOptions};
-use handwire::web::budget::ConnectionBudget;
 use handwire::web::server::Options;
 use handwire::web::tls::CertStore;
+use handwire::web::ConnectionBudget;
 use support::app::start_with;
 use support::greeter::{config_text, TempDir};
 use support::http::{Client, Proto};
@@ -368,11 +368,11 @@ async fn sighup_swaps_the_certificate_for_new_handshakes_and_open_connections_ke
 async fn handlers_see_whether_their_request_came_over_tls_and_its_trace() {
     // What a handler setting a `Secure` cookie asks: Context::is_tls.
     let app = || {
-        let mut e = handwire::web::engine::Engine::bare();
+        let mut e = handwire::web::Engine::bare();
         e.handle(
             Method::GET,
             "/whoami",
-            vec![handwire::web::chain::handler(|c| {
+            vec![handwire::web::handler(|c| {
                 Box::pin(async move {
                     let trace = c.trace_context().map(|t| t.trace_id()).unwrap_or_default();
                     let text = format!("tls={} trace={trace}", c.is_tls());

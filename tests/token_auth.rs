@@ -1,6 +1,6 @@
-//! Black-box tests of the token-auth routes (spec §4.3, §3, §7 area C) on the
+//! Black-box tests of the token-auth routes (docs/token-auth.md) on the
 //! real server: register → profile → refresh → logout → revoked, roles, the
-//! simple 24 h token, and the error rows of §7.
+//! simple 24 h token, and the rows of that page's "Errors" table.
 
 mod support;
 
@@ -157,9 +157,9 @@ async fn wrong_password_and_unknown_user_get_the_same_401() {
         json!({"error": "invalid username or password"})
     );
     // Both paths ran one bcrypt verification (the unknown user's against the dummy hash).
-    let before = s.service.passwords.computations();
+    let before = s.service.passwords().computations();
     s.login("nobody-else", "password1").await;
-    assert_eq!(s.service.passwords.computations() - before, 1);
+    assert_eq!(s.service.passwords().computations() - before, 1);
 }
 
 #[tokio::test]

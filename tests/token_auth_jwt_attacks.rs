@@ -1,15 +1,14 @@
 //! The JWT attack list against the real server: every forged, altered,
 //! stale or misplaced token must be refused with the exact 401 body of
-//! spec §7, and the route handler must not run.
+//! docs/token-auth.md's "Errors" table, and the route handler must not run.
 
 mod support;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use handwire::protocol::jwt::Hs256;
-use handwire::services::token_auth::middleware::{require_role, ANY_ROLE};
-use handwire::web::chain::handler;
-use handwire::web::engine::Engine;
+use handwire::services::token_auth::routes::middleware::{require_role, ANY_ROLE};
+use handwire::web::{handler, Engine};
 use http::StatusCode;
 use serde_json::json;
 use support::http::{Client, Proto};

@@ -1,4 +1,4 @@
-//! Login limits on the real server (spec §8): 5 attempts per minute per IP
+//! Login limits on the real server (docs/token-auth.md): 5 attempts per minute per IP
 //! and per username (in any case), captcha hint after 3 consecutive failures,
 //! 30-minute lock after 10; and 10 registrations per minute per IP. Time is
 //! a manual clock moved by the test: nothing sleeps.
@@ -218,7 +218,7 @@ async fn eleventh_registration_per_minute_from_one_ip_is_429_before_any_bcrypt()
         assert_eq!(reply.status, StatusCode::CREATED, "{n}: {}", reply.text());
         s.clock.advance(1);
     }
-    let hashed = s.service.passwords.computations();
+    let hashed = s.service.passwords().computations();
     let eleventh = register_from(&s, 10, ip(1)).await;
     assert_eq!(eleventh.status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(
@@ -227,7 +227,11 @@ async fn eleventh_registration_per_minute_from_one_ip_is_429_before_any_bcrypt()
     );
     // The first registration was 10 s ago: it leaves the window in 50 s.
     assert_eq!(eleventh.header("retry-after"), Some("50"));
-    assert_eq!(s.service.passwords.computations(), hashed, "no bcrypt work");
+    assert_eq!(
+        s.service.passwords().computations(),
+        hashed,
+        "no bcrypt work"
+    );
     assert_eq!(s.db.count("SELECT count(*) FROM users"), 10);
     // Another client is not affected; the first may register again later.
     assert_eq!(

@@ -1,7 +1,8 @@
-//! The OAuth authorization-code flow (spec §5.7) end to end: our server, a
-//! real loopback identity provider (tests/support/fake_provider.rs)
-//! and a client playing the browser, over real HTTP — and over HTTPS with a
-//! certificate made at test time, trusted through the provider's `ca_file`.
+//! The OAuth authorization-code flow (docs/token-auth.md, "OAuth sign-in")
+//! end to end: our server, a real loopback identity provider
+//! (tests/support/fake_provider.rs) and a client playing the browser, over
+//! real HTTP — and over HTTPS with a certificate made at test time, trusted
+//! through the provider's `ca_file`.
 
 mod support;
 
@@ -96,7 +97,7 @@ async fn callback_creates_a_local_user_and_returns_a_token_object() {
         "{sealed}"
     );
     assert!(sealed_refresh.starts_with("v1:") && !sealed_refresh.contains("fake-rt-"));
-    let cipher = s.service.oauth.as_ref().unwrap().cipher();
+    let cipher = s.service.oauth().unwrap().cipher();
     assert_eq!(
         cipher.open(&sealed, "github/octo-1/access_token").unwrap(),
         plain[0]

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use handwire::web::chain::named;
-use handwire::web::engine::{App, Engine};
 use handwire::web::middleware;
+use handwire::web::named;
+use handwire::web::{App, Engine};
 use http::StatusCode;
 
 /// The app, with tracing on or off.

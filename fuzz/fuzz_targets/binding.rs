@@ -5,8 +5,8 @@
 use bytes::Bytes;
 use handwire::services::router_demo::Login;
 use handwire::web::bind::{bind, json_object};
-use handwire::web::chain::Context;
-use handwire::web::path_params::PathParams;
+use handwire::web::Context;
+use handwire::web::PathParams;
 use libfuzzer_sys::fuzz_target;
 
 const CONTENT_TYPES: [&str; 5] = [

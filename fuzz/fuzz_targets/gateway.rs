@@ -11,8 +11,9 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use handwire::protocol::gateway::template::{split_path, Template};
-use handwire::protocol::gateway::{Found, Gateway, UnaryMethod};
+use handwire::protocol::gateway::{Found, Gateway};
 use handwire::protocol::grpc::descriptor::{parse_files, GOOGLE_API_FILES};
+use handwire::protocol::grpc::UnaryMethod;
 use libfuzzer_sys::fuzz_target;
 
 const EDGES: &str = include_str!("../../proto/testdata/edges/v1/edges.proto");

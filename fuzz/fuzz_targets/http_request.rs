@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use handwire::services::router_demo::{self, DemoOptions};
-use handwire::web::engine::App;
+use handwire::web::App;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use libfuzzer_sys::fuzz_target;

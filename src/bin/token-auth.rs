@@ -3,7 +3,7 @@
 //! ```text
 //! token-auth [--addr ADDR] [--db PATH|postgres://…] [--redis redis://…]
 //!            [--shared-timeout DURATION] [--config PATH] [--shutdown-grace DURATION]
-//!            [--tls-cert FILE --tls-key FILE] [--quiet] [--trace]
+//!            [--tls-cert FILE --tls-key FILE] [--quiet] [--trace] [--no-metrics]
 //! token-auth create-admin --username NAME [--db PATH|postgres://…]  (password on stdin)
 //! ```
 //!
@@ -11,7 +11,9 @@
 //! a PostgreSQL connection string (users, bindings and the blacklist shared
 //! by every instance); `--redis` puts login limits and pending OAuth
 //! sign-ins in Redis. `--shared-timeout` (default 1s) bounds every call to
-//! either; past it a request is answered 503.
+//! either; past it a request is answered 503. The server options
+//! (`--addr`, `--shutdown-grace`, TLS, `--quiet`, `--trace`, `--no-metrics`)
+//! are router-demo's too ([`launch::SERVER_FLAGS`]).
 //!
 //! Environment: `TOKEN_AUTH_SECRET` (≥ 32 bytes, signs tokens; required to
 //! serve) and `TOKEN_AUTH_ENC_KEY` (64 hex digits, seals provider tokens;
@@ -22,7 +24,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use handwire::cli::{self, Args, Command, EnvVar, Flag, Usage};
+use handwire::cli::{Args, EnvVar, Flag, Usage};
 use handwire::config::{self, parse_duration_setting};
 use handwire::services::token_auth::config::{ConfigError, FileConfig};
 use handwire::services::token_auth::oauth::cipher::ENC_KEY_VAR;
@@ -31,12 +33,10 @@ use handwire::services::token_auth::routes;
 use handwire::services::token_auth::service::{AuthService, Backends, Settings, SECRET_VAR};
 use handwire::services::token_auth::store::{NewUser, StoreError};
 use handwire::services::token_auth::user::{check_username, Role};
+use handwire::web::launch::{self, Listen, SERVER_FLAGS};
 use handwire::web::log;
-use handwire::web::metrics::{Kind, Metrics};
-use handwire::web::server::{self, Options, ServerError};
-use handwire::web::tls;
+use handwire::web::server;
 
-const DEFAULT_ADDR: &str = "0.0.0.0:8000";
 const DEFAULT_DB: &str = "token-auth.db";
 
 const USAGE: Usage = Usage {
@@ -45,15 +45,10 @@ const USAGE: Usage = Usage {
     synopsis: &[
         "[--addr HOST:PORT] [--db PATH|postgres://…] [--redis redis://…] [--shared-timeout DURATION]",
         " [--config PATH] [--shutdown-grace DURATION] [--tls-cert FILE --tls-key FILE] [--quiet] [--trace]",
+        " [--no-metrics]",
         "create-admin --username NAME [--db PATH|postgres://…]   (password read from stdin)",
     ],
     flags: &[
-        Flag::value(
-            "addr",
-            "HOST:PORT",
-            Some(DEFAULT_ADDR),
-            "where to listen; :PORT is every interface",
-        ),
         Flag::value(
             "db",
             "PATH",
@@ -79,22 +74,13 @@ const USAGE: Usage = Usage {
             "YAML file naming OAuth providers (oauth: …)",
         ),
         Flag::value(
-            "shutdown-grace",
-            "DURATION",
-            Some("10s"),
-            "how long requests may finish after SIGTERM",
-        ),
-        Flag::value(
             "username",
             "NAME",
             None,
             "create-admin: the admin's name",
         ),
-        tls::CERT_FLAG,
-        tls::KEY_FLAG,
-        Flag::switch("quiet", "do not print the route table at start-up"),
-        Flag::switch("trace", "log each request's walk of its handler chain"),
     ],
+    common: SERVER_FLAGS,
     env: &[
         EnvVar {
             name: SECRET_VAR,
@@ -109,27 +95,11 @@ const USAGE: Usage = Usage {
     ],
 };
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    log::set_service_name("token-auth");
-    match run().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("token-auth: {e}");
-            ExitCode::FAILURE
-        }
-    }
+fn main() -> ExitCode {
+    launch::main(&USAGE, 1, run)
 }
 
-async fn run() -> Result<(), String> {
-    let args =
-        match Args::command(std::env::args().skip(1), USAGE.flags, 1).map_err(|e| e.to_string())? {
-            Command::Help => {
-                print!("{}", cli::help(&USAGE));
-                return Ok(());
-            }
-            Command::Run(args) => args,
-        };
+async fn run(args: Args) -> Result<(), String> {
     match args.positional.as_slice() {
         [] => serve(&args).await,
         [command] if command == "create-admin" => {
@@ -188,12 +158,7 @@ async fn serve(args: &Args) -> Result<(), String> {
             "{SECRET_VAR} is not set: export at least 32 random bytes, e.g. `openssl rand -hex 32`"
         )
     })?;
-    let addr = cli::listen_addr("--addr", args.get("addr").unwrap_or(DEFAULT_ADDR))?;
-    let mut options = Options::default();
-    if let Some(text) = args.get("shutdown-grace") {
-        options.shutdown_grace = parse_duration_setting("--shutdown-grace", text)?;
-    }
-    options.tls = tls::from_flags(args.get("tls-cert"), args.get("tls-key"))?;
+    let Listen { addr, mut options } = Listen::from_args(args)?;
     let config = match args.get("config") {
         // A read error names the path (and the directory) itself.
         Some(path) => FileConfig::load(path.as_ref()).map_err(|e| match e {
@@ -227,12 +192,7 @@ async fn serve(args: &Args) -> Result<(), String> {
             );
         }
     }
-    let listener = server::bind(&addr).await.map_err(|e| match &e {
-        ServerError::Bind { source, .. } => {
-            format!("--addr: {e}{}", cli::addr_in_use_hint(source, "--addr"))
-        }
-        _ => e.to_string(),
-    })?;
+    let listener = launch::bind(&addr).await?;
 
     announce_storage(&settings);
     let service = AuthService::connect(settings)
@@ -242,33 +202,17 @@ async fn serve(args: &Args) -> Result<(), String> {
     let maintenance = service.spawn_maintenance();
     let mut engine =
         routes::engine(Arc::clone(&service)).map_err(|e| format!("bad route table: {e}"))?;
-    let metrics = Metrics::new();
-    engine
-        .metrics(&metrics)
-        .map_err(|e| format!("bad route table: {e}"))?;
-    engine.study_mode(args.has("trace"), args.has("quiet"));
+    launch::study_and_metrics(&mut engine, args, &mut options)?;
     let app = engine.build();
-    options.connection_gauge = Some(metrics.connections(Kind::Http));
 
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
-    let scheme = if options.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
-    log::announce(&format!("token-auth listening on {scheme}://{local}"));
-    tls::reload_on_sighup(options.tls.iter().cloned().collect());
     // Draining begins with `/readyz` turning 503, then the listener closes.
     let shutdown = async move {
         server::shutdown_signal().await;
         service.start_draining();
     };
-    server::serve(listener, app, options, shutdown)
-        .await
-        .map_err(|e| e.to_string())?;
+    let served = launch::serve(USAGE.program, listener, app, options, shutdown).await;
     maintenance.abort();
-    log::announce("token-auth stopped");
-    Ok(())
+    served
 }
 
 async fn create_admin(username: &str, settings: Settings) -> Result<(), String> {

@@ -29,7 +29,7 @@ use crate::web::intake::{self, Bounds, Refusal};
 use crate::web::log;
 use crate::web::metrics::{Operation, OPERATION_KEY};
 use crate::web::path_params::PathParams;
-use crate::web::router::{Lookup, Router};
+use crate::web::router::{self, Lookup, Miss, Router};
 use crate::web::server::Service;
 
 /// Builds the answer to a body that did not arrive within the body
@@ -102,6 +102,23 @@ impl Service for App {
         remote: SocketAddr,
     ) -> BoxFuture<'static, Response<Body>> {
         self.handle(req, remote)
+    }
+
+    /// 503 in the service's error shape; gRPC-Web calls get the gRPC answer.
+    fn overloaded(&self, grpc: bool) -> Response<Body> {
+        if grpc {
+            return crate::web::governor::overloaded(true);
+        }
+        let mut resp = (self.on_edge_error)(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "SERVICE_UNAVAILABLE",
+            crate::web::governor::OVERLOADED,
+        );
+        resp.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("1"),
+        );
+        resp
     }
 }
 
@@ -204,18 +221,15 @@ impl App {
                 redirect_to: None,
                 route_id: Some(value.id),
             },
-            Lookup::RedirectTrailingSlash { location } => Chosen {
+            Lookup::Miss(Miss::Redirect { location }) => Chosen {
                 redirect_to: Some(location),
                 ..fallback(&self.redirect)
             },
-            Lookup::MethodNotAllowed { allowed } => {
-                let allow = allowed.iter().map(Method::as_str).collect::<Vec<_>>();
-                Chosen {
-                    allow: Some(allow.join(", ")),
-                    ..fallback(&self.method_not_allowed)
-                }
-            }
-            Lookup::NotFound => fallback(&self.not_found),
+            Lookup::Miss(Miss::MethodNotAllowed { allowed }) => Chosen {
+                allow: Some(router::allow_header(&allowed)),
+                ..fallback(&self.method_not_allowed)
+            },
+            Lookup::Miss(Miss::NotFound) => fallback(&self.not_found),
         }
     }
 }
@@ -479,20 +493,13 @@ pub(crate) fn default_method_not_allowed(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move { c.string(StatusCode::METHOD_NOT_ALLOWED, "405 method not allowed") })
 }
 
-/// Gin's RedirectTrailingSlash: 301 for GET, 307 for other methods so that
-/// the client repeats the method and body.
+/// Gin's RedirectTrailingSlash, as [`router::redirect_answer`] words it:
+/// 301 for GET, 307 for other methods so that the client repeats the
+/// method and body.
 pub(crate) fn trailing_slash_redirect(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
-        let mut location = c.get::<String>(TSR_LOCATION).cloned().unwrap_or_default();
-        if let Some(q) = c.uri().query() {
-            location.push('?');
-            location.push_str(q);
-        }
-        let status = if c.method() == Method::GET {
-            StatusCode::MOVED_PERMANENTLY
-        } else {
-            StatusCode::TEMPORARY_REDIRECT
-        };
+        let location = c.get::<String>(TSR_LOCATION).map_or("", String::as_str);
+        let (status, location) = router::redirect_answer(c.method(), location, c.uri().query());
         c.redirect(status, &location);
     })
 }

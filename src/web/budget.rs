@@ -5,8 +5,10 @@
 //! and a gRPC listener, so two caps of N let it hold 2N connections, and the
 //! descriptors run out before either cap is reached. The budget is one
 //! [`Semaphore`] that every listener holding a clone draws from: each
-//! accepted connection takes a permit before `accept` and gives it back when
-//! it closes, whatever port it came in on.
+//! connection takes a permit right after `accept` (before it is served) and
+//! gives it back when it closes, whatever port it came in on. After, not
+//! before: a listener parked in `accept` with a permit in hand would hold a
+//! place of the shared budget that another listener's client could use.
 //!
 //! [`ConnectionBudget::process`] is the budget every listener shares unless
 //! given another: [`DEFAULT_MAX_CONNECTIONS`], or three quarters of the soft
@@ -27,12 +29,18 @@
 //! It also keeps the process' account of *bytes waiting for peers*: the
 //! response bytes that handlers have produced and that the clients have not
 //! taken yet (an h2 stream whose window stays at 0 holds its whole response).
-//! Every response body counts what it holds ([`crate::web::clocks::Tracked`]);
-//! a connection holding more than its share
-//! ([`DEFAULT_CONNECTION_WAITING_BYTES`]) is closed, and when the process
-//! total passes [`DEFAULT_WAITING_BYTES`] the connection holding the most is
-//! closed (Envoy's "reset the streams holding the most buffered bytes", one
-//! connection at a time), which drops what its streams held.
+//! Every response body counts what it holds ([`crate::web::clocks::Tracked`]).
+//! Bytes are bounded by refusing the *work* that makes them, since pages are
+//! built faster than closing connections takes them back: a connection
+//! whose peer has left a response untaken for [`PEER_STALL`], or leaves any
+//! untaken while the process total is past [`DEFAULT_WAITING_BYTES`], gets
+//! no new request served and no new response held
+//! ([`WaitingAccount::admits`]; the server answers 503 or
+//! `RESOURCE_EXHAUSTED`). A connection holding more than its share
+//! ([`DEFAULT_CONNECTION_WAITING_BYTES`]) is closed, and if a response
+//! admitted earlier grows the total past the budget, the connection holding
+//! the most is closed (Envoy's "reset the streams holding the most buffered
+//! bytes", one connection at a time), which drops what its streams held.
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,8 +48,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::web::clocks::{Activity, WaitingAccount};
-use crate::web::governor::{ByteAccount, DEFAULT_BODY_BYTES, DEFAULT_LONG_LIVED_STREAMS};
+use crate::web::clocks::{Activity, WaitingAccount, CHUNK};
+use crate::web::governor::{default_long_lived_streams, ByteAccount, DEFAULT_BODY_BYTES};
 use crate::web::log;
 
 /// Upper bound of the process' connection budget.
@@ -54,6 +62,13 @@ pub const DEFAULT_WAITING_BYTES: usize = 64 << 20;
 /// Default bytes of responses one connection may hold for its peer; past
 /// it the connection is closed.
 pub const DEFAULT_CONNECTION_WAITING_BYTES: usize = 16 << 20;
+
+/// How long a response may wait for its peer to take more of it before
+/// the peer's connection gets no new work (503 / `RESOURCE_EXHAUSTED`)
+/// until it reads: its client asked and does not take what it asked for,
+/// so the server stops building for it long before the write time-out
+/// closes it.
+pub const PEER_STALL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The account of bytes waiting for peers.
 #[derive(Debug)]
@@ -94,13 +109,13 @@ impl ConnectionBudget {
                 per_connection: DEFAULT_CONNECTION_WAITING_BYTES,
             }),
             bodies: ByteAccount::new(DEFAULT_BODY_BYTES),
-            streams: ByteAccount::new(DEFAULT_LONG_LIVED_STREAMS),
+            streams: ByteAccount::new(default_long_lived_streams(max)),
         }
     }
 
     /// The same budget with another bound on long-lived streams open at
-    /// once (default [`DEFAULT_LONG_LIVED_STREAMS`]); call it before
-    /// handing out clones.
+    /// once (default a quarter of the connections,
+    /// [`default_long_lived_streams`]); call it before handing out clones.
     pub fn with_stream_limit(mut self, streams: usize) -> ConnectionBudget {
         self.streams = ByteAccount::new(streams);
         self
@@ -243,6 +258,30 @@ impl WaitingAccount for ConnectionBudget {
             self.reclaim_largest();
         }
     }
+
+    /// A connection whose peer has left a response untaken for
+    /// [`PEER_STALL`] gets no more work. Over the process' bound, neither
+    /// does one whose peer leaves any response untaken; one that holds
+    /// nothing (its client reads) is still served, up to twice the bound
+    /// for large answers, and past it answers up to [`CHUNK`] bytes only.
+    fn admits(&self, conn: &Activity, bytes: usize) -> bool {
+        let w = &self.waiting;
+        if conn.waiting_bytes() > 0
+            && conn
+                .waiting_on_peer_since()
+                .is_some_and(|since| since.elapsed() >= PEER_STALL)
+        {
+            return false;
+        }
+        let total = w.total.load(Ordering::Relaxed);
+        if total.saturating_add(bytes) <= w.limit {
+            return true;
+        }
+        if conn.waiting_bytes() > 0 {
+            return false;
+        }
+        bytes <= CHUNK || total.saturating_add(bytes) <= w.limit.saturating_mul(2)
+    }
 }
 
 impl ConnectionBudget {
@@ -347,6 +386,15 @@ mod tests {
         assert_eq!((own.max(), ConnectionBudget::new(0).max()), (4, 1));
         // Never past 3/4 of the descriptors, whatever is asked.
         assert!(ConnectionBudget::new(usize::MAX).max() <= fd_bound());
+    }
+
+    #[test]
+    fn long_lived_streams_may_hold_a_quarter_of_the_connection_cap() {
+        assert_eq!(ConnectionBudget::new(1024).streams().limit(), 256);
+        assert_eq!(ConnectionBudget::new(32).streams().limit(), 8);
+        assert_eq!(ConnectionBudget::new(2).streams().limit(), 1);
+        let own = ConnectionBudget::new(32).with_stream_limit(20);
+        assert_eq!(own.streams().limit(), 20);
     }
 
     #[tokio::test]

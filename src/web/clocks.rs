@@ -113,6 +113,10 @@ pub trait WaitingAccount: Send + Sync {
     /// A response of `conn` now holds `after` bytes instead of `before`;
     /// `conn_total` is what all of `conn`'s responses hold now.
     fn waiting_changed(&self, conn: &Activity, before: usize, after: usize, conn_total: usize);
+
+    /// Whether `conn` may take on a response of `bytes` more (0: a request
+    /// about to run) with the bytes waiting for peers where they are.
+    fn admits(&self, conn: &Activity, bytes: usize) -> bool;
 }
 
 /// Why [`Activity::expired`] completed.
@@ -161,6 +165,22 @@ impl Activity {
     /// [`crate::web::budget::ConnectionBudget::register`]).
     pub(crate) fn govern(&self, budget: Box<dyn WaitingAccount>) {
         let _ = self.governor.set(budget);
+    }
+
+    /// Whether the budget it is counted by lets it take on a response of
+    /// `bytes` more (0: a request about to run); see
+    /// [`crate::web::budget`].
+    pub fn admits(&self, bytes: usize) -> bool {
+        self.governor
+            .get()
+            .is_none_or(|budget| budget.admits(self, bytes))
+    }
+
+    /// Since when the oldest of its responses has waited for the peer to
+    /// take its next bytes (`None`: none is waiting on the peer).
+    pub fn waiting_on_peer_since(&self) -> Option<Instant> {
+        let st = self.lock();
+        st.responses.iter().filter_map(|(_, since)| *since).min()
     }
 
     /// Bytes this connection's responses hold for its peer.

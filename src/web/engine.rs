@@ -31,7 +31,7 @@ use crate::web::router::{InsertError, Router};
 
 // The serving half's names, where the engine's users have always found them.
 pub(crate) use crate::web::app::json_response;
-pub use crate::web::app::{App, BodyTimeoutAnswer, EdgeAnswer};
+use crate::web::app::{App, BodyTimeoutAnswer, EdgeAnswer};
 
 /// Default request body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 << 20;

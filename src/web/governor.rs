@@ -28,7 +28,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
+use http::HeaderValue;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+
+use crate::types::Body;
 
 /// Default bytes one connection may inflate per second (gzip messages).
 pub const DEFAULT_INFLATE_PER_SECOND: usize = 16 << 20;
@@ -45,7 +49,19 @@ pub struct ConnectionShare {
     bodies: Arc<ByteAccount>,
     /// The process' count of long-lived streams open.
     streams: Arc<ByteAccount>,
+    /// Turns to run a handler: [`HANDLERS_PER_CONNECTION`].
+    handlers: Arc<Semaphore>,
 }
+
+/// Handlers one connection runs at once (HTTP/2 multiplexes up to 100
+/// streams); the other requests wait their turn in order. A connection
+/// that opens 100 streams at once so queues at most this much work
+/// (database reads, pages being built) ahead of other clients, and each
+/// waiting request is looked at again when its turn comes: by then the
+/// responses already built may show that its peer does not read them.
+/// 16 is above what h2 clients use in practice (h2load `-m10`, gRPC
+/// channels).
+pub const HANDLERS_PER_CONNECTION: usize = 16;
 
 /// Default bytes of request bodies the process buffers at once while they
 /// arrive; past it new bytes are refused (503 / `RESOURCE_EXHAUSTED`).
@@ -64,9 +80,21 @@ impl Drop for Hold {
     }
 }
 
-/// Default long-lived streams (server-streaming and bidirectional gRPC
-/// calls: health `Watch`, reflection) the process keeps open at once.
-pub const DEFAULT_LONG_LIVED_STREAMS: usize = 1024;
+/// Default share of the connection cap that may hold long-lived streams
+/// (server-streaming and bidirectional gRPC calls: health `Watch`,
+/// reflection) at once: one in [`LONG_LIVED_STREAMS_DIVISOR`], 256 of the
+/// default 1,024 connections. A stream lasts as long as its client wants,
+/// so streams equal to the connection cap would let stream holders take
+/// every slot; at a quarter, three quarters of the slots always serve
+/// requests that end, and eviction at the cap (the connection with the
+/// oldest completed response goes first) takes the rest back.
+pub const LONG_LIVED_STREAMS_DIVISOR: usize = 4;
+
+/// Long-lived streams a budget of `connections` allows by default (at
+/// least 1).
+pub fn default_long_lived_streams(connections: usize) -> usize {
+    (connections / LONG_LIVED_STREAMS_DIVISOR).max(1)
+}
 
 /// A process-wide count (bytes, or streams) against a limit.
 #[derive(Debug)]
@@ -147,7 +175,14 @@ impl ConnectionShare {
             }),
             bodies,
             streams,
+            handlers: Arc::new(Semaphore::new(HANDLERS_PER_CONNECTION)),
         })
+    }
+
+    /// Wait for this connection's turn to run a handler; the turn ends
+    /// when the returned permit drops.
+    pub async fn handler_turn(&self) -> Option<OwnedSemaphorePermit> {
+        self.handlers.clone().acquire_owned().await.ok()
     }
 
     /// The process' count of long-lived streams open.
@@ -177,6 +212,60 @@ impl ConnectionShare {
             Duration::from_secs_f64(-b.tokens / b.rate)
         }
     }
+}
+
+/// What a request refused by the budget of bytes waiting for peers is
+/// told.
+pub const OVERLOADED: &str =
+    "server busy: responses wait for clients that do not read them, try again shortly";
+
+/// The answer to a request the governor refuses (see
+/// [`crate::web::budget`]): for a gRPC call (`content-type:
+/// application/grpc…`) a trailers-only `RESOURCE_EXHAUSTED`, else 503 with
+/// `{"error": …}` and `Retry-After: 1`.
+pub fn overloaded(grpc: bool) -> http::Response<Body> {
+    let mut resp = http::Response::new(crate::types::empty());
+    let headers = resp.headers_mut();
+    if grpc {
+        headers.insert("content-type", HeaderValue::from_static("application/grpc"));
+        headers.insert("grpc-status", HeaderValue::from_static("8"));
+        headers.insert("grpc-message", HeaderValue::from_static(OVERLOADED));
+        return resp;
+    }
+    let text = serde_json::json!({ "error": OVERLOADED }).to_string();
+    *resp.body_mut() = crate::types::full(text);
+    *resp.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+    let headers = resp.headers_mut();
+    headers.insert(
+        "content-type",
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    headers.insert("retry-after", HeaderValue::from_static("1"));
+    resp
+}
+
+/// Count one request refused for the budget of bytes waiting for peers;
+/// logged at the 1st, 2nd, 4th, 8th… so that a flood does not flood the
+/// log.
+pub fn refusing() {
+    static REFUSED: AtomicUsize = AtomicUsize::new(0);
+    let n = REFUSED.fetch_add(1, Ordering::Relaxed) + 1;
+    if n.is_power_of_two() {
+        crate::web::log::message(
+            "server",
+            format_args!(
+                "{n} request(s) refused so far: responses waiting for peers over the process budget"
+            ),
+        );
+    }
+}
+
+/// Whether `req` is a gRPC call (gRPC-Web included), answered in its status
+/// codes rather than HTTP's.
+pub fn is_grpc<B>(req: &http::Request<B>) -> bool {
+    req.headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
 }
 
 /// Bytes given back since the last trim after which the next look trims.
@@ -214,6 +303,41 @@ pub fn released(bytes: usize) {
         }
     });
     RELEASED.fetch_add(bytes, Ordering::Relaxed);
+}
+
+/// Most malloc arenas glibc keeps (`M_ARENA_MAX`) once
+/// [`limit_arenas`] ran: one per core would be glibc's default times 8.
+/// Every arena keeps its own free chunks, so after a flood served by many
+/// threads (the runtime's workers, the blocking pool) freed memory is
+/// scattered over up to 16 arenas on 2 cores, in pieces `malloc_trim`
+/// cannot all return; two arenas keep the freed memory together.
+pub const ARENAS: i32 = 2;
+
+/// Bound glibc's malloc to [`ARENAS`] arenas (`mallopt(M_ARENA_MAX)`, the
+/// same as `MALLOC_ARENA_MAX=2` in the environment, which still wins when
+/// set). Called by the server before it accepts; once per process.
+pub fn limit_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+                return;
+            }
+            extern "C" {
+                /// glibc: set a malloc parameter; returns 1 on success.
+                fn mallopt(param: i32, value: i32) -> i32;
+            }
+            /// glibc's `M_ARENA_MAX` (malloc.h).
+            const M_ARENA_MAX: i32 = -8;
+            // SAFETY: mallopt takes two integers and changes the
+            // allocator's settings under its own lock; any thread may call
+            // it at any time.
+            unsafe {
+                mallopt(M_ARENA_MAX, ARENAS);
+            }
+        });
+    }
 }
 
 /// Give the free pages of the allocator's arenas back to the kernel.

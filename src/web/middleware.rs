@@ -18,6 +18,7 @@ use http::{Method, StatusCode, Uri};
 
 use crate::types::BoxFuture;
 use crate::web::chain::{handler, Context, Handler};
+use crate::web::numfmt::{push_ip, push_latency, push_status};
 use crate::web::trace::Unwound;
 use crate::web::{log, timefmt, tracecontext, urlenc};
 
@@ -107,97 +108,6 @@ fn push_request_line(
         trace.push_trace_id(buf);
     }
     buf.push(b'\n');
-}
-
-/// The status as three digits (what `{:3}` prints for 100–999).
-fn push_status(buf: &mut Vec<u8>, status: StatusCode) {
-    let n = status.as_u16();
-    if (100..1000).contains(&n) {
-        buf.extend_from_slice(&[
-            b'0' + (n / 100) as u8,
-            b'0' + (n / 10 % 10) as u8,
-            b'0' + (n % 10) as u8,
-        ]);
-    } else {
-        let _ = write!(buf, "{n:3}");
-    }
-}
-
-/// `{:>12?}` of a `Duration`: `84.741µs`, `1.234567ms`, `2s`, right-aligned
-/// in 12 characters, as `Duration`'s `Debug` writes it.
-fn push_latency(buf: &mut Vec<u8>, d: Duration) {
-    let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
-    let (int, frac, frac_digits, unit): (u64, u32, u32, &str) = if secs > 0 {
-        (secs, nanos, 9, "s")
-    } else if nanos >= 1_000_000 {
-        (u64::from(nanos / 1_000_000), nanos % 1_000_000, 6, "ms")
-    } else if nanos >= 1_000 {
-        (u64::from(nanos / 1_000), nanos % 1_000, 3, "µs")
-    } else {
-        (u64::from(nanos), 0, 0, "ns")
-    };
-    let mut text = [0u8; 40];
-    let mut len = 0;
-    let mut digits = [0u8; 20];
-    let mut n = int;
-    let mut count = 0;
-    loop {
-        digits[count] = b'0' + (n % 10) as u8;
-        count += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for i in (0..count).rev() {
-        text[len] = digits[i];
-        len += 1;
-    }
-    if frac > 0 {
-        text[len] = b'.';
-        len += 1;
-        let mut rest = frac;
-        let mut scale = 10u32.pow(frac_digits - 1);
-        while rest > 0 && scale > 0 {
-            text[len] = b'0' + (rest / scale) as u8;
-            len += 1;
-            rest %= scale;
-            scale /= 10;
-        }
-    }
-    text[len..len + unit.len()].copy_from_slice(unit.as_bytes());
-    len += unit.len();
-    let chars = len - usize::from(unit == "µs"); // µ is two bytes, one character
-    buf.resize(buf.len() + 12usize.saturating_sub(chars), b' ');
-    buf.extend_from_slice(&text[..len]);
-}
-
-/// `{:>15}` of the client IP.
-fn push_ip(buf: &mut Vec<u8>, ip: IpAddr) {
-    let IpAddr::V4(v4) = ip else {
-        let _ = write!(buf, "{ip:>15}");
-        return;
-    };
-    let mut text = [0u8; 15];
-    let mut len = 0;
-    for (i, octet) in v4.octets().into_iter().enumerate() {
-        if i > 0 {
-            text[len] = b'.';
-            len += 1;
-        }
-        if octet >= 100 {
-            text[len] = b'0' + octet / 100;
-            len += 1;
-        }
-        if octet >= 10 {
-            text[len] = b'0' + octet / 10 % 10;
-            len += 1;
-        }
-        text[len] = b'0' + octet % 10;
-        len += 1;
-    }
-    buf.resize(buf.len() + 15 - len, b' ');
-    buf.extend_from_slice(&text[..len]);
 }
 
 /// Append the path and query of `uri` with the values of
@@ -316,57 +226,6 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn log_fields_are_written_exactly_as_core_fmt_would() {
-        let latencies = [
-            0,
-            1,
-            999,
-            1_000,
-            1_500,
-            84_741,
-            999_999,
-            1_000_000,
-            1_000_001,
-            1_234_567,
-            999_999_999,
-            1_000_000_000,
-            1_500_000_000,
-            123_456_789_012,
-            86_400_000_000_001,
-        ];
-        for n in latencies {
-            let d = Duration::from_nanos(n);
-            let mut buf = Vec::new();
-            push_latency(&mut buf, d);
-            assert_eq!(
-                String::from_utf8(buf).unwrap(),
-                format!("{d:>12?}"),
-                "{n} ns"
-            );
-        }
-        let ips = [
-            "127.0.0.1",
-            "0.0.0.0",
-            "255.255.255.255",
-            "10.20.3.4",
-            "::1",
-            "2001:db8::1",
-        ];
-        for ip in ips {
-            let ip: IpAddr = ip.parse().unwrap();
-            let mut buf = Vec::new();
-            push_ip(&mut buf, ip);
-            assert_eq!(String::from_utf8(buf).unwrap(), format!("{ip:>15}"));
-        }
-        for code in [200u16, 404, 503, 101] {
-            let status = StatusCode::from_u16(code).unwrap();
-            let mut buf = Vec::new();
-            push_status(&mut buf, status);
-            assert_eq!(String::from_utf8(buf).unwrap(), format!("{:3}", code));
-        }
-    }
 
     #[test]
     fn panic_message_reads_str_and_string_payloads() {

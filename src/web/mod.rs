@@ -27,31 +27,51 @@
 //! - [`bind`]: JSON / form / multipart / query binding with required fields.
 //! - [`urlenc`]: percent and form decoding.
 //! - [`timefmt`]: UTC calendar formatting for logs and API timestamps.
+//! - `numfmt`: the request log's status, latency and IP digits, without `core::fmt`.
+//!
+//! - [`launch`]: what the binaries share from `main` to serving: flags, bind, start-up lines.
 //!
 //! Nothing here knows about a service.
 
-pub mod app;
+pub(crate) mod app;
 pub mod bind;
-pub mod budget;
-pub mod chain;
-pub mod clocks;
-pub mod cors;
-pub mod deadline;
-pub mod engine;
-pub mod governor;
-pub mod health;
-pub mod intake;
+pub(crate) mod budget;
+pub(crate) mod chain;
+pub(crate) mod clocks;
+pub(crate) mod cors;
+pub(crate) mod deadline;
+pub(crate) mod engine;
+pub(crate) mod governor;
+pub(crate) mod health;
+pub(crate) mod intake;
+pub mod launch;
 pub mod log;
 pub mod metrics;
 pub mod middleware;
-pub mod path_params;
-pub mod peer;
-pub mod ratelimit;
-pub mod reply;
+pub(crate) mod numfmt;
+pub(crate) mod path_params;
+pub(crate) mod peer;
+pub(crate) mod ratelimit;
+pub(crate) mod reply;
 pub mod router;
 pub mod server;
-pub mod timefmt;
+pub(crate) mod timefmt;
 pub mod tls;
-pub mod trace;
-pub mod tracecontext;
-pub mod urlenc;
+pub(crate) mod trace;
+pub(crate) mod tracecontext;
+pub(crate) mod urlenc;
+
+// The public surface. The modules above stay crate-private except the
+// namespaces a caller names as such (`server::serve`, `middleware::logger()`,
+// `metrics::Metrics`, `log::stdout()`, `bind::bind`, `tls::from_flags`,
+// `router::Router`); everything else a user of the framework needs is here.
+pub use app::{App, BodyTimeoutAnswer, EdgeAnswer, HEADER_BYTES_MAX, HEADER_FIELDS_MAX, URI_MAX};
+pub use budget::ConnectionBudget;
+pub use chain::{handler, named, Context, Handler, HandlerFn};
+pub use cors::{Cors, CorsConfig};
+pub use engine::{Engine, Group, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT};
+pub use path_params::PathParams;
+pub use ratelimit::{client_key, PerClient};
+pub use reply::{fallible, ErrorResponse, Status};
+pub use trace::Trace;
+pub use urlenc::{pairs as form_pairs, percent_decode};

@@ -109,7 +109,7 @@ mod tests {
         })
     }
 
-    async fn get(app: &crate::web::engine::App, path: &str) -> (StatusCode, String) {
+    async fn get(app: &crate::web::app::App, path: &str) -> (StatusCode, String) {
         let req = Request::get(path)
             .body(Empty::<bytes::Bytes>::new())
             .unwrap();

@@ -3,7 +3,7 @@
 //! One listener speaks HTTP/1.1 and cleartext HTTP/2 (prior knowledge) through
 //! hyper-util's auto builder, which sniffs the HTTP/2 preface on each
 //! connection. What a connection does with a request is decided by a
-//! [`Service`]: the Gin-style [`crate::web::engine::App`] for the HTTP services, the
+//! [`Service`]: the Gin-style [`crate::web::app::App`] for the HTTP services, the
 //! gRPC dispatcher for the greeter. The loop itself only owns the transport
 //! concerns, in the shape of mini-redis' `server.rs` and Go's `net/http`:
 //!
@@ -35,9 +35,10 @@ use std::time::{Duration, Instant};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use crate::types::{Body, BoxFuture};
 pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
@@ -75,6 +76,13 @@ pub trait Service: Send + Sync + 'static {
         req: http::Request<Incoming>,
         remote: SocketAddr,
     ) -> BoxFuture<'static, http::Response<Body>>;
+
+    /// The answer to a request the governor refuses because the process
+    /// is over its budget of bytes waiting for peers (`grpc`: the request
+    /// is a gRPC call). Default [`governor::overloaded`].
+    fn overloaded(&self, grpc: bool) -> http::Response<Body> {
+        governor::overloaded(grpc)
+    }
 }
 
 /// Transport settings of one listener: the clocks, the cap, the protocols.
@@ -200,12 +208,18 @@ pub async fn bind(addr: &str) -> Result<TcpListener, ServerError> {
 /// Run the accept loop on `listener` until `shutdown` completes, then wait up
 /// to `opts.shutdown_grace` for in-flight connections to finish and close
 /// the rest.
+///
+/// The loop only accepts: each connection gets a permit of the budget, its
+/// clocks and its share, and is handed to its own task
+/// ([`serve_connection`]), the split of mini-redis' `Listener::run` and
+/// `Handler::run`.
 pub async fn serve(
     listener: TcpListener,
     service: Arc<dyn Service>,
     opts: Options,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServerError> {
+    governor::limit_arenas();
     let builder = connection_builder(&opts)?;
     let acceptor = (opts.tls.clone()).map(|certs| tls::acceptor(certs, opts.http1, opts.http2));
     let (stop, stopping) = watch::channel(false);
@@ -215,27 +229,9 @@ pub async fn serve(
     loop {
         // Finished connections leave the set here, one cheap check per turn.
         while connections.try_join_next().is_some() {}
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = shutdown.as_mut() => break,
+        let Some((stream, remote)) = accept(&listener, &mut backoff, &mut shutdown).await else {
+            break;
         };
-        let (stream, remote) = match accepted {
-            Ok(pair) => pair,
-            Err(err) if is_per_connection(&err) => continue,
-            Err(err) => {
-                let (pause, line) = backoff.failed(&err);
-                if let Some(line) = line {
-                    log::message("server", format_args!("{line}"));
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(pause) => continue,
-                    _ = shutdown.as_mut() => break,
-                }
-            }
-        };
-        if let Some(line) = backoff.succeeded() {
-            log::message("server", format_args!("{line}"));
-        }
         // At the cap, the connection of any listener sharing the budget
         // whose progress is oldest is closed so that this one is served
         // (the rule: [`Activity::reclaim_rank`]); if none can be taken back
@@ -258,95 +254,198 @@ pub async fn serve(
             opts.write_timeout,
         );
         opts.connections.register(&activity);
-        let svc = service.clone();
-        let tracker = activity.clone();
         let share = ConnectionShare::new(
             opts.inflate_per_second,
             opts.connections.bodies().clone(),
             opts.connections.streams().clone(),
         );
-        let mut stopping = stopping.clone();
-        let activity_write_timeout = opts.write_timeout;
+        let conn = Connection {
+            stream,
+            remote,
+            service: service.clone(),
+            activity,
+            share,
+            builder: builder.clone(),
+            acceptor: acceptor.clone(),
+            handshake_timeout: opts.tls_handshake_timeout,
+            write_timeout: opts.write_timeout,
+            stopping: stopping.clone(),
+        };
         let open_gauge = opts.connection_gauge.as_ref().map(Gauge::enter);
-        let (builder, acceptor) = (builder.clone(), acceptor.clone());
-        let handshake_timeout = opts.tls_handshake_timeout;
         // One task per connection; it holds its permit until it ends.
         connections.spawn(async move {
             let _permit: OwnedSemaphorePermit = permit;
             let _open = open_gauge;
             let _released = Released;
-            // The handshake runs here, off the accept loop, bounded by its
-            // own time-out and by the connection's clocks (header time-out
-            // from accept, eviction at the cap): a client that stalls it
-            // gives its permit back like any quiet connection.
-            let stream = match &acceptor {
-                None => tls::Stream::Plain(Watched::new(stream, activity.clone())),
-                Some(acceptor) => {
-                    let watched = |tcp| Watched::new(tcp, activity.clone());
-                    let shake = tls::handshake(acceptor, stream, remote, watched);
-                    tokio::select! {
-                        done = tokio::time::timeout(handshake_timeout, shake) => match done {
-                            Ok(Some(tls)) => tls::Stream::Tls(Box::new(tls)),
-                            Ok(None) | Err(_) => return,
-                        },
-                        _ = activity.expired() => return,
-                        _ = stopping.wait_for(|stop| *stop) => return,
-                    }
-                }
-            };
-            let secure = stream.is_tls();
-            let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
-                let request = tracker.request_started(req.version());
-                req.extensions_mut().insert(share.clone());
-                if secure {
-                    req.extensions_mut().insert(tls::Secure);
-                }
-                // Every request runs in its trace (W3C traceparent, or a new one).
-                let trace = TraceContext::from_headers(req.headers());
-                let call = tracecontext::enter(trace, || svc.call(req, remote));
-                let fut = tracecontext::serve(trace, call);
-                async move { Ok::<_, Infallible>(fut.await.map(|body| Tracked::new(body, request))) }
-            });
-            let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
-            let mut conn = std::pin::pin!(conn);
-            let expired = tokio::select! {
-                // Errors here are the peer's (reset, bad preface, protocol error).
-                _ = conn.as_mut() => return,
-                why = activity.expired() => Some(why),
-                // An error means the server is gone: stop as well.
-                _ = stopping.wait_for(|stop| *stop) => None,
-            };
-            match expired {
-                // The peer does not take what it asked for, or its place is
-                // needed: close without a goodbye it would not read.
-                Some(Expiry::Stalled) => {
-                    log::message(
-                        "server",
-                        format_args!(
-                            "closing the connection of {remote}: a response made no progress \
-                             for the write time-out ({:?})",
-                            activity_write_timeout
-                        ),
-                    );
-                    return;
-                }
-                Some(Expiry::Evicted) => return,
-                Some(Expiry::Quiet) | None => {}
-            }
-            conn.as_mut().graceful_shutdown();
-            if expired.is_some() {
-                // Nothing is in flight: a short bound for the goodbye.
-                let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
-            } else {
-                // In-flight requests finish; the grace period bounds this.
-                let _ = conn.await;
-            }
+            serve_connection(conn).await;
         });
     }
     drop(listener);
     let _ = stop.send(true);
     drain(connections, opts.shutdown_grace).await;
     Ok(())
+}
+
+/// The next connection of `listener`, or `None` once `shutdown` completes.
+/// Failures of one would-be connection are retried at once; others (out of
+/// descriptors) back off, logged once per burst.
+async fn accept<F: Future<Output = ()>>(
+    listener: &TcpListener,
+    backoff: &mut AcceptBackoff,
+    shutdown: &mut std::pin::Pin<&mut F>,
+) -> Option<(TcpStream, SocketAddr)> {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.as_mut() => return None,
+        };
+        match accepted {
+            Ok(pair) => {
+                if let Some(line) = backoff.succeeded() {
+                    log::message("server", format_args!("{line}"));
+                }
+                return Some(pair);
+            }
+            Err(err) if is_per_connection(&err) => continue,
+            Err(err) => {
+                let (pause, line) = backoff.failed(&err);
+                if let Some(line) = line {
+                    log::message("server", format_args!("{line}"));
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => continue,
+                    _ = shutdown.as_mut() => return None,
+                }
+            }
+        }
+    }
+}
+
+/// One accepted connection and what its task needs to serve it.
+struct Connection {
+    stream: TcpStream,
+    remote: SocketAddr,
+    service: Arc<dyn Service>,
+    /// Its clocks, registered with the budget.
+    activity: Arc<Activity>,
+    /// What it may cost the process, carried in every request.
+    share: Arc<ConnectionShare>,
+    builder: auto::Builder<TokioExecutor>,
+    /// `Some`: a TLS listener.
+    acceptor: Option<TlsAcceptor>,
+    handshake_timeout: Duration,
+    write_timeout: Duration,
+    /// Becomes `true` when the server shuts down.
+    stopping: watch::Receiver<bool>,
+}
+
+/// Serve one connection until it ends, a clock of it runs out, it is
+/// evicted, or the server shuts down.
+async fn serve_connection(conn: Connection) {
+    let Connection {
+        stream,
+        remote,
+        service,
+        activity,
+        share,
+        builder,
+        acceptor,
+        handshake_timeout,
+        write_timeout,
+        mut stopping,
+    } = conn;
+    // The handshake runs here, off the accept loop, bounded by its own
+    // time-out and by the connection's clocks (header time-out from accept,
+    // eviction at the cap): a client that stalls it gives its permit back
+    // like any quiet connection.
+    let stream = match &acceptor {
+        None => tls::Stream::Plain(Watched::new(stream, activity.clone())),
+        Some(acceptor) => {
+            let watched = |tcp| Watched::new(tcp, activity.clone());
+            let shake = tls::handshake(acceptor, stream, remote, watched);
+            tokio::select! {
+                done = tokio::time::timeout(handshake_timeout, shake) => match done {
+                    Ok(Some(tls)) => tls::Stream::Tls(Box::new(tls)),
+                    Ok(None) | Err(_) => return,
+                },
+                _ = activity.expired() => return,
+                _ = stopping.wait_for(|stop| *stop) => return,
+            }
+        }
+    };
+    let secure = stream.is_tls();
+    let tracker = activity.clone();
+    let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
+        let request = tracker.request_started(req.version());
+        let grpc = governor::is_grpc(&req);
+        req.extensions_mut().insert(share.clone());
+        if secure {
+            req.extensions_mut().insert(tls::Secure);
+        }
+        // Every request runs in its trace (W3C traceparent, or a new one).
+        let trace = TraceContext::from_headers(req.headers());
+        let (tracker, service, share) = (tracker.clone(), service.clone(), share.clone());
+        async move {
+            // A few handlers of one connection run at once; the others
+            // wait their turn (see `governor`). Then, over the budget of
+            // bytes waiting for peers, a connection whose peer leaves
+            // responses untaken gets no more work, and a response it did
+            // build is refused before it is held (see `budget`): a flood of
+            // zero-window streams cannot build pages faster than the
+            // bounds take them back.
+            let turn = share.handler_turn().await;
+            let mut resp = if tracker.admits(0) {
+                let call = tracecontext::enter(trace, || service.call(req, remote));
+                tracecontext::serve(trace, call).await
+            } else {
+                governor::refusing();
+                service.overloaded(grpc)
+            };
+            drop(turn);
+            let size = usize::try_from(hyper::body::Body::size_hint(resp.body()).lower())
+                .unwrap_or(usize::MAX);
+            if !tracker.admits(size) {
+                governor::refusing();
+                resp = service.overloaded(grpc);
+                // What it had built is let go: counted for the trim.
+                governor::released(size);
+            }
+            Ok::<_, Infallible>(resp.map(|body| Tracked::new(body, request)))
+        }
+    });
+    let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
+    let mut conn = std::pin::pin!(conn);
+    let expired = tokio::select! {
+        // Errors here are the peer's (reset, bad preface, protocol error).
+        _ = conn.as_mut() => return,
+        why = activity.expired() => Some(why),
+        // An error means the server is gone: stop as well.
+        _ = stopping.wait_for(|stop| *stop) => None,
+    };
+    match expired {
+        // The peer does not take what it asked for, or its place is
+        // needed: close without a goodbye it would not read.
+        Some(Expiry::Stalled) => {
+            log::message(
+                "server",
+                format_args!(
+                    "closing the connection of {remote}: a response made no progress \
+                     for the write time-out ({write_timeout:?})"
+                ),
+            );
+            return;
+        }
+        Some(Expiry::Evicted) => return,
+        Some(Expiry::Quiet) | None => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    if expired.is_some() {
+        // Nothing is in flight: a short bound for the goodbye.
+        let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
+    } else {
+        // In-flight requests finish; the grace period bounds this.
+        let _ = conn.await;
+    }
 }
 
 /// The HTTP/1.1 + HTTP/2 connection builder with the protocols `opts`

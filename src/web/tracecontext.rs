@@ -53,7 +53,7 @@ impl TraceContext {
         let mut values = headers.get_all(TRACEPARENT).iter();
         let parsed = match (values.next(), values.next()) {
             (Some(value), None) => value.to_str().ok().and_then(parse),
-            // None, or several: the spec says to start over.
+            // None, or several: W3C Trace Context says to start over.
             _ => None,
         };
         match parsed {
@@ -247,11 +247,6 @@ where
     }
 }
 
-/// Run `call` as part of `trace`.
-pub fn scope<F: Future>(trace: TraceContext, call: F) -> impl Future<Output = F::Output> {
-    CURRENT.scope(trace, call)
-}
-
 /// Run `call` as part of `trace` if there is one (a task spawned by a
 /// request takes its trace along this way).
 pub async fn scope_opt<F: Future>(trace: Option<TraceContext>, call: F) -> F::Output {
@@ -352,7 +347,7 @@ mod tests {
     async fn the_trace_is_seen_inside_its_scope_only() {
         let t = TraceContext::new_trace();
         assert_eq!(current(), None);
-        let seen = scope(t, async {
+        let seen = scope_opt(Some(t), async {
             tokio::task::yield_now().await;
             current()
         })

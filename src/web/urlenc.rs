@@ -1,11 +1,18 @@
 //! Percent-decoding and `application/x-www-form-urlencoded` parsing.
 //!
-//! Shared by the query accessors of the chain and by form binding. Decoding is
-//! lenient the way Go's `url.QueryUnescape` users expect from a demo server: a
-//! malformed escape (`%zz`, a lone `%`) is kept literally rather than failing
-//! the whole request, and bytes that do not form UTF-8 are replaced.
+//! Two decoders over one hex table:
+//!
+//! - lenient ([`unescape`], [`percent_decode`], [`pairs`]), for the query
+//!   accessors of the chain and form binding, as Go's `url.QueryUnescape`
+//!   users expect from a demo server: a malformed escape (`%zz`, a lone `%`)
+//!   is kept literally rather than failing the whole request, and bytes that
+//!   do not form UTF-8 are replaced;
+//! - strict ([`decode_strict`]), where a value must mean exactly one thing
+//!   (a gateway path variable, an OAuth parameter): a malformed escape or
+//!   bytes that are not UTF-8 are an error, never a guess.
 
 use std::borrow::Cow;
+use std::fmt;
 
 fn hex(b: u8) -> Option<u8> {
     match b {
@@ -78,6 +85,77 @@ pub(crate) fn form_decode(s: &str) -> Cow<'_, str> {
     decode(s, true)
 }
 
+/// What a strict decode does with the two characters whose meaning depends
+/// on where the text came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Component {
+    /// A path segment: `+` is a plus sign.
+    Path,
+    /// Several path segments joined by `/`: `+` is a plus sign, and `%2F`
+    /// (`%2f`) stays encoded as it was, so the `/`s of the result are the
+    /// real separators.
+    PathKeepSlash,
+    /// A form body or query component: `+` is a space.
+    Form,
+}
+
+/// Why [`decode_strict`] refused a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// A `%` not followed by two hex digits; holds the `%` and up to two
+    /// characters after it.
+    MalformedEscape(String),
+    /// The decoded bytes are not UTF-8.
+    NotUtf8,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::MalformedEscape(bad) => write!(f, "malformed percent escape {bad:?}"),
+            DecodeError::NotUtf8 => f.write_str("percent-decoded value is not UTF-8"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Decode `%XX` escapes strictly: every `%` must start two hex digits
+/// (RFC 3986 `pct-encoded`; `%+1` is not one) and the result must be
+/// UTF-8, else the error says which. `+` and `%2F` are treated as
+/// `component` says.
+pub fn decode_strict(raw: &str, component: Component) -> Result<String, DecodeError> {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let byte = match bytes.get(i + 1..i + 3) {
+                    Some(&[hi, lo]) => hex(hi).zip(hex(lo)).map(|(hi, lo)| hi << 4 | lo),
+                    _ => None,
+                };
+                match byte {
+                    Some(b'/') if component == Component::PathKeepSlash => {
+                        out.extend_from_slice(&bytes[i..i + 3]);
+                    }
+                    Some(b) => out.push(b),
+                    None => {
+                        let bad = raw[i..].chars().take(3).collect();
+                        return Err(DecodeError::MalformedEscape(bad));
+                    }
+                }
+                i += 3;
+                continue;
+            }
+            b'+' if component == Component::Form => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| DecodeError::NotUtf8)
+}
+
 /// Iterate the decoded `(key, value)` pairs of a query string or form body.
 /// Empty pieces (`a=1&&b=2`) are skipped; a key without `=` has value "".
 pub fn pairs(input: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> {
@@ -131,5 +209,51 @@ mod tests {
         assert_eq!(find(q, "weight").as_deref(), Some("1.5kg"));
         assert_eq!(find(q, "missing"), None);
         assert_eq!(find(q, "").as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn strict_decoding_refuses_every_malformed_escape_and_non_utf8() {
+        for component in [Component::Path, Component::PathKeepSlash, Component::Form] {
+            for (raw, bad) in [
+                ("%", "%"),
+                ("a%4", "%4"),
+                ("%zz", "%zz"),
+                ("%+1", "%+1"),
+                ("%-1", "%-1"),
+                ("%g0x", "%g0"),
+                ("ok%20then%é", "%é"),
+            ] {
+                let err = decode_strict(raw, component).unwrap_err();
+                assert_eq!(err, DecodeError::MalformedEscape(bad.into()), "{raw:?}");
+                assert_eq!(err.to_string(), format!("malformed percent escape {bad:?}"));
+            }
+            for raw in ["%FF", "%C3", "a%E4%BD"] {
+                assert_eq!(
+                    decode_strict(raw, component),
+                    Err(DecodeError::NotUtf8),
+                    "{raw:?}"
+                );
+            }
+            assert_eq!(
+                decode_strict("caf%C3%A9%20%e4%bd%a0", component).as_deref(),
+                Ok("café 你")
+            );
+        }
+    }
+
+    #[test]
+    fn strict_decoding_reads_plus_and_encoded_slash_as_the_component_says() {
+        let cases = [
+            (Component::Path, "a+b%2Bc%2Fd%2f", "a+b+c/d/"),
+            (Component::PathKeepSlash, "a+b%2Bc%2Fd%2f", "a+b+c%2Fd%2f"),
+            (Component::Form, "a+b%2Bc%2Fd%2f", "a b+c/d/"),
+        ];
+        for (component, raw, want) in cases {
+            assert_eq!(
+                decode_strict(raw, component).as_deref(),
+                Ok(want),
+                "{component:?}"
+            );
+        }
     }
 }

@@ -13,14 +13,15 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use handwire::services::token_auth::backend::{Accounts, LoginLimits, PendingSignIns, Revocations};
+use handwire::services::token_auth::backend::{Accounts, LoginLimits};
+use handwire::services::token_auth::blacklist::Revocations;
 use handwire::services::token_auth::clock::{Clock, ManualClock};
 use handwire::services::token_auth::cluster::{postgres_store, redis_state};
 use handwire::services::token_auth::config::Provider;
 use handwire::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
 use handwire::services::token_auth::oauth::state::StateStore;
 use handwire::services::token_auth::pending::{
-    Pending, StateError, STATE_CAPACITY, STATE_PER_CLIENT, STATE_TTL,
+    Pending, PendingSignIns, StateError, STATE_CAPACITY, STATE_PER_CLIENT, STATE_TTL,
 };
 use handwire::services::token_auth::store::{
     NewUser, ProviderIdentity, Store, StoreError, NO_PASSWORD,

@@ -1,4 +1,4 @@
-//! A shared server restarting is invisible to clients (issue 16 §1): under a
+//! A shared server restarting is invisible to clients: under a
 //! steady trickle of requests to two instances, Redis or PostgreSQL is
 //! stopped and started again; requests during the outage may be 503, but
 //! not one request started after the server is back is.

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use handwire::protocol::gateway::{Gateway, UnaryMethod};
-use handwire::web::chain::handler;
-use handwire::web::engine::Engine;
+use handwire::protocol::gateway::Gateway;
+use handwire::protocol::grpc::UnaryMethod;
+use handwire::web::{handler, Engine};
 
 use super::app::{start, TestServer};
 

@@ -11,6 +11,7 @@
 //! * [`alloc`] — a counting global allocator for the allocation tests.
 //! * [`greeter`] — start the greeter with a temporary SQLite file.
 //! * [`grpc`] — the one tonic client: unary calls by method path.
+//! * [`drift`] — hand-written prost structs checked against a parsed `.proto`.
 //! * [`token_auth`] — start the token-auth service with a manual clock.
 //! * [`py`] — the Python tools of `tests/py-tools.sh` (prometheus_client).
 //! * [`servers`] — private PostgreSQL and Redis servers for the scale-out tests.
@@ -29,6 +30,7 @@ pub mod app;
 pub mod bin;
 pub mod browser;
 pub mod disk;
+pub mod drift;
 pub mod fake_captcha;
 pub mod fake_provider;
 pub mod gateway;

@@ -196,12 +196,12 @@ impl AuthServer {
     pub async fn create_user(&self, username: &str, password: &str, role: Role) -> User {
         let hash = self
             .service
-            .passwords
+            .passwords()
             .hash(password.to_string())
             .await
             .expect("hash");
         self.service
-            .store
+            .accounts()
             .create_user(NewUser {
                 username: username.into(),
                 password_hash: hash,

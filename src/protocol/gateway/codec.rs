@@ -444,7 +444,7 @@ fn varint(out: &mut Vec<u8>, mut x: u64) {
 
 mod decode;
 mod known;
-pub use known::known_fields;
+pub use known::{field_value, known_fields};
 
 #[cfg(test)]
 mod tests;

@@ -6,66 +6,21 @@
 //! `details`: one `google.rpc.BadRequest` naming each field, in the JSON
 //! form grpc-gateway gives it (`@type`, `fieldViolations`).
 //!
-//! Over gRPC the same failure becomes a [`Status`] whose
+//! Over gRPC the same failure becomes a `Status` whose
 //! `grpc-status-details-bin` holds `ErrorInfo` (reason, domain, metadata)
 //! and the same `BadRequest` ([`Failure::into_status`]).
-
-use std::collections::BTreeMap;
 
 use http::StatusCode;
 use serde::Serialize;
 
-use crate::protocol::grpc::details::{ErrorDetails, FieldViolation};
-use crate::protocol::grpc::{Code, Status};
+use crate::protocol::grpc::{Code, Failure};
 
-/// A method's failure as both transports report it: the gRPC code (the
-/// HTTP status derives from it), a Kratos reason and a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// The gRPC status code.
-    pub code: Code,
-    /// UPPER_SNAKE reason (`USER_ALREADY_EXISTS`).
-    pub reason: String,
-    /// Human-readable message.
-    pub message: String,
-    /// Facts a program can use (the body's `metadata`, `ErrorInfo`'s).
-    pub metadata: BTreeMap<String, String>,
-    /// The request fields that broke their rules (a `BadRequest`).
-    pub violations: Vec<FieldViolation>,
-}
-
+/// The HTTP side of a method's [`Failure`] (the type lives with the gRPC
+/// method it ends, in `protocol::grpc`).
 impl Failure {
-    /// A failure with `code`, `reason` and `message`.
-    pub fn new(code: Code, reason: impl Into<String>, message: impl Into<String>) -> Failure {
-        Failure {
-            code,
-            reason: reason.into(),
-            message: message.into(),
-            metadata: BTreeMap::new(),
-            violations: Vec::new(),
-        }
-    }
-
-    /// This failure naming the fields that broke their rules.
-    pub fn with_violations(mut self, violations: Vec<FieldViolation>) -> Failure {
-        self.violations = violations;
-        self
-    }
-
     /// The HTTP status of this failure.
     pub fn http_status(&self) -> StatusCode {
         http_status(self.code)
-    }
-
-    /// The gRPC status of this failure, its reason defined by `domain`
-    /// (the service's full name).
-    pub fn into_status(self, domain: &str) -> Status {
-        Status::new(self.code, self.message).with_details(ErrorDetails {
-            reason: self.reason,
-            domain: domain.to_owned(),
-            metadata: self.metadata,
-            violations: self.violations,
-        })
     }
 
     /// The Kratos body of this failure.
@@ -173,6 +128,7 @@ pub fn error_body<'a>(status: StatusCode, reason: &'a str, message: &'a str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::grpc::details::FieldViolation;
 
     #[test]
     fn a_failure_with_violations_names_each_field_in_the_body_and_the_grpc_details() {

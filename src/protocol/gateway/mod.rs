@@ -1,8 +1,9 @@
 //! An HTTP/JSON gateway to unary gRPC methods, derived at start-up from
 //! their `google.api.http` options, as grpc-gateway and Kratos do, by hand.
 //!
-//! [`Gateway::new`] takes the parsed `.proto` files and one handler per
-//! method of a service; every rule is compiled and checked once (a bad
+//! [`Gateway::new`] takes the parsed `.proto` files and one
+//! [`UnaryMethod`] per method of a service (the table the gRPC server
+//! registers too); every rule is compiled and checked once (a bad
 //! template, an unknown or repeated path field, an unknown body field is a
 //! [`GatewayError`] naming `file:line` and the method). A method without a
 //! rule is not exposed over HTTP. [`Gateway::serve`] answers one request:
@@ -15,14 +16,15 @@
 //! transcoder would pick wins ([`template::Template::precedence_key`]: the
 //! leftmost segment where two templates differ decides, a literal before
 //! `*` before `**`); proto order decides only between templates of the
-//! same shape. Else, as the engine's router: a redirect when the path with one
-//! trailing slash more or less has a route of the method; a 405 with
-//! `Allow` when other methods match; a 404.
+//! same shape. Else the engine router's own decision
+//! ([`Miss::decide`]): a redirect when the path with one trailing slash more
+//! or less has a route of the method; a 405 with `Allow` when other methods
+//! match; a 404.
 //!
 //! - [`template`]: the path-template grammar of `google/api/http.proto`.
 //! - [`routes`]: rules → routes, body/query/path → input JSON.
 //! - [`codec`]: JSON ↔ protobuf bytes by descriptor.
-//! - [`error`]: [`Failure`], Kratos error bodies, `HTTPStatusFromCode`.
+//! - [`error`]: a [`Failure`] as a Kratos error body, `HTTPStatusFromCode`.
 //! - [`openapi`]: the OpenAPI 3.0.3 document of the routes.
 //! - [`validate`]: the `buf.validate` rules, checked before a method runs.
 
@@ -33,57 +35,22 @@ pub mod routes;
 pub mod template;
 pub mod validate;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::fmt;
-use std::future::Future;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::ALLOW;
 use http::StatusCode;
 
 use crate::protocol::grpc::descriptor::ParsedFile;
-use crate::protocol::grpc::{Code, Frame};
-use crate::types::BoxFuture;
+use crate::protocol::grpc::{Code, Failure, UnaryMethod};
 use crate::web::chain::Context;
 use crate::web::metrics::{Kind, Metrics, OPERATION_KEY};
 use crate::web::reply::echo;
+use crate::web::router::{self, Miss};
 pub use codec::Pool;
-pub use error::{error_body, http_status, ErrorBody, Failure};
+pub use error::{error_body, http_status, ErrorBody};
 pub use routes::{BodyRule, Route};
-
-/// One unary method as both transports call it: the request message's
-/// bytes in, the reply *framed as gRPC sends it* (5-byte prefix, see
-/// [`Frame::encode_message`]) out, so gRPC encodes once and the gateway
-/// skips the prefix.
-pub type UnaryMethod =
-    Arc<dyn Fn(Bytes) -> BoxFuture<'static, Result<Bytes, Failure>> + Send + Sync>;
-
-/// Wraps a typed async function as a [`UnaryMethod`] (prost decodes the
-/// request; a request that does not decode is `INVALID_ARGUMENT`).
-pub fn typed<Req, Resp, F, Fut>(f: F) -> UnaryMethod
-where
-    Req: prost::Message + Default + 'static,
-    Resp: prost::Message + 'static,
-    F: Fn(Req) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Resp, Failure>> + Send + 'static,
-{
-    let f = Arc::new(f);
-    Arc::new(move |bytes: Bytes| {
-        let f = f.clone();
-        Box::pin(async move {
-            let req = Req::decode(bytes).map_err(|e| {
-                Failure::new(
-                    Code::Internal,
-                    "CODEC",
-                    format!("cannot decode request message: {e}"),
-                )
-            })?;
-            let resp = f(req).await?;
-            Ok(Frame::encode_message(&resp))
-        })
-    })
-}
 
 /// A rule that cannot become a route, or a method table that does not fit
 /// the service: `file:line: method Service.Method: what`.
@@ -115,13 +82,9 @@ impl std::error::Error for GatewayError {}
 pub enum Found<'g> {
     /// This route, with its variables' values (or why they do not decode).
     Route(&'g Route, Result<Vec<String>, template::MatchError>),
-    /// No route, but the path with one trailing slash more or less has
-    /// one of this method: redirect there (301 for GET, else 307).
-    Redirect(String),
-    /// Routes of other methods match: the `Allow` header value.
-    MethodNotAllowed(String),
-    /// Nothing matches.
-    NotFound,
+    /// No route of the request's method: redirect, 405 or 404, decided as
+    /// the engine's router decides.
+    Miss(Miss),
 }
 
 /// The compiled routes of one service.
@@ -282,44 +245,22 @@ impl Gateway {
     /// described in the module documentation.
     pub fn find(&self, method: &http::Method, raw: &str) -> Found<'_> {
         let path = template::split_path(raw, |v| self.verbs.contains(v));
-        let mut allowed = BTreeSet::new();
+        let mut allowed = Vec::new();
         for route in self.routes_by_precedence() {
             if let Some(values) = route.template.matches(&path) {
                 if route.http_method == method {
                     return Found::Route(route, values);
                 }
-                allowed.insert(route.http_method.as_str());
+                allowed.push(route.http_method.clone());
             }
         }
-        if let Some(location) = self.trailing_slash_redirect(method, raw) {
-            return Found::Redirect(location);
-        }
-        if allowed.is_empty() {
-            Found::NotFound
-        } else {
-            Found::MethodNotAllowed(allowed.into_iter().collect::<Vec<_>>().join(", "))
-        }
-    }
-
-    /// The other form of `path` (one trailing slash more or less) if a
-    /// route of `method` matches it, as the engine's router offers; never
-    /// for `/` nor towards `//…` or `/\…`, which browsers read as a host.
-    fn trailing_slash_redirect(&self, method: &http::Method, path: &str) -> Option<String> {
-        if path.len() <= 1 {
-            return None;
-        }
-        let other = match path.strip_suffix('/') {
-            Some(without) => without.to_owned(),
-            None => format!("{path}/"),
+        let matches_here = |other: &str| {
+            let split = template::split_path(other, |v| self.verbs.contains(v));
+            self.routes
+                .iter()
+                .any(|r| r.http_method == method && r.template.matches(&split).is_some())
         };
-        if matches!(other.as_bytes().get(1), Some(b'/' | b'\\')) {
-            return None;
-        }
-        let split = template::split_path(&other, |v| self.verbs.contains(v));
-        self.routes
-            .iter()
-            .any(|r| r.http_method == method && r.template.matches(&split).is_some())
-            .then_some(other)
+        Found::Miss(Miss::decide(raw, matches_here, || allowed))
     }
 
     /// The input message of `route` built from a request's body, query and
@@ -349,31 +290,18 @@ impl Gateway {
                 }
                 (route, values)
             }
-            Found::NotFound => {
+            Found::Miss(Miss::NotFound) => {
                 let message = format!("no route for {} {}", c.method(), echo(c.path()));
                 return fail(c, StatusCode::NOT_FOUND, "NOT_FOUND", &message);
             }
-            Found::Redirect(mut location) => {
-                if let Some(q) = c.uri().query() {
-                    location.push('?');
-                    location.push_str(q);
-                }
-                let status = if c.method() == http::Method::GET {
-                    StatusCode::MOVED_PERMANENTLY
-                } else {
-                    StatusCode::TEMPORARY_REDIRECT
-                };
+            Found::Miss(Miss::Redirect { location }) => {
+                let (status, location) =
+                    router::redirect_answer(c.method(), &location, c.uri().query());
                 return c.redirect(status, &location);
             }
-            Found::MethodNotAllowed(allow) => {
-                c.set_header(ALLOW, &allow);
-                let message = format!("method {} not allowed on {}", c.method(), echo(c.path()));
-                return fail(
-                    c,
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    "METHOD_NOT_ALLOWED",
-                    &message,
-                );
+            Found::Miss(Miss::MethodNotAllowed { allowed }) => {
+                c.set_header(ALLOW, &router::allow_header(&allowed));
+                return method_not_allowed(c);
             }
         };
         let answer = async {
@@ -407,9 +335,24 @@ impl Gateway {
     }
 }
 
-fn fail(c: &mut Context, status: StatusCode, reason: &str, message: &str) {
+/// Answers `status` with a Kratos JSON error body
+/// (`{"code":…,"reason":…,"message":…,"metadata":{}}`) and aborts the
+/// chain: how the greeter's HTTP side refuses a request.
+pub fn fail(c: &mut Context, status: StatusCode, reason: &str, message: &str) {
     c.json(status, &error_body(status, reason, message));
     c.abort();
+}
+
+/// The Kratos 405 for the request's method and path; the caller has set
+/// `Allow`.
+pub fn method_not_allowed(c: &mut Context) {
+    let message = format!("method {} not allowed on {}", c.method(), echo(c.path()));
+    fail(
+        c,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        &message,
+    );
 }
 
 impl fmt::Debug for Gateway {

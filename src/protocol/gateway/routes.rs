@@ -262,8 +262,7 @@ impl Route {
             }
             let names: Vec<&str> = m.field.iter().map(|f| f.json_name()).collect();
             let shape = format!("{{{}}}", names.join(", "));
-            let known = |k: &str| m.field.iter().any(|f| f.json_name() == k || f.name() == k);
-            super::codec::known_fields(body, &known).map_err(move |e| {
+            super::codec::known_fields(body, pool, m).map_err(move |e| {
                 bad(
                     "CODEC",
                     format!("request body must be a JSON object {shape}: {e}"),
@@ -282,9 +281,8 @@ impl Route {
                 let value = if let Some(m) = message {
                     Value::Object(object(m)?)
                 } else {
-                    serde_json::from_slice(body).map_err(|e| {
-                        bad("CODEC", format!("request body: invalid JSON body: {e}"))
-                    })?
+                    super::codec::field_value(body, pool, f)
+                        .map_err(|e| bad("CODEC", format!("request body: {e}")))?
                 };
                 Map::from_iter([(name.clone(), value)])
             }

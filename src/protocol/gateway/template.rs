@@ -35,6 +35,8 @@
 
 use std::fmt;
 
+use crate::web::urlenc::{decode_strict, Component};
+
 /// A template that does not follow the grammar.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplateError {
@@ -269,44 +271,17 @@ impl Template {
             let end = if to_rest { segs.len() } else { v.end };
             let raw = segs[v.start..end].join("/");
             let single = v.end - v.start == 1 && !to_rest;
-            decode(&raw, !single).map_err(|why| MatchError {
+            let component = if single {
+                Component::Path
+            } else {
+                Component::PathKeepSlash
+            };
+            decode_strict(&raw, component).map_err(|why| MatchError {
                 message: format!("path variable {}: {why}", v.dotted()),
             })
         });
         Some(values.collect())
     }
-}
-
-/// Percent-decodes `raw`; with `keep_slash`, `%2F`/`%2f` stay encoded.
-fn decode(raw: &str, keep_slash: bool) -> Result<String, String> {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'%' {
-            out.push(bytes[i]);
-            i += 1;
-            continue;
-        }
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| {
-                u8::from_str_radix(h, 16)
-                    .ok()
-                    .filter(|_| !h.starts_with('+'))
-            });
-        match hex {
-            Some(b'/') if keep_slash => out.extend_from_slice(&bytes[i..i + 3]),
-            Some(b) => out.push(b),
-            None => {
-                let bad: String = raw[i..].chars().take(3).collect();
-                return Err(format!("malformed percent escape {bad:?}"));
-            }
-        }
-        i += 3;
-    }
-    String::from_utf8(out).map_err(|_| "percent-decoded value is not UTF-8".to_owned())
 }
 
 /// Characters a literal or verb may hold: RFC 3986's `pchar` (unreserved,

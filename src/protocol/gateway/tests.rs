@@ -5,6 +5,7 @@
 use super::*;
 use crate::protocol::grpc::descriptor::{parse_files, GOOGLE_API_FILES};
 use http::Method;
+use std::sync::Arc;
 
 /// A service whose methods differ only in their rules.
 fn proto(rpcs: &str) -> String {
@@ -46,9 +47,11 @@ fn find(g: &Gateway, method: Method, path: &str) -> String {
     match g.find(&method, path) {
         Found::Route(r, Ok(values)) => format!("{} {values:?}", r.method),
         Found::Route(r, Err(e)) => format!("{} error {}", r.method, e.message),
-        Found::MethodNotAllowed(allow) => format!("405 {allow}"),
-        Found::Redirect(location) => format!("redirect {location}"),
-        Found::NotFound => "404".into(),
+        Found::Miss(Miss::MethodNotAllowed { allowed }) => {
+            format!("405 {}", crate::web::router::allow_header(&allowed))
+        }
+        Found::Miss(Miss::Redirect { location }) => format!("redirect {location}"),
+        Found::Miss(Miss::NotFound) => "404".into(),
     }
 }
 

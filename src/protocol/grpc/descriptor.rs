@@ -8,9 +8,11 @@
 //! the crate's files use and rejects everything else by name and line, so a
 //! construct it does not understand can never be silently dropped:
 //!
-//! - `syntax = "proto3";`, `package a.b;`, `import "file";`, file-level
-//!   `option`s (`go_package`, `java_package`, `java_outer_classname`,
-//!   `java_multiple_files`, `objc_class_prefix`, `deprecated`);
+//! - `syntax = "proto3";`, `package a.b;`, `import "file";`, the file-level
+//!   `option`s upstream files carry (`go_package`, `java_package`,
+//!   `java_outer_classname`, `java_multiple_files`, `objc_class_prefix`,
+//!   `csharp_namespace`, `php_namespace`, `php_metadata_namespace`,
+//!   `ruby_package`, `swift_prefix`, `cc_enable_arenas`, `deprecated`);
 //! - `message` with scalar, message and enum fields, `repeated`, `map<K, V>`
 //!   (as protoc: a nested `XxxEntry` message with `map_entry`), `oneof`,
 //!   nested `message` and `enum`; top-level `enum`;

@@ -28,26 +28,23 @@
 //! and the protocol tells clients to start a new one after any status, OK
 //! included.
 //!
-//! The shipped `proto/grpc/health/v1/health.proto` is the upstream text.
-//! Its descriptor (for reflection) is built here by hand, because it uses a
-//! nested `enum` and a `map<>`, which the crate's `.proto` parser refuses;
-//! a test checks every name and number of it against the shipped text.
+//! The shipped `proto/grpc/health/v1/health.proto` is the upstream text;
+//! reflection serves it as the crate's `.proto` parser reads it, nested
+//! `enum`, `map<>` and file options included. The prost structs below are
+//! written by hand like the greeter's; `tests/grpc_proto_drift.rs` fails if
+//! they drift from that text.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use prost::Message;
-use prost_types::field_descriptor_proto::{Label, Type};
-use prost_types::{
-    DescriptorProto, EnumDescriptorProto, EnumValueDescriptorProto, FieldDescriptorProto,
-    FileDescriptorProto, FileOptions, MessageOptions, MethodDescriptorProto,
-    ServiceDescriptorProto,
-};
+use prost_types::FileDescriptorProto;
 use tokio::sync::watch;
 
-use super::descriptor::json_name;
-use super::server::{unary, Builder, Sink, Streaming};
+use super::descriptor::{parse_proto, ProtoError};
+use super::method::{unary, Failure};
+use super::server::{Builder, Sink, Streaming};
 use super::status::{Code, Status};
 
 /// The service name.
@@ -273,7 +270,7 @@ impl Health {
             SERVICE,
             "Check",
             unary(move |req: HealthCheckRequest| {
-                let result = me.check(&req.service).map(response);
+                let result = me.check(&req.service).map(response).map_err(Failure::from);
                 async move { result }
             }),
         );
@@ -282,7 +279,7 @@ impl Health {
             SERVICE,
             "List",
             unary(move |_: HealthListRequest| {
-                let result = me.list();
+                let result = me.list().map_err(Failure::from);
                 async move { result }
             }),
         );
@@ -340,120 +337,10 @@ impl Drop for Subscription<'_> {
     }
 }
 
-/// The descriptor of `grpc/health/v1/health.proto`, for reflection.
-pub fn file_descriptor() -> FileDescriptorProto {
-    let field = |name: &str, number: i32, label: Label, ty: Type, type_name: Option<&str>| {
-        FieldDescriptorProto {
-            name: Some(name.into()),
-            number: Some(number),
-            label: Some(label as i32),
-            r#type: Some(ty as i32),
-            type_name: type_name.map(str::to_owned),
-            json_name: Some(json_name(name)),
-            ..Default::default()
-        }
-    };
-    let message = |name: &str, fields: Vec<FieldDescriptorProto>| DescriptorProto {
-        name: Some(name.into()),
-        field: fields,
-        ..Default::default()
-    };
-    let value = |name: &str, number: i32| EnumValueDescriptorProto {
-        name: Some(name.into()),
-        number: Some(number),
-        ..Default::default()
-    };
-    let method =
-        |name: &str, input: &str, output: &str, server_streaming: bool| MethodDescriptorProto {
-            name: Some(name.into()),
-            input_type: Some(format!(".grpc.health.v1.{input}")),
-            output_type: Some(format!(".grpc.health.v1.{output}")),
-            server_streaming: server_streaming.then_some(true),
-            ..Default::default()
-        };
-    let optional = Label::Optional;
-    let mut check_response = message(
-        "HealthCheckResponse",
-        vec![field(
-            "status",
-            1,
-            optional,
-            Type::Enum,
-            Some(".grpc.health.v1.HealthCheckResponse.ServingStatus"),
-        )],
-    );
-    check_response.enum_type.push(EnumDescriptorProto {
-        name: Some("ServingStatus".into()),
-        value: vec![
-            value("UNKNOWN", 0),
-            value("SERVING", 1),
-            value("NOT_SERVING", 2),
-            value("SERVICE_UNKNOWN", 3),
-        ],
-        ..Default::default()
-    });
-    let mut list_response = message(
-        "HealthListResponse",
-        vec![field(
-            "statuses",
-            1,
-            Label::Repeated,
-            Type::Message,
-            Some(".grpc.health.v1.HealthListResponse.StatusesEntry"),
-        )],
-    );
-    // `map<string, HealthCheckResponse>` is a repeated nested entry message.
-    let mut entry = message(
-        "StatusesEntry",
-        vec![
-            field("key", 1, optional, Type::String, None),
-            field(
-                "value",
-                2,
-                optional,
-                Type::Message,
-                Some(".grpc.health.v1.HealthCheckResponse"),
-            ),
-        ],
-    );
-    entry.options = Some(MessageOptions {
-        map_entry: Some(true),
-        ..Default::default()
-    });
-    list_response.nested_type.push(entry);
-    FileDescriptorProto {
-        name: Some(FILE_NAME.into()),
-        package: Some("grpc.health.v1".into()),
-        syntax: Some("proto3".into()),
-        options: Some(FileOptions {
-            csharp_namespace: Some("Grpc.Health.V1".into()),
-            go_package: Some("google.golang.org/grpc/health/grpc_health_v1".into()),
-            java_multiple_files: Some(true),
-            java_outer_classname: Some("HealthProto".into()),
-            java_package: Some("io.grpc.health.v1".into()),
-            objc_class_prefix: Some("GrpcHealthV1".into()),
-            ..Default::default()
-        }),
-        message_type: vec![
-            message(
-                "HealthCheckRequest",
-                vec![field("service", 1, optional, Type::String, None)],
-            ),
-            check_response,
-            message("HealthListRequest", Vec::new()),
-            list_response,
-        ],
-        service: vec![ServiceDescriptorProto {
-            name: Some("Health".into()),
-            method: vec![
-                method("Check", "HealthCheckRequest", "HealthCheckResponse", false),
-                method("List", "HealthListRequest", "HealthListResponse", false),
-                method("Watch", "HealthCheckRequest", "HealthCheckResponse", true),
-            ],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
+/// The descriptor of `grpc/health/v1/health.proto`, for reflection:
+/// [`HEALTH_PROTO`] parsed like the greeter's proto.
+pub fn file_descriptor() -> Result<FileDescriptorProto, ProtoError> {
+    parse_proto(FILE_NAME, HEALTH_PROTO)
 }
 
 #[cfg(test)]

@@ -8,10 +8,11 @@
 //! - [`compression`]: `identity` and `gzip` messages, negotiated per call.
 //! - [`body`]: response bodies (DATA then trailers) and Trailers-Only errors.
 //! - [`access_log`]: one log line per call, with its final status.
+//! - [`method`]: a unary method ([`UnaryMethod`], [`unary`]) and its [`Failure`],
+//!   the one table both the gRPC server and the HTTP gateway call.
 //! - [`server`]: request checks, unary and streaming dispatch, the [`Server`].
 //! - [`stream`]: a call's request messages ([`Streaming`]) and reply [`Sink`].
 //! - [`descriptor`]: a tiny `.proto` parser producing `FileDescriptorProto`s.
-//! - [`drift`]: checks hand-written prost structs against a parsed `.proto`.
 //! - [`reflection`]: the server reflection service (v1 and v1alpha).
 //! - [`health`]: the standard health service (`grpc.health.v1.Health`).
 //! - [`web`]: gRPC-Web (binary and base64 text) on an HTTP/1.1 port.
@@ -21,9 +22,9 @@ pub mod body;
 pub mod compression;
 pub mod descriptor;
 pub mod details;
-pub mod drift;
 pub mod frame;
 pub mod health;
+pub mod method;
 pub mod reflection;
 pub mod server;
 pub mod status;
@@ -32,5 +33,6 @@ pub mod timeout;
 pub mod web;
 
 pub use frame::{Frame, FrameError};
-pub use server::{unary, Builder, Options, Server, Sink, Streaming};
+pub use method::{unary, Failure, UnaryMethod};
+pub use server::{Builder, Options, Server, Sink, Streaming};
 pub use status::{Code, Status};

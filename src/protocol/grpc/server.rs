@@ -40,7 +40,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 
 use super::access_log;
@@ -50,7 +49,8 @@ use hyper::body::{Frame as HttpFrame, Incoming};
 
 use super::body::{http_error, streaming_response, trailers_only, unary_response};
 use super::compression::{self, Encoding};
-use super::frame::{Frame, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
+use super::frame::{DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
+use super::method::{Failure, UnaryMethod};
 use super::status::{Code, Status};
 pub use super::stream::{RequestBody, Sink, Streaming};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
@@ -61,36 +61,9 @@ use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
 use crate::web::middleware::{panic_message, CatchUnwind};
 use crate::web::server::Service;
 
-/// A unary method: request message bytes in, the response message out
-/// *already framed* (5-byte prefix included, see [`Frame::encode_message`]),
-/// so the reply is encoded once into its final buffer and never copied.
-pub type UnaryHandler =
-    Arc<dyn Fn(Bytes) -> BoxFuture<'static, Result<Bytes, Status>> + Send + Sync>;
-
 /// A streaming method: reads requests from [`Streaming`], writes replies to [`Sink`].
 pub type StreamingHandler =
     Arc<dyn Fn(Streaming, Sink) -> BoxFuture<'static, Result<(), Status>> + Send + Sync>;
-
-/// Wraps a typed async function as a [`UnaryHandler`]: the request is decoded
-/// with prost (failure is `INTERNAL`) and the reply encoded.
-pub fn unary<Req, Resp, F, Fut>(f: F) -> UnaryHandler
-where
-    Req: prost::Message + Default + 'static,
-    Resp: prost::Message + 'static,
-    F: Fn(Req) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
-{
-    let f = Arc::new(f);
-    Arc::new(move |bytes: Bytes| {
-        let f = f.clone();
-        Box::pin(async move {
-            let req = Req::decode(bytes)
-                .map_err(|e| Status::internal(format!("cannot decode request message: {e}")))?;
-            let resp = f(req).await?;
-            Ok(Frame::encode_message(&resp))
-        })
-    })
-}
 
 /// Limits of a gRPC server.
 #[derive(Debug, Clone)]
@@ -112,7 +85,9 @@ impl Default for Options {
 
 #[derive(Clone)]
 enum Handler {
-    Unary(UnaryHandler),
+    /// A unary method, and the service whose failures it reports (the
+    /// domain of their reasons).
+    Unary(UnaryMethod, Arc<str>),
     Streaming(StreamingHandler),
 }
 
@@ -124,9 +99,10 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// Adds a unary method, `service` fully qualified (`helloworld.v1.Greeter`).
-    pub fn unary(&mut self, service: &str, method: &str, handler: UnaryHandler) -> &mut Self {
-        self.add(service, method, Handler::Unary(handler))
+    /// Adds a unary method, `service` fully qualified (`helloworld.v1.Greeter`):
+    /// its failures answer with `ErrorInfo` under that domain.
+    pub fn unary(&mut self, service: &str, method: &str, handler: UnaryMethod) -> &mut Self {
+        self.add(service, method, Handler::Unary(handler, service.into()))
     }
 
     /// Adds a bidirectional-streaming method.
@@ -235,10 +211,16 @@ impl Server {
                         .with_encoding(call.encoding)
                         .with_share(share);
                     match call.handler {
-                        Handler::Unary(h) => {
+                        Handler::Unary(h, service) => {
                             let deadline =
                                 effective_timeout(inner.options.timeout, call.client_timeout);
-                            call_unary(h, streaming, deadline, max, call.gzip_replies).await
+                            let unary = Unary {
+                                method: h,
+                                service,
+                                max_message_size: max,
+                                gzip_replies: call.gzip_replies,
+                            };
+                            call_unary(unary, streaming, deadline).await
                         }
                         Handler::Streaming(h) => {
                             // Long-lived streams are counted for the
@@ -374,13 +356,26 @@ fn is_grpc_content_type(value: &str) -> bool {
     media == "application/grpc" || media == "application/grpc+proto"
 }
 
-async fn call_unary(
-    handler: UnaryHandler,
-    mut requests: Streaming,
-    deadline: Option<Duration>,
+/// What a unary call runs and how it answers.
+struct Unary {
+    method: UnaryMethod,
+    /// The domain of the method's failure reasons.
+    service: Arc<str>,
     max_message_size: usize,
     gzip_replies: bool,
+}
+
+async fn call_unary(
+    unary: Unary,
+    mut requests: Streaming,
+    deadline: Option<Duration>,
 ) -> Response<Body> {
+    let Unary {
+        method,
+        service,
+        max_message_size,
+        gzip_replies,
+    } = unary;
     // The deadline counts from the call's arrival (now), so a grpc-timeout
     // that has already run out (`0n`, `1n`) fails before the handler runs.
     let due = deadline.and_then(|d| Some((Instant::now().checked_add(d)?, d)));
@@ -400,7 +395,9 @@ async fn call_unary(
         }
         // The handler runs in this task: a panic becomes INTERNAL instead of
         // taking the connection down, and the deadline drops it in place.
-        let reply = isolated(handler(message)).await?;
+        let reply = isolated(method(message))
+            .await
+            .map_err(|f: Failure| f.into_status(&service))?;
         // The handler's reply is already framed: the limit is on the message.
         let size = reply.len().saturating_sub(HEADER_LEN);
         if size > max_message_size {
@@ -436,13 +433,13 @@ fn deadline_exceeded(d: Duration) -> Status {
 
 /// Await a handler's future, turning a panic into INTERNAL. The crate's one
 /// panic isolation ([`CatchUnwind`]), as the HTTP recovery middleware uses.
-async fn isolated<T>(fut: BoxFuture<'static, Result<T, Status>>) -> Result<T, Status> {
+async fn isolated<T, E: From<Status>>(fut: BoxFuture<'static, Result<T, E>>) -> Result<T, E> {
     match CatchUnwind(fut).await {
         Ok(result) => result,
-        Err(payload) => Err(Status::internal(format!(
+        Err(payload) => Err(E::from(Status::internal(format!(
             "handler panicked: {}",
             panic_message(payload.as_ref())
-        ))),
+        )))),
     }
 }
 

@@ -240,7 +240,8 @@ pub(crate) fn capped_percent_encode(text: &str) -> String {
 }
 
 /// Decodes a `grpc-message` value; malformed escapes are kept as they are,
-/// and invalid UTF-8 is replaced, as the spec asks receivers to be lenient.
+/// and invalid UTF-8 is replaced, as the gRPC HTTP/2 protocol asks
+/// receivers to be lenient.
 pub fn percent_decode(raw: &[u8]) -> String {
     String::from_utf8_lossy(&crate::web::urlenc::unescape(raw, false)).into_owned()
 }

@@ -15,21 +15,6 @@ pub const PROTO_SOURCE: &str = include_str!("../../../proto/helloworld/v1/greete
 /// Fully qualified service name.
 pub const SERVICE: &str = "helloworld.v1.Greeter";
 
-/// The methods of [`SERVICE`], as the `.proto` declares them (a test checks
-/// the two agree): the keys of the gRPC method table.
-pub mod method {
-    /// `rpc SayHello (HelloRequest) returns (HelloReply)`.
-    pub const SAY_HELLO: &str = "SayHello";
-    /// `rpc SayHelloAgain (HelloRequest) returns (HelloReply)`.
-    pub const SAY_HELLO_AGAIN: &str = "SayHelloAgain";
-    /// `rpc UserRegister (UserRegisterRequest) returns (UserRegisterResponse)`.
-    pub const USER_REGISTER: &str = "UserRegister";
-    /// `rpc UserList (UserListRequest) returns (UserListResponse)`.
-    pub const USER_LIST: &str = "UserList";
-    /// All of them, in the order of the `.proto`.
-    pub const ALL: [&str; 4] = [SAY_HELLO, SAY_HELLO_AGAIN, USER_REGISTER, USER_LIST];
-}
-
 /// The descriptor of `greeter.proto`, parsed from [`PROTO_SOURCE`].
 pub fn file_descriptor() -> Result<FileDescriptorProto, ProtoError> {
     parse_proto(PROTO_FILE, PROTO_SOURCE)
@@ -113,21 +98,4 @@ pub struct UserListResponse {
     pub users: Vec<User>,
     #[prost(string, tag = "2")]
     pub next_page_token: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_method_table_keys_are_the_methods_the_proto_declares() {
-        let file = file_descriptor().expect("the embedded proto parses");
-        let service = file
-            .service
-            .iter()
-            .find(|s| format!("{}.{}", file.package(), s.name()) == SERVICE)
-            .expect("the proto declares SERVICE");
-        let declared: Vec<&str> = service.method.iter().map(|m| m.name()).collect();
-        assert_eq!(declared, method::ALL);
-    }
 }

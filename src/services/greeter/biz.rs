@@ -5,11 +5,8 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::types::BoxFuture;
-use crate::web::peer;
-use crate::web::ratelimit::PerClient;
 
 /// A stored user. `id` and `age` are assigned by the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,11 +44,6 @@ pub enum Error {
     /// The store's write queue is full (HTTP 503, gRPC RESOURCE_EXHAUSTED):
     /// the write was refused at once and not stored; try again shortly.
     Busy { message: String },
-    /// Too many calls from this client (HTTP 429, gRPC RESOURCE_EXHAUSTED).
-    TooMany {
-        reason: &'static str,
-        message: String,
-    },
 }
 
 impl Error {
@@ -62,7 +54,6 @@ impl Error {
             Error::Internal { .. } => "INTERNAL",
             Error::Unavailable { .. } => "STORE_UNAVAILABLE",
             Error::Busy { .. } => "STORE_BUSY",
-            Error::TooMany { reason, .. } => reason,
         }
     }
 
@@ -82,8 +73,7 @@ impl Error {
             | Error::AlreadyExists { message, .. }
             | Error::Internal { message }
             | Error::Unavailable { message }
-            | Error::Busy { message }
-            | Error::TooMany { message, .. } => message,
+            | Error::Busy { message } => message,
         }
     }
 }
@@ -155,46 +145,19 @@ impl GreeterUsecase {
 /// The user use cases.
 pub struct UserUsecase {
     repo: Arc<dyn UserRepo>,
-    /// Registrations per client address, when limited.
-    registrations: Option<PerClient>,
 }
 
 impl UserUsecase {
-    /// Use cases over `repo`, registrations not limited.
+    /// Use cases over `repo`. How often one client may register is the
+    /// transports' business (the greeter's `limits` interceptor).
     pub fn new(repo: Arc<dyn UserRepo>) -> UserUsecase {
-        UserUsecase {
-            repo,
-            registrations: None,
-        }
-    }
-
-    /// At most `per_minute` registrations per client address (the one the
-    /// transport serving the call gives, [`peer::current`]); `0`: no limit.
-    /// Without a limit one client filled the table with 21,000 users in
-    /// 3 s, and every `UserList` after that failed.
-    pub fn limit_registrations(mut self, per_minute: u32) -> UserUsecase {
-        self.registrations =
-            (per_minute > 0).then(|| PerClient::new(per_minute as usize, Duration::from_secs(60)));
-        self
+        UserUsecase { repo }
     }
 
     /// Registers a user. The fields' rules (at most [`USERNAME_MAX_BYTES`]
     /// and [`PASSWORD_MAX_BYTES`], the characters allowed) are declared in
     /// greeter.proto and checked before any method runs.
     pub async fn register(&self, username: &str, password: &str) -> Result<User, Error> {
-        // Every call that reaches here counts, taken names too (a 409 tells a
-        // script which names exist).
-        if let (Some(limit), Some(ip)) = (&self.registrations, peer::current()) {
-            if let Err(wait) = limit.admit(ip) {
-                return Err(Error::TooMany {
-                    reason: "TOO_MANY_REGISTRATIONS",
-                    message: format!(
-                        "too many registrations from this address, try again in {} s",
-                        wait.as_secs().max(1)
-                    ),
-                });
-            }
-        }
         let user = self
             .repo
             .create(username.to_owned(), password.to_owned())

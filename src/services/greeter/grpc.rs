@@ -1,5 +1,5 @@
 //! The greeter's gRPC transport: the `helloworld.v1.Greeter` methods of
-//! [`super::rpc`] as unary handlers, plus server reflection serving
+//! [`super::rpc`] (the same table the HTTP gateway serves), plus server reflection serving
 //! greeter.proto and the google/api files it imports, and the google/rpc
 //! files of the error details every failure carries (ErrorInfo with the
 //! same reason the HTTP body gives, under the domain `helloworld.v1.Greeter`).
@@ -8,11 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::api;
-use crate::protocol::gateway::UnaryMethod;
 use crate::protocol::grpc::descriptor::{ParsedFile, ProtoError};
 use crate::protocol::grpc::health::{self, Health};
 use crate::protocol::grpc::reflection::Reflection;
-use crate::protocol::grpc::{Options, Server};
+use crate::protocol::grpc::{Options, Server, UnaryMethod};
 use crate::web::metrics::Metrics;
 
 /// Builds the gRPC server: `methods` under [`api::SERVICE`] and reflection
@@ -32,19 +31,11 @@ pub fn server(
     let mut b = Server::builder(options);
     b.metrics(metrics);
     for (name, method) in methods {
-        let method = method.clone();
-        b.unary(
-            api::SERVICE,
-            name,
-            Arc::new(move |bytes| {
-                let call = method(bytes);
-                Box::pin(async move { call.await.map_err(|f| f.into_status(api::SERVICE)) })
-            }),
-        );
+        b.unary(api::SERVICE, name, method.clone());
     }
     health.register(&mut b);
     let mut descriptors: Vec<_> = files.iter().map(|f| f.descriptor.clone()).collect();
-    descriptors.push(health::file_descriptor());
+    descriptors.push(health::file_descriptor()?);
     descriptors.push(crate::protocol::grpc::details::file_descriptor()?);
     Arc::new(Reflection::new(descriptors)?).register(&mut b);
     Ok(b.build())

@@ -13,20 +13,16 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use crate::protocol::gateway::{error_body, Gateway};
+use crate::protocol::gateway::{self, error_body, fail, Gateway};
 use crate::protocol::grpc::{web, Server};
+use crate::web::app::App;
 use crate::web::chain::{handler, named, Context};
 use crate::web::cors::Cors;
-use crate::web::engine::{self, App, Engine};
+use crate::web::engine::{self, Engine};
 use crate::web::health::{self, Probe};
 use crate::web::metrics::Metrics;
 use crate::web::middleware;
 use crate::web::router::InsertError;
-
-fn fail(c: &mut Context, status: StatusCode, reason: &str, message: &str) {
-    c.json(status, &error_body(status, reason, message));
-    c.abort();
-}
 
 /// The 504 answer when `server.http.timeout` passes while the body is still
 /// being read (the engine answers before any chain runs, and closes the
@@ -107,15 +103,7 @@ pub fn app(
         }),
     )?;
     e.no_method(vec![handler(|c| {
-        Box::pin(async move {
-            let message = format!(
-                "method {} not allowed on {}",
-                c.method(),
-                crate::web::reply::echo(c.path())
-            );
-            let status = StatusCode::METHOD_NOT_ALLOWED;
-            fail(c, status, "METHOD_NOT_ALLOWED", &message);
-        })
+        Box::pin(async move { gateway::method_not_allowed(c) })
     })]);
     // Every other request: a gRPC-Web call (by its content-type) to the
     // gRPC server's methods, else the routes derived from greeter.proto,

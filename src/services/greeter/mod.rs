@@ -15,9 +15,10 @@ pub mod api;
 pub mod biz;
 pub mod config;
 pub mod data;
-pub mod grpc;
-pub mod http;
-pub mod rpc;
+pub(crate) mod grpc;
+pub(crate) mod http;
+pub(crate) mod limits;
+pub(crate) mod rpc;
 
 use std::fmt;
 use std::future::Future;
@@ -30,7 +31,7 @@ use crate::cli;
 use crate::protocol::gateway::{openapi, validate, Gateway, GatewayError};
 use crate::protocol::grpc::descriptor::ProtoError;
 use crate::protocol::grpc::health::{Health, ServingStatus};
-use crate::web::engine::App;
+use crate::web::app::App;
 use crate::web::health::Probe;
 use crate::web::metrics::{self, Metrics};
 use crate::web::router::InsertError;
@@ -208,15 +209,20 @@ impl Greeter {
         }
         let usecases = Arc::new(Usecases {
             greeter: GreeterUsecase::new(stores.greetings),
-            users: UserUsecase::new(stores.users)
-                .limit_registrations(config.limits.registrations_per_minute),
+            users: UserUsecase::new(stores.users),
         });
         let health = Arc::new(Health::new());
         health.set_serving_status(api::SERVICE, ServingStatus::Serving);
         let files = api::parsed_files().map_err(GreeterError::Proto)?;
         // The buf.validate rules of greeter.proto run before every method,
-        // whichever transport called it.
-        let methods = validate::validated(&files, api::SERVICE, rpc::methods(&usecases));
+        // whichever transport called it, and before the per-client limits
+        // (a request they refuse is not counted).
+        let methods = limits::limit_registrations(
+            rpc::methods(&usecases),
+            "UserRegister",
+            config.limits.registrations_per_minute,
+        );
+        let methods = validate::validated(&files, api::SERVICE, methods);
         let mut gateway =
             Gateway::new(&files, api::SERVICE, &methods).map_err(GreeterError::Gateway)?;
         gateway.meter(&metrics);

@@ -14,15 +14,13 @@
 
 use std::sync::Arc;
 
-use super::api::method;
 use super::api::{
     HelloReply, HelloRequest, User, UserListRequest, UserListResponse, UserRegisterRequest,
     UserRegisterResponse,
 };
 use super::biz::{self, Usecases};
-use crate::protocol::gateway::{typed, Failure, UnaryMethod};
 use crate::protocol::grpc::frame::DEFAULT_MAX_MESSAGE_SIZE;
-use crate::protocol::grpc::Code;
+use crate::protocol::grpc::{unary, Code, Failure, UnaryMethod};
 
 /// How many users `UserList` can always return in one 4 MiB message, however
 /// long (within the bounds) their usernames and passwords are.
@@ -36,7 +34,7 @@ pub fn failure_of(e: biz::Error) -> Failure {
         biz::Error::AlreadyExists { .. } => Code::AlreadyExists,
         biz::Error::Internal { .. } => Code::Internal,
         biz::Error::Unavailable { .. } => Code::Unavailable,
-        biz::Error::Busy { .. } | biz::Error::TooMany { .. } => Code::ResourceExhausted,
+        biz::Error::Busy { .. } => Code::ResourceExhausted,
     };
     Failure::new(code, e.reason(), e.message())
 }
@@ -69,14 +67,16 @@ pub fn user_list_reply(users: Vec<biz::User>, max: usize) -> Result<UserListResp
     Ok(reply)
 }
 
-/// The Greeter's methods, by their names in [`method`]: each one a named
-/// function over the use cases both transports share.
+/// The Greeter's methods by their names in greeter.proto, each one a named
+/// function over the use cases both transports share. The proto is the
+/// list: `Gateway::new` refuses, at start-up, a name here that the service
+/// does not declare and a declared method missing here.
 pub fn methods(usecases: &Arc<Usecases>) -> Vec<(&'static str, UnaryMethod)> {
     vec![
-        (method::SAY_HELLO, bind(usecases, say_hello)),
-        (method::SAY_HELLO_AGAIN, bind(usecases, say_hello_again)),
-        (method::USER_REGISTER, bind(usecases, user_register)),
-        (method::USER_LIST, bind(usecases, user_list)),
+        ("SayHello", bind(usecases, say_hello)),
+        ("SayHelloAgain", bind(usecases, say_hello_again)),
+        ("UserRegister", bind(usecases, user_register)),
+        ("UserList", bind(usecases, user_list)),
     ]
 }
 
@@ -89,7 +89,7 @@ where
     Fut: std::future::Future<Output = Result<Resp, Failure>> + Send + 'static,
 {
     let usecases = usecases.clone();
-    typed(move |req| f(usecases.clone(), req))
+    unary(move |req| f(usecases.clone(), req))
 }
 
 async fn say_hello(uc: Arc<Usecases>, req: HelloRequest) -> Result<HelloReply, Failure> {
@@ -163,6 +163,25 @@ mod tests {
         assert_eq!(password.max_bytes, Some(biz::PASSWORD_MAX_BYTES as u64));
         let name = rule(".helloworld.v1.HelloRequest", "name");
         assert_eq!(name.max_bytes, Some(biz::NAME_MAX_BYTES as u64));
+    }
+
+    #[tokio::test]
+    async fn the_method_table_is_exactly_the_methods_greeter_proto_declares() {
+        use crate::services::greeter::data::{Data, GreeterStore, UserStore};
+        let data = Data::open(":memory:").unwrap();
+        let usecases = Arc::new(Usecases {
+            greeter: biz::GreeterUsecase::new(Arc::new(GreeterStore::new(data.clone()))),
+            users: biz::UserUsecase::new(Arc::new(UserStore::new(data))),
+        });
+        let files = crate::services::greeter::api::parsed_files().unwrap();
+        let service = crate::services::greeter::api::SERVICE;
+        let table = methods(&usecases);
+        crate::protocol::gateway::Gateway::new(&files, service, &table)
+            .expect("every declared method has an entry, and no entry more");
+        // The check that makes this so: an entry too few stops start-up.
+        let err = crate::protocol::gateway::Gateway::new(&files, service, &table[1..])
+            .expect_err("a declared method without an entry");
+        assert!(err.to_string().contains("SayHello: is declared"), "{err}");
     }
 
     #[test]

@@ -14,9 +14,15 @@
 //! is [`StoreError::Down`], answered 503. A check that cannot be made is
 //! never taken as passed: a limiter or a blacklist that cannot be read
 //! refuses the request.
+//!
+//! [`Revocations`] and [`PendingSignIns`] are declared beside the code that
+//! uses them ([`super::blacklist`], [`super::pending`]): the blacklist and
+//! the OAuth flow then sit on the seam's level, not above it.
+//!
+//! [`Revocations`]: super::blacklist::Revocations
+//! [`PendingSignIns`]: super::pending::PendingSignIns
 
 use crate::services::token_auth::limiter::{Admission, FailureOutcome};
-use crate::services::token_auth::pending::{Pending, StateError};
 use crate::services::token_auth::store::{NewUser, ProviderIdentity, StoreError};
 use crate::services::token_auth::user::User;
 use crate::types::BoxFuture;
@@ -45,26 +51,6 @@ pub trait Accounts: Send + Sync {
     ) -> BoxFuture<'_, Result<User, StoreError>>;
 }
 
-/// Revoked token ids, each kept until its token would have expired.
-pub trait Revocations: Send + Sync {
-    /// List `jti` until `expired_at`; `true` when this call listed it,
-    /// `false` when it was listed already (not an error).
-    fn revoke<'a>(
-        &'a self,
-        jti: &'a str,
-        expired_at: u64,
-    ) -> BoxFuture<'a, Result<bool, StoreError>>;
-    /// Whether any of `jtis` is listed, in one look-up (a token and its
-    /// family on every authenticated request).
-    fn any_revoked<'a>(&'a self, jtis: &'a [&'a str]) -> BoxFuture<'a, Result<bool, StoreError>>;
-    /// Whether `jti` is listed.
-    fn is_revoked<'a>(&'a self, jti: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(async move { self.any_revoked(&[jti]).await })
-    }
-    /// Delete entries whose token expired by `now`; how many went.
-    fn prune(&self, now: u64) -> BoxFuture<'_, Result<usize, StoreError>>;
-}
-
 /// Login throttling: attempt windows, consecutive failures, locks.
 pub trait LoginLimits: Send + Sync {
     /// Whether a login for `username` from `ip` may be tried now; counted if so.
@@ -85,25 +71,5 @@ pub trait LoginLimits: Send + Sync {
     /// A login for `username` succeeded: its failure count starts over.
     fn record_success<'a>(&'a self, username: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Forget what no longer matters (a no-op where the server expires keys).
-    fn prune(&self);
-}
-
-/// Sign-ins sent to a provider and not yet back: single use, 10 minutes,
-/// at most [`STATE_CAPACITY`](crate::services::token_auth::pending::STATE_CAPACITY)
-/// in all and [`STATE_PER_CLIENT`](crate::services::token_auth::pending::STATE_PER_CLIENT)
-/// for one client address (IPv6 by /64).
-pub trait PendingSignIns: Send + Sync {
-    /// Remember `pending` under `state`, begun by `client`: `ClientFull`
-    /// past the per-client cap (checked first), `Full` past the capacity.
-    fn insert(
-        &self,
-        state: String,
-        pending: Pending,
-        client: IpAddr,
-    ) -> BoxFuture<'_, Result<(), StateError>>;
-    /// Remove and return what `state` names, if it exists and is fresh:
-    /// whatever the caller does next, no second call finds it.
-    fn take<'a>(&'a self, state: &'a str) -> BoxFuture<'a, Result<Option<Pending>, StateError>>;
-    /// Drop expired entries (a no-op where the server expires keys).
     fn prune(&self);
 }

@@ -21,10 +21,10 @@
 //! token stops after one round (3 rows), where without rotation it grew
 //! without bound.
 
-use crate::services::token_auth::backend::Revocations;
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::store::StoreError;
 use crate::services::token_auth::tokens::{Claims, REFRESH_TTL};
+use crate::types::BoxFuture;
 use std::sync::Arc;
 
 /// The blacklist, backed by a `token_blacklist` table (SQLite or PostgreSQL).
@@ -89,6 +89,26 @@ impl Blacklist {
 /// 100-character `token_jti` column; a `jti` never contains a colon).
 fn family_key(fam: &str) -> String {
     format!("fam:{fam}")
+}
+
+/// Revoked token ids, each kept until its token would have expired.
+pub trait Revocations: Send + Sync {
+    /// List `jti` until `expired_at`; `true` when this call listed it,
+    /// `false` when it was listed already (not an error).
+    fn revoke<'a>(
+        &'a self,
+        jti: &'a str,
+        expired_at: u64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Whether any of `jtis` is listed, in one look-up (a token and its
+    /// family on every authenticated request).
+    fn any_revoked<'a>(&'a self, jtis: &'a [&'a str]) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Whether `jti` is listed.
+    fn is_revoked<'a>(&'a self, jti: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move { self.any_revoked(&[jti]).await })
+    }
+    /// Delete entries whose token expired by `now`; how many went.
+    fn prune(&self, now: u64) -> BoxFuture<'_, Result<usize, StoreError>>;
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@
 //! state TTL — asks a [`Clock`] instead of reading the system time. Production
 //! uses [`SystemClock`]; tests use [`ManualClock`] and move it forward.
 
+use crate::web::ratelimit;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of the current Unix time in whole seconds.
 pub trait Clock: Send + Sync + 'static {
@@ -61,6 +63,17 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> u64 {
         self.now.load(Ordering::SeqCst)
+    }
+}
+
+/// The service's clock as a per-client limit's clock
+/// ([`ratelimit::Clock`]): whole Unix seconds, so the registration limit
+/// moves with the same clock as the login limits.
+pub struct LimitClock(pub Arc<dyn Clock>);
+
+impl ratelimit::Clock for LimitClock {
+    fn now(&self) -> Duration {
+        Duration::from_secs(self.0.now())
     }
 }
 

@@ -38,50 +38,12 @@
 
 use crate::config;
 use crate::services::token_auth::trust::{self, TrustError};
+pub use crate::services::token_auth::user::Provider;
 use rustls::RootCertStore;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-
-/// Identity providers the service knows (the `provider` column's values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    /// WeChat (its field names, `appid` and `openid`, are the ones every provider here uses).
-    Wechat,
-    /// Google.
-    Google,
-    /// GitHub.
-    Github,
-}
-
-impl Provider {
-    /// The lowercase name used in paths, config and the database.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Wechat => "wechat",
-            Provider::Google => "google",
-            Provider::Github => "github",
-        }
-    }
-
-    /// Parse a path segment.
-    pub(crate) fn from_name(name: &str) -> Option<Provider> {
-        match name {
-            "wechat" => Some(Provider::Wechat),
-            "google" => Some(Provider::Google),
-            "github" => Some(Provider::Github),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Registration of this service at one provider.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -1,6 +1,7 @@
-//! Login throttling: attempt rate limits, captcha hint and account lock-out.
+//! Login and registration throttling: attempt rate limits, captcha hint,
+//! account lock-out, and registrations per client.
 //!
-//! Three rules, each against a different attack:
+//! Three rules for logins, each against a different attack:
 //!
 //! * **Rate**: at most 5 attempts per sliding minute per client IP and per
 //!   username. Guessing many passwords for one account, or many accounts from
@@ -16,12 +17,26 @@
 //! the store matches them (`Ann` and `ann` are one account and one budget).
 //! IPv6 clients are grouped by /64, the block a single customer normally gets.
 //! State lives in memory: one process is one limiter. Time comes from a
-//! [`Clock`] so tests move it instead of sleeping.
+//! [`Clock`] so tests move it instead of sleeping. The windows are the
+//! crate's one sliding window ([`crate::web::ratelimit`]).
+//!
+//! **Registrations** ([`RegisterPolicy`], default 10 a minute per client
+//! address): registration is the one unauthenticated route that writes a
+//! row and runs bcrypt (cost 12, a few hundred milliseconds of one core).
+//! Without a limit one script can fill the user table or keep every core
+//! hashing; 10 a minute is far above what a person signing up needs (one
+//! attempt, a few retries after a taken name) and far below a flood. Every
+//! well-formed registration request counts, whether it then succeeds, is
+//! refused as invalid or finds the name taken (a 409 also tells a script
+//! which usernames exist); refused requests are not counted, as for login;
+//! the check runs before any bcrypt work ([`registrations`]).
 
-use crate::services::token_auth::clock::Clock;
-use std::collections::{HashMap, VecDeque};
+use crate::services::token_auth::clock::{Clock, LimitClock};
+use crate::web::ratelimit::{client_key, PerClient, Windows};
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The numbers behind the rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,9 +94,36 @@ pub struct FailureOutcome {
     pub locked: bool,
 }
 
+/// The numbers behind the registration limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegisterPolicy {
+    /// Registration attempts allowed per window, per client IP.
+    pub attempts: usize,
+    /// Length of the sliding window, seconds.
+    pub window: u64,
+}
+
+impl Default for RegisterPolicy {
+    /// 10 registrations per minute per IP.
+    fn default() -> RegisterPolicy {
+        RegisterPolicy {
+            attempts: 10,
+            window: 60,
+        }
+    }
+}
+
+/// The registration limit of one server process: `policy` per client
+/// address, on `clock`.
+pub fn registrations(policy: RegisterPolicy, clock: Arc<dyn Clock>) -> PerClient {
+    let window = Duration::from_secs(policy.window);
+    PerClient::with_clock(policy.attempts, window, Arc::new(LimitClock(clock))).prune_at(PRUNE_AT)
+}
+
 /// Longest username kept as a key; longer names cannot exist anyway.
 const KEY_MAX: usize = 64;
-/// Size at which maps are pruned inline rather than only by the periodic task.
+/// Keys a window holds before it is pruned inline rather than only by the
+/// periodic task.
 const PRUNE_AT: usize = 100_000;
 
 #[derive(Default)]
@@ -90,10 +132,9 @@ struct Account {
     locked_until: Option<u64>,
 }
 
-#[derive(Default)]
 struct State {
-    by_ip: HashMap<IpAddr, VecDeque<u64>>,
-    by_user: HashMap<String, VecDeque<u64>>,
+    by_ip: Windows<IpAddr>,
+    by_user: Windows<String>,
     accounts: HashMap<String, Account>,
 }
 
@@ -118,7 +159,11 @@ impl LoginLimiter {
         LoginLimiter {
             policy,
             clock,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                by_ip: Windows::new(policy.attempts, secs(policy.window)).prune_at(PRUNE_AT),
+                by_user: Windows::new(policy.attempts, secs(policy.window)).prune_at(PRUNE_AT),
+                accounts: HashMap::new(),
+            }),
         }
     }
 
@@ -126,11 +171,8 @@ impl LoginLimiter {
     /// count it if so.
     pub fn admit(&self, ip: IpAddr, username: &str) -> Admission {
         let now = self.clock.now();
-        let (ip, user) = (ip_key(ip), user_key(username));
+        let (ip, user) = (client_key(ip), user_key(username));
         let mut state = self.lock();
-        if state.by_ip.len() + state.by_user.len() > PRUNE_AT {
-            prune_state(&mut state, &self.policy, now);
-        }
 
         if let Some(account) = state.accounts.get_mut(&user) {
             match account.locked_until {
@@ -144,19 +186,18 @@ impl LoginLimiter {
             }
         }
 
-        let (limit, window) = (self.policy.attempts, self.policy.window);
-        let ip_wait = window_wait(state.by_ip.entry(ip).or_default(), limit, window, now);
-        let user_wait = window_wait(
-            state.by_user.entry(user.clone()).or_default(),
-            limit,
-            window,
-            now,
-        );
-        if let Some(retry_after) = ip_wait.max(user_wait) {
-            return Admission::TooManyAttempts { retry_after };
+        // Both windows are asked before either counts, under one lock: an
+        // attempt is counted in both or in neither.
+        let at = secs(now);
+        let ip_wait = state.by_ip.wait(&ip, at);
+        let user_wait = state.by_user.wait(&user, at);
+        if let Some(wait) = ip_wait.max(user_wait) {
+            return Admission::TooManyAttempts {
+                retry_after: wait.as_secs().max(1),
+            };
         }
-        state.by_ip.entry(ip).or_default().push_back(now);
-        state.by_user.entry(user).or_default().push_back(now);
+        state.by_ip.count(ip, at);
+        state.by_user.count(user, at);
         Admission::Allowed
     }
 
@@ -207,13 +248,13 @@ impl LoginLimiter {
     /// remember. Run periodically so memory tracks recent traffic only.
     pub fn prune(&self) {
         let now = self.clock.now();
-        prune_state(&mut self.lock(), &self.policy, now);
+        prune_state(&mut self.lock(), now);
     }
 
     /// How many IPs and usernames are currently tracked (for tests and metrics).
     pub fn tracked(&self) -> (usize, usize) {
         let state = self.lock();
-        (state.by_ip.len(), state.by_user.len())
+        (state.by_ip.keys(), state.by_user.keys())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -222,32 +263,14 @@ impl LoginLimiter {
     }
 }
 
-/// Drop attempts that left the `window` (seconds); if `limit` attempts are
-/// still in it, how long until a slot frees up. Shared with the
-/// registration limiter.
-pub(crate) fn window_wait(
-    attempts: &mut VecDeque<u64>,
-    limit: usize,
-    window: u64,
-    now: u64,
-) -> Option<u64> {
-    while attempts.front().is_some_and(|&t| t + window <= now) {
-        attempts.pop_front();
-    }
-    if attempts.len() < limit {
-        return None;
-    }
-    let oldest = attempts.front().copied().unwrap_or(now);
-    Some((oldest + window).saturating_sub(now).max(1))
+/// Whole seconds (the service's clock) as a window's time.
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
 }
 
-fn prune_state(state: &mut State, policy: &LimitPolicy, now: u64) {
-    let fresh = |attempts: &mut VecDeque<u64>| {
-        attempts.retain(|&t| t + policy.window > now);
-        !attempts.is_empty()
-    };
-    state.by_ip.retain(|_, a| fresh(a));
-    state.by_user.retain(|_, a| fresh(a));
+fn prune_state(state: &mut State, now: u64) {
+    state.by_ip.prune(secs(now));
+    state.by_user.prune(secs(now));
     state.accounts.retain(|_, account| {
         if account.locked_until.is_some_and(|until| until <= now) {
             account.locked_until = None;
@@ -255,10 +278,6 @@ fn prune_state(state: &mut State, policy: &LimitPolicy, now: u64) {
         account.locked_until.is_some() || account.consecutive_failures > 0
     });
 }
-
-/// IPv4 as is (also when mapped into IPv6); IPv6 reduced to its /64: the
-/// key every per-client limit of the crate counts under.
-pub(crate) use crate::web::ratelimit::client_key as ip_key;
 
 /// Usernames are one account whatever their ASCII case (the store's rule),
 /// so `ANN` and `ann` share a window, a failure count and a lock.
@@ -417,7 +436,7 @@ mod tests {
         ));
         assert_eq!(limiter.admit(other_block, "x"), Admission::Allowed);
         let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
-        assert_eq!(ip_key(mapped), ip(1));
+        assert_eq!(client_key(mapped), ip(1));
     }
 
     #[test]
@@ -434,5 +453,36 @@ mod tests {
             limiter.admit(ip(1), "bob"),
             Admission::Locked { .. }
         ));
+    }
+
+    #[test]
+    fn eleventh_registration_in_a_minute_from_one_ip_waits_for_the_window() {
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let limiter = registrations(RegisterPolicy::default(), clock.clone());
+        for _ in 0..10 {
+            assert_eq!(limiter.admit(ip(1)), Ok(()));
+            clock.advance(2);
+        }
+        // The oldest attempt was 20 s ago: it leaves the window in 40 s.
+        assert_eq!(limiter.admit(ip(1)), Err(Duration::from_secs(40)));
+        assert_eq!(limiter.admit(ip(2)), Ok(()), "other clients");
+        clock.advance(40);
+        assert_eq!(limiter.admit(ip(1)), Ok(()));
+    }
+
+    #[test]
+    fn prune_forgets_clients_whose_registrations_left_the_window() {
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let policy = RegisterPolicy {
+            attempts: 1,
+            window: 60,
+        };
+        let limiter = registrations(policy, clock.clone());
+        let _ = limiter.admit(ip(1));
+        clock.advance(30);
+        let _ = limiter.admit(ip(2));
+        clock.advance(30);
+        limiter.prune();
+        assert_eq!(limiter.tracked(), 1);
     }
 }

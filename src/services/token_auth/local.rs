@@ -4,10 +4,11 @@
 //! OAuth sign-ins ([`StateStore`]) in memory. The default, and what every
 //! instance falls back to for what is not shared.
 
-use crate::services::token_auth::backend::{Accounts, LoginLimits, PendingSignIns, Revocations};
+use crate::services::token_auth::backend::{Accounts, LoginLimits};
+use crate::services::token_auth::blacklist::Revocations;
 use crate::services::token_auth::limiter::{Admission, FailureOutcome, LoginLimiter};
 use crate::services::token_auth::oauth::state::StateStore;
-use crate::services::token_auth::pending::{Pending, StateError};
+use crate::services::token_auth::pending::{Pending, PendingSignIns, StateError};
 use crate::services::token_auth::store::{NewUser, ProviderIdentity, Store, StoreError};
 use crate::services::token_auth::user::User;
 use crate::types::BoxFuture;

@@ -10,23 +10,29 @@
 //! - [`passwords`]: bcrypt on the blocking pool, with timing-safe misses.
 //! - [`tokens`]: claims, lifetimes, issuing and checking (on [`crate::protocol::jwt`]).
 //! - [`blacklist`]: revoked token ids and their pruning.
-//! - [`limiter`]: login rate limits, captcha hint, account lock-out.
-//! - [`captcha`]: the captcha a login carries after 3 failures, verified at the provider.
-//! - [`register_limiter`]: registrations per client IP.
+//! - [`limiter`]: login rate limits, captcha hint, account lock-out, and
+//!   registrations per client IP.
 //! - [`trust`]: the root certificates an identity provider is checked against.
 //! - [`config`]: the `--config` YAML (identity providers).
 //! - [`pending`]: a pending OAuth sign-in (state, provider, PKCE verifier)
 //!   and its caps (per client address, in all).
 //! - [`oauth`]: the authorization-code flow with PKCE, a cookie binding the
-//!   sign-in to its browser, and sealed tokens.
+//!   sign-in to its browser, and sealed tokens; and the captcha a login
+//!   carries after 3 failures, verified at its provider with the same client.
 //! - [`backend`]: the storage seam, one trait per kind of state (users and
 //!   bindings, blacklist, login limits, pending sign-ins).
 //! - [`local`]: the seam over the SQLite store and in-process state (default).
 //! - `cluster` (feature `cluster`): the same state on PostgreSQL and Redis,
 //!   shared by several instances.
-//! - [`service`]: settings and the assembled shared state.
-//! - [`middleware`]: authenticate, then authorize, on the core chain.
-//! - [`routes`]: the HTTP routes; [`oauth_routes`]: the sign-in's two.
+//! - [`biz`]: the use cases — register, log in, refresh, log out,
+//!   authenticate, OAuth sign-in — returning domain errors, as the greeter's.
+//! - [`service`]: settings, and the use cases assembled from them.
+//! - [`routes`]: the HTTP transport, thin adapters over [`biz`]: the route
+//!   table, authenticate-then-authorize middleware, the OAuth sign-in's two
+//!   routes, and each domain error's status and JSON body.
+//!
+//! Transport → use cases → data, as in the greeter: [`routes`] calls
+//! [`biz`], which reaches state only through the [`backend`] traits.
 //!
 //! Typical use (what the `token-auth` binary does):
 //!
@@ -44,20 +50,17 @@
 //! ```
 
 pub mod backend;
+pub mod biz;
 pub mod blacklist;
-pub mod captcha;
 pub mod clock;
 #[cfg(feature = "cluster")]
 pub mod cluster;
 pub mod config;
 pub mod limiter;
 pub mod local;
-pub mod middleware;
 pub mod oauth;
-pub mod oauth_routes;
 pub mod passwords;
 pub mod pending;
-pub mod register_limiter;
 pub mod routes;
 pub mod service;
 pub mod store;

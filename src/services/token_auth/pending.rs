@@ -2,11 +2,14 @@
 //! `state` between the redirect to the provider and the callback, and why
 //! keeping it can fail.
 //!
-//! These types sit below both [`super::backend`] (the `PendingSignIns`
-//! trait, with its memory and Redis sides) and [`super::oauth`] (which
-//! starts and completes sign-ins), so neither imports the other for them.
+//! These types, and the [`PendingSignIns`] trait over them, sit below both
+//! [`super::backend`] (the storage seam, whose memory and Redis sides
+//! implement the trait) and [`super::oauth`] (which starts and completes
+//! sign-ins), so neither imports the other for them.
 
-use crate::services::token_auth::config::Provider;
+use crate::services::token_auth::user::Provider;
+use crate::types::BoxFuture;
+use std::net::IpAddr;
 
 /// How long a sign-in may take, seconds.
 pub const STATE_TTL: u64 = 10 * 60;
@@ -75,3 +78,23 @@ impl std::fmt::Display for StateError {
 }
 
 impl std::error::Error for StateError {}
+
+/// Sign-ins sent to a provider and not yet back: single use, 10 minutes,
+/// at most [`STATE_CAPACITY`](crate::services::token_auth::pending::STATE_CAPACITY)
+/// in all and [`STATE_PER_CLIENT`](crate::services::token_auth::pending::STATE_PER_CLIENT)
+/// for one client address (IPv6 by /64).
+pub trait PendingSignIns: Send + Sync {
+    /// Remember `pending` under `state`, begun by `client`: `ClientFull`
+    /// past the per-client cap (checked first), `Full` past the capacity.
+    fn insert(
+        &self,
+        state: String,
+        pending: Pending,
+        client: IpAddr,
+    ) -> BoxFuture<'_, Result<(), StateError>>;
+    /// Remove and return what `state` names, if it exists and is fresh:
+    /// whatever the caller does next, no second call finds it.
+    fn take<'a>(&'a self, state: &'a str) -> BoxFuture<'a, Result<Option<Pending>, StateError>>;
+    /// Drop expired entries (a no-op where the server expires keys).
+    fn prune(&self);
+}

@@ -1,8 +1,9 @@
 //! The assembled token-auth service: settings in, shared state out.
 //!
-//! [`AuthService`] owns one of each part — store, token issuer, password
-//! hasher, blacklist, login limiter, optional OAuth — and is shared by the
-//! route handlers behind an `Arc`. [`Settings`] is everything that varies
+//! [`AuthService`] (the use cases, [`super::biz`]) owns one of each part —
+//! store, token issuer, password hasher, blacklist, login limiter, optional
+//! OAuth — and is shared by the route handlers behind an `Arc`; this module
+//! builds those parts from [`Settings`]. [`Settings`] is everything that varies
 //! between the binary and tests: the binary reads the environment and uses
 //! the service's values (bcrypt cost 12, system clock); tests inject a manual
 //! clock and a cheap bcrypt cost where the cost is not what they test.
@@ -11,25 +12,25 @@
 //! `TOKEN_AUTH_SECRET` signs tokens; `TOKEN_AUTH_ENC_KEY` seals provider
 //! tokens and is required exactly when OAuth providers are configured.
 
-use crate::services::token_auth::backend::{Accounts, LoginLimits, PendingSignIns, Revocations};
-use crate::services::token_auth::blacklist::Blacklist;
-use crate::services::token_auth::captcha::Captcha;
+use crate::services::token_auth::backend::{Accounts, LoginLimits};
+pub use crate::services::token_auth::biz::AuthService;
+use crate::services::token_auth::biz::Parts;
+use crate::services::token_auth::blacklist::{Blacklist, Revocations};
 use crate::services::token_auth::clock::{Clock, SystemClock};
 use crate::services::token_auth::config::{CaptchaConfig, ConfigError, Provider, ProviderConfig};
-use crate::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
+use crate::services::token_auth::limiter::{self, LimitPolicy, LoginLimiter, RegisterPolicy};
 use crate::services::token_auth::oauth::binding::Binding;
+use crate::services::token_auth::oauth::captcha::Captcha;
 use crate::services::token_auth::oauth::cipher::{CipherError, TokenCipher, ENC_KEY_VAR};
 use crate::services::token_auth::oauth::state::StateStore;
 use crate::services::token_auth::oauth::OAuth;
 use crate::services::token_auth::passwords::{PasswordError, Passwords, DEFAULT_COST};
-use crate::services::token_auth::pending::{STATE_CAPACITY, STATE_PER_CLIENT};
-use crate::services::token_auth::register_limiter::{RegisterLimiter, RegisterPolicy};
+use crate::services::token_auth::pending::{PendingSignIns, STATE_CAPACITY, STATE_PER_CLIENT};
 use crate::services::token_auth::store::{Store, StoreError};
 use crate::services::token_auth::tokens::{TokenError, Tokens};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -283,40 +284,6 @@ fn not_built(flag: &str) -> SetupError {
     )
 }
 
-/// The running service's shared state.
-pub struct AuthService {
-    /// Users and provider bindings.
-    pub store: Arc<dyn Accounts>,
-    /// Token issuer and verifier.
-    pub tokens: Tokens,
-    /// Password hasher.
-    pub passwords: Passwords,
-    /// Revoked tokens.
-    pub blacklist: Blacklist,
-    /// Login throttling.
-    pub limiter: Arc<dyn LoginLimits>,
-    /// Registration throttling (per instance).
-    pub register_limiter: RegisterLimiter,
-    /// OAuth sign-in, when providers are configured.
-    pub oauth: Option<OAuth>,
-    /// Captcha verification, when a provider is configured.
-    pub captcha: Option<Captcha>,
-    /// Time source.
-    pub clock: Arc<dyn Clock>,
-    maintenance_every: Duration,
-    /// Set when shutdown begins: `/readyz` answers 503 from then on.
-    draining: AtomicBool,
-}
-
-impl fmt::Debug for AuthService {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AuthService")
-            .field("passwords", &self.passwords)
-            .field("oauth", &self.oauth)
-            .finish_non_exhaustive()
-    }
-}
-
 impl AuthService {
     /// Check `settings`, open the SQLite database and prepare every part,
     /// all state kept by this process.
@@ -373,64 +340,17 @@ impl AuthService {
             .transpose()
             .map_err(SetupError::Provider)?;
         let passwords = Passwords::new(settings.bcrypt_cost).map_err(SetupError::Passwords)?;
-        Ok(AuthService {
+        Ok(AuthService::new(Parts {
             blacklist: Blacklist::new(backends.revocations, Arc::clone(&clock)),
             limiter: backends.limits,
-            register_limiter: RegisterLimiter::new(settings.register_limits, Arc::clone(&clock)),
-            store: backends.accounts,
+            registrations: limiter::registrations(settings.register_limits, Arc::clone(&clock)),
+            accounts: backends.accounts,
             tokens,
             passwords,
             oauth,
             captcha,
-            clock,
             maintenance_every: settings.maintenance_every,
-            draining: AtomicBool::new(false),
-        })
-    }
-
-    /// One round of housekeeping: prune the blacklist, the limiters and the
-    /// pending OAuth states. Returns how many blacklist rows were deleted.
-    pub async fn maintain(&self) -> Result<usize, StoreError> {
-        self.limiter.prune();
-        self.register_limiter.prune();
-        if let Some(oauth) = &self.oauth {
-            oauth.prune();
-        }
-        self.blacklist.prune().await
-    }
-
-    /// Shutdown has begun: report not ready, so traffic goes elsewhere
-    /// while in-flight requests finish.
-    pub fn start_draining(&self) {
-        self.draining.store(true, Ordering::Relaxed);
-    }
-
-    /// Readiness: not draining, and the user store answers a lookup.
-    pub async fn ready(&self) -> Result<(), String> {
-        if self.draining.load(Ordering::Relaxed) {
-            return Err("draining: the server is shutting down".to_string());
-        }
-        self.store
-            .user_by_id(0)
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("user store: {e}"))
-    }
-
-    /// Run [`maintain`](Self::maintain) every `maintenance_every` until the
-    /// returned task is aborted (or the runtime stops).
-    pub fn spawn_maintenance(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let service = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(service.maintenance_every);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                if let Err(e) = service.maintain().await {
-                    crate::web::log::message("token-auth", format_args!("maintenance failed: {e}"));
-                }
-            }
-        })
+        }))
     }
 }
 

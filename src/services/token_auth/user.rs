@@ -179,6 +179,45 @@ pub(crate) fn check_email(email: &str) -> Result<(), UserError> {
     Ok(())
 }
 
+/// Identity providers the service knows (the `provider` column's values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// WeChat (its field names, `appid` and `openid`, are the ones every provider here uses).
+    Wechat,
+    /// Google.
+    Google,
+    /// GitHub.
+    Github,
+}
+
+impl Provider {
+    /// The lowercase name used in paths, config and the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Wechat => "wechat",
+            Provider::Google => "google",
+            Provider::Github => "github",
+        }
+    }
+
+    /// Parse a path segment.
+    pub(crate) fn from_name(name: &str) -> Option<Provider> {
+        match name {
+            "wechat" => Some(Provider::Wechat),
+            "google" => Some(Provider::Google),
+            "github" => Some(Provider::Github),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,11 +5,12 @@
 //!   and a final `*catch-all`, and refuses bad or conflicting routes with an
 //!   [`InsertError`] worded like Gin's start-up panics.
 //! - [`Router::lookup`] answers with a [`Lookup`]: the value and its
-//!   [`Params`], else a trailing-slash redirect, else the methods that would
-//!   match (405), else not found.
+//!   [`Params`], else a [`Miss`]: a trailing-slash redirect, else the methods
+//!   that would match (405), else not found. [`Miss::decide`] is that
+//!   decision for any set of routes (the proto gateway takes it too).
 //!
 //! ```
-//! use handwire::web::router::{Lookup, Router};
+//! use handwire::web::router::{Lookup, Miss, Router};
 //! use http::Method;
 //!
 //! let mut router = Router::new();
@@ -29,7 +30,7 @@
 //!
 //! assert!(matches!(
 //!     router.lookup(&Method::POST, "/users/7"),
-//!     Lookup::MethodNotAllowed { allowed } if allowed == [Method::GET]
+//!     Lookup::Miss(Miss::MethodNotAllowed { allowed }) if allowed == [Method::GET]
 //! ));
 //! # Ok::<(), handwire::web::router::InsertError>(())
 //! ```
@@ -61,15 +62,18 @@
 //!   syntax errors are reported before conflicts.
 //!
 //! Files: `tree.rs` holds the [`Router`] (one tree per method) and the
-//! [`Lookup`] outcome, `node.rs` the radix tree itself, `params.rs` the
-//! captured values, `error.rs` the registration errors.
+//! [`Lookup`] outcome, `node.rs` the radix tree itself, `miss.rs` the answer
+//! when no route of the method matches, `params.rs` the captured values,
+//! `error.rs` the registration errors.
 
 mod error;
+mod miss;
 mod node;
 mod params;
 mod tree;
 
 pub use error::InsertError;
+pub use miss::{allow_header, redirect_answer, Miss};
 pub use params::Params;
 pub use tree::*;
 

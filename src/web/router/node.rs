@@ -316,7 +316,7 @@ impl<T> Node<T> {
                 Kind::Static(prefix) => {
                     if !rest
                         .get(..prefix.len())
-                        .is_some_and(|head| same_bytes(head, prefix))
+                        .is_some_and(|head| eq_words(head, prefix))
                     {
                         return None;
                     }
@@ -440,7 +440,7 @@ fn segment_end(bytes: &[u8], start: usize) -> usize {
 /// looping over bytes; unlike it, it is inlined: the prefixes of a tree are
 /// short, and a library call per node costs more than the comparison.
 #[inline]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+fn eq_words(a: &[u8], b: &[u8]) -> bool {
     fn ends<const N: usize>(a: &[u8], b: &[u8]) -> bool {
         a.first_chunk::<N>() == b.first_chunk::<N>() && a.last_chunk::<N>() == b.last_chunk::<N>()
     }
@@ -468,18 +468,18 @@ fn shadowed_by_catch_all(original: &str, route: &str, pos: usize, catch_all: &st
 
 #[cfg(test)]
 mod tests {
-    use super::same_bytes;
+    use super::eq_words;
 
     #[test]
-    fn same_bytes_agrees_with_slice_equality_for_every_length_and_position() {
+    fn eq_words_agrees_with_slice_equality_for_every_length_and_position() {
         let base: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
         for len in 0..base.len() {
             let a = &base[..len];
-            assert!(same_bytes(a, a), "equal, length {len}");
+            assert!(eq_words(a, a), "equal, length {len}");
             for at in 0..len {
                 let mut b = a.to_vec();
                 b[at] ^= 0x20;
-                assert!(!same_bytes(a, &b), "differs at {at} of {len}");
+                assert!(!eq_words(a, &b), "differs at {at} of {len}");
             }
         }
     }

@@ -2,13 +2,15 @@
 //! handles this request?" in Gin's order: the route, else a trailing-slash
 //! redirect, else the methods that would match (405), else not found.
 //!
-//! The tree itself (how routes are stored and matched) is in `node.rs`.
+//! The tree itself (how routes are stored and matched) is in `node.rs`; the
+//! answer when no route of the method matches, in `miss.rs`.
 
 use std::fmt;
 
 use http::Method;
 
 use super::error::InsertError;
+use super::miss::Miss;
 use super::node::Node;
 use super::params::Params;
 
@@ -38,23 +40,9 @@ pub enum Lookup<'r, 'p, T> {
         /// The route's parameters, percent-decoded.
         params: Params<'r, 'p>,
     },
-    /// No route for this path, but the same path with/without a trailing
-    /// slash exists for this method. `location` is the path to redirect to
-    /// (the caller sends 301 for GET, 307 otherwise, as Gin, and appends the
-    /// query string). Never offered for `/` itself, nor when the location
-    /// would start with `//` or `/\`, which browsers read as another host.
-    RedirectTrailingSlash {
-        /// The other form of the request path.
-        location: String,
-    },
-    /// The path matches under other methods; `allowed` lists them (sorted,
-    /// for the Allow header).
-    MethodNotAllowed {
-        /// The methods whose routes match the path, sorted by name.
-        allowed: Vec<Method>,
-    },
-    /// Nothing matches.
-    NotFound,
+    /// No route of this method matches: redirect, 405 or 404, as
+    /// [`Miss::decide`] says.
+    Miss(Miss),
 }
 
 impl<T> Router<T> {
@@ -96,27 +84,25 @@ impl<T> Router<T> {
     /// list allocate: a 404 does not (for paths under 256 bytes).
     #[inline]
     pub fn lookup<'r, 'p>(&'r self, method: &Method, path: &'p str) -> Lookup<'r, 'p, T> {
-        if let Some(root) = self.tree(method) {
+        let root = self.tree(method);
+        if let Some(root) = root {
             let mut params = Params::new();
             if let Some(value) = root.find(path, 0, &mut params) {
                 params.decode_values();
                 return Lookup::Found { value, params };
             }
-            if let Some(location) = trailing_slash_redirect(root, path) {
-                return Lookup::RedirectTrailingSlash { location };
-            }
         }
-        let mut allowed: Vec<Method> = self
-            .trees
-            .iter()
-            .filter(|(m, root)| m != method && root.matches(path))
-            .map(|(m, _)| m.clone())
-            .collect();
-        if allowed.is_empty() {
-            return Lookup::NotFound;
-        }
-        allowed.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-        Lookup::MethodNotAllowed { allowed }
+        Lookup::Miss(Miss::decide(
+            path,
+            |other| root.is_some_and(|root| root.matches(other)),
+            || {
+                self.trees
+                    .iter()
+                    .filter(|(m, root)| m != method && root.matches(path))
+                    .map(|(m, _)| m.clone())
+                    .collect()
+            },
+        ))
     }
 
     /// The registered (method, path) pairs, in registration order.
@@ -144,34 +130,4 @@ impl<T> fmt::Debug for Router<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.routes()).finish()
     }
-}
-
-/// The other form of `path` (one trailing slash more or less), if that form
-/// matches a route of this method.
-fn trailing_slash_redirect<T>(root: &Node<T>, path: &str) -> Option<String> {
-    if path.len() <= 1 {
-        return None;
-    }
-    if let Some(without) = path.strip_suffix('/') {
-        return (is_local(without) && root.matches(without)).then(|| without.to_owned());
-    }
-    if !is_local(path) {
-        return None;
-    }
-    // Try `path + "/"` in a stack buffer: a 404 should not cost an allocation.
-    let mut buf = [0u8; 256];
-    let with = match buf.get_mut(..path.len() + 1) {
-        Some(slot) => {
-            slot[..path.len()].copy_from_slice(path.as_bytes());
-            slot[path.len()] = b'/';
-            root.matches(std::str::from_utf8(slot).ok()?)
-        }
-        None => root.matches(&format!("{path}/")),
-    };
-    with.then(|| format!("{path}/"))
-}
-
-/// False for paths that a browser would read as a host (`//evil`, `/\evil`).
-fn is_local(path: &str) -> bool {
-    !matches!(path.as_bytes().get(1), Some(b'/' | b'\\'))
 }

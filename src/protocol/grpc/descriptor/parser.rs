@@ -196,6 +196,14 @@ impl Parser<'_> {
             ("java_package", Tok::Str(s)) => opts.java_package = Some(s),
             ("java_outer_classname", Tok::Str(s)) => opts.java_outer_classname = Some(s),
             ("objc_class_prefix", Tok::Str(s)) => opts.objc_class_prefix = Some(s),
+            ("csharp_namespace", Tok::Str(s)) => opts.csharp_namespace = Some(s),
+            ("php_namespace", Tok::Str(s)) => opts.php_namespace = Some(s),
+            ("php_metadata_namespace", Tok::Str(s)) => opts.php_metadata_namespace = Some(s),
+            ("ruby_package", Tok::Str(s)) => opts.ruby_package = Some(s),
+            ("swift_prefix", Tok::Str(s)) => opts.swift_prefix = Some(s),
+            ("cc_enable_arenas", Tok::Ident(b)) if b == "true" || b == "false" => {
+                opts.cc_enable_arenas = Some(b == "true")
+            }
             ("java_multiple_files", Tok::Ident(b)) if b == "true" || b == "false" => {
                 opts.java_multiple_files = Some(b == "true")
             }

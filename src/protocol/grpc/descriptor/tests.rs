@@ -144,9 +144,9 @@ fn unsupported_constructs_are_errors_naming_the_line() {
             "field a: only `(buf.validate.field)` options are supported",
         ),
         (
-            "syntax = \"proto3\";\noption cc_enable_arenas = true;",
+            "syntax = \"proto3\";\noption optimize_for = SPEED;",
             2,
-            "unsupported file option `cc_enable_arenas`",
+            "unsupported file option `optimize_for`",
         ),
         (
             "syntax = \"proto3\";\nmessage M { string a = 0; }",
@@ -366,6 +366,25 @@ fn leading_comments_document_messages_fields_services_and_methods_but_not_detach
     assert_eq!(doc(".p.v1.S"), Some("The service."));
     assert_eq!(doc(".p.v1.S.Do"), Some("Does it."));
     assert_eq!(file.docs.len(), 5, "{:?}", file.docs);
+}
+
+#[test]
+fn the_file_options_of_upstream_protos_are_kept() {
+    let src = "syntax = \"proto3\";\n\
+        option csharp_namespace = \"Grpc.Health.V1\";\n\
+        option php_namespace = \"Google\\\\Api\";\n\
+        option php_metadata_namespace = \"GPBMetadata\\\\Api\";\n\
+        option ruby_package = \"Google::Api\";\n\
+        option swift_prefix = \"GAPI\";\n\
+        option cc_enable_arenas = true;\n";
+    let fd = parse_proto("o.proto", src).unwrap();
+    let o = fd.options.unwrap();
+    assert_eq!(o.csharp_namespace(), "Grpc.Health.V1");
+    assert_eq!(o.php_namespace(), "Google\\Api");
+    assert_eq!(o.php_metadata_namespace(), "GPBMetadata\\Api");
+    assert_eq!(o.ruby_package(), "Google::Api");
+    assert_eq!(o.swift_prefix(), "GAPI");
+    assert!(o.cc_enable_arenas());
 }
 
 #[test]

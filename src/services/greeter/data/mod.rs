@@ -31,7 +31,7 @@
 pub mod cache;
 #[cfg(feature = "cluster")]
 pub mod postgres;
-pub mod writer;
+pub(crate) mod writer;
 
 use std::fmt;
 use std::os::unix::fs::MetadataExt;

@@ -15,7 +15,8 @@
 //! connection could be had at all ([`PgStore::run`]).
 
 use crate::cluster::{self as shared, Migration, PgPool};
-use crate::services::token_auth::backend::{Accounts, Revocations};
+use crate::services::token_auth::backend::Accounts;
+use crate::services::token_auth::blacklist::Revocations;
 use crate::services::token_auth::store::{
     username_candidates, NewUser, ProviderIdentity, StoreError, NO_PASSWORD,
 };

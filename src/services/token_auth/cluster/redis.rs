@@ -50,17 +50,16 @@
 //!   answer costs is a refused callback (fail closed), never a double use.
 
 use crate::cluster::{self as shared, Redis};
-use crate::services::token_auth::backend::{LoginLimits, PendingSignIns};
+use crate::services::token_auth::backend::LoginLimits;
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::Provider;
-use crate::services::token_auth::limiter::{
-    ip_key, user_key, Admission, FailureOutcome, LimitPolicy,
-};
+use crate::services::token_auth::limiter::{user_key, Admission, FailureOutcome, LimitPolicy};
 use crate::services::token_auth::pending::{
-    Pending, StateError, STATE_CAPACITY, STATE_PER_CLIENT, STATE_TTL,
+    Pending, PendingSignIns, StateError, STATE_CAPACITY, STATE_PER_CLIENT, STATE_TTL,
 };
 use crate::services::token_auth::store::StoreError;
 use crate::types::BoxFuture;
+use crate::web::ratelimit::client_key;
 use redis::Script;
 use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
@@ -250,7 +249,7 @@ impl LoginLimits for RedisLimits {
             let mut invocation = ADMIT.prepare_invoke();
             invocation
                 .key(format!("{PREFIX}lock:{user}"))
-                .key(format!("{PREFIX}login:ip:{}", ip_key(ip)))
+                .key(format!("{PREFIX}login:ip:{}", client_key(ip)))
                 .key(format!("{PREFIX}login:user:{user}"))
                 .arg(now)
                 .arg(self.policy.attempts)
@@ -363,7 +362,7 @@ fn encode(p: &Pending, client: IpAddr) -> String {
         p.provider.as_str(),
         p.code_verifier,
         p.issued_at(),
-        ip_key(client)
+        client_key(client)
     )
 }
 
@@ -387,7 +386,7 @@ impl PendingSignIns for RedisSignIns {
             invocation
                 .key(format!("{PREFIX}oauth:{state}"))
                 .key(INDEX)
-                .key(format!("{CLIENT_SETS}{}", ip_key(client)))
+                .key(format!("{CLIENT_SETS}{}", client_key(client)))
                 .arg(encode(&pending, client))
                 .arg(STATE_TTL)
                 .arg(self.clock.now())

@@ -6,6 +6,8 @@
 //! accepts `+` for space, as HTML forms send it, and refuses broken escapes
 //! instead of guessing.
 
+use crate::web::urlenc::{decode_strict, Component};
+
 /// Percent-encode `value`, leaving only `A-Z a-z 0-9 - . _ ~` as they are.
 pub fn encode(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
@@ -28,28 +30,10 @@ pub fn encode_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> 
         .join("&")
 }
 
-/// Decode one component; `None` if an escape is malformed or the bytes are not UTF-8.
+/// Decode one component (`+` is a space); `None` if an escape is
+/// malformed or the bytes are not UTF-8.
 pub fn decode(component: &str) -> Option<String> {
-    let bytes = component.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = bytes.get(i + 1..i + 3)?;
-                if !hex.iter().all(u8::is_ascii_hexdigit) {
-                    return None;
-                }
-                let hex = std::str::from_utf8(hex).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).ok()
+    decode_strict(component, Component::Form).ok()
 }
 
 /// Parse `k1=v1&k2=v2` into decoded pairs, in order. Empty segments are

@@ -13,18 +13,21 @@
 //! Nothing is written to the database here: the caller stores the identity
 //! only when every provider call has succeeded, so a failing provider leaves
 //! no trace.
+//!
+//! [`captcha`] verifies a login's captcha at its provider with the same
+//! provider client.
 
 pub mod binding;
+pub mod captcha;
 pub mod cipher;
 pub mod client;
 pub mod form;
 pub mod pkce;
 pub mod state;
 
-use crate::services::token_auth::backend::PendingSignIns;
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};
-use crate::services::token_auth::pending::StateError;
+use crate::services::token_auth::pending::{PendingSignIns, StateError};
 use crate::services::token_auth::store::ProviderIdentity;
 use binding::{Binding, BindingError};
 use cipher::{CipherError, TokenCipher};

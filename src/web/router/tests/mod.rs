@@ -4,7 +4,7 @@
 
 use http::Method;
 
-use super::{Lookup, Router};
+use super::{Lookup, Miss, Router};
 
 mod escaped_colon;
 mod insert;
@@ -37,9 +37,9 @@ fn lookup(router: &Router<String>, method: &Method, path: &str) -> Outcome {
             value.clone(),
             params.iter().map(|(k, v)| (k.into(), v.into())).collect(),
         ),
-        Lookup::RedirectTrailingSlash { location } => Outcome::Redirect(location),
-        Lookup::MethodNotAllowed { allowed } => Outcome::NotAllowed(allowed),
-        Lookup::NotFound => Outcome::NotFound,
+        Lookup::Miss(Miss::Redirect { location }) => Outcome::Redirect(location),
+        Lookup::Miss(Miss::MethodNotAllowed { allowed }) => Outcome::NotAllowed(allowed),
+        Lookup::Miss(Miss::NotFound) => Outcome::NotFound,
     }
 }
 

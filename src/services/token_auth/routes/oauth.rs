@@ -1,21 +1,19 @@
 //! The HTTP side of the OAuth sign-in's two routes (registered by
-//! [`super::routes::engine`]): `/login` redirects to the provider and gives
-//! the browser the cookie that binds the sign-in to it; `/callback` needs
-//! that cookie with the state, clears it whatever the outcome, and yields
-//! the signed-in user, whom the route answers with a token pair as every
-//! login does.
+//! [`super::engine`]), over the use cases of [`super::biz`]: `/login`
+//! redirects to the provider and gives the browser the cookie that binds
+//! the sign-in to it; `/callback` needs that cookie with the state, clears
+//! it whatever the outcome, and yields a token pair as every login does.
 //!
 //! Kept apart from the other routes because the sign-in has its own
 //! answers: 429 per client address and 503 in all for pending sign-ins, a
 //! 400 naming a missing or foreign cookie, and 502 when the provider fails.
 
-use crate::services::token_auth::middleware::{ApiError, STORE_UNAVAILABLE};
+use super::middleware::{ApiError, STORE_UNAVAILABLE};
+use crate::services::token_auth::biz::{AuthError, AuthService};
 use crate::services::token_auth::oauth::{binding, Callback, OAuthError};
 use crate::services::token_auth::pending::StateError;
-use crate::services::token_auth::service::AuthService;
-use crate::services::token_auth::user::User;
+use crate::services::token_auth::tokens::TokenPair;
 use crate::web::chain::Context;
-use crate::web::log;
 use http::header::{CACHE_CONTROL, COOKIE, SET_COOKIE};
 use http::StatusCode;
 
@@ -26,14 +24,17 @@ pub const TOO_MANY_SIGN_INS: &str =
     "too many sign-ins in progress from this address, try again later";
 
 /// The answer to an OAuth failure; a failing provider is also logged.
-fn oauth_failure(c: &Context, error: OAuthError) -> ApiError {
+pub fn failure(error: OAuthError) -> ApiError {
     let status = match &error {
         OAuthError::UnknownProvider => StatusCode::NOT_FOUND,
         OAuthError::InvalidState => return ApiError::new(StatusCode::BAD_REQUEST, INVALID_STATE),
         OAuthError::Unbound(_) | OAuthError::Denied(_) | OAuthError::MissingCode => {
             StatusCode::BAD_REQUEST
         }
-        OAuthError::Provider(_) => StatusCode::BAD_GATEWAY,
+        OAuthError::Provider(_) => {
+            let answer = ApiError::new(StatusCode::BAD_GATEWAY, error.to_string());
+            return ApiError::logged(error.to_string(), answer);
+        }
         OAuthError::States(StateError::Unavailable(_)) => {
             return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
         }
@@ -46,28 +47,15 @@ fn oauth_failure(c: &Context, error: OAuthError) -> ApiError {
         OAuthError::States(_) => StatusCode::SERVICE_UNAVAILABLE,
         OAuthError::Cipher(_) => return ApiError::internal("oauth")(error),
     };
-    if status == StatusCode::BAD_GATEWAY {
-        log::message(
-            "token-auth",
-            format_args!("{} {}: {error}", c.method(), c.path()),
-        );
-    }
     ApiError::new(status, error.to_string())
 }
 
 /// `GET /auth/oauth/:provider/login` → 302 to the provider, with the
 /// cookie binding the sign-in to this browser; 429 past the client's
 /// pending sign-ins.
-pub async fn login(service: &AuthService, c: &mut Context) -> Result<(), ApiError> {
-    let oauth = service
-        .oauth
-        .as_ref()
-        .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
+pub async fn login(service: &AuthService, c: &mut Context) -> Result<(), AuthError> {
     let name = c.param("provider").unwrap_or_default().to_owned();
-    let redirect = oauth
-        .authorize_url(&name, c.client_ip())
-        .await
-        .map_err(|e| oauth_failure(c, e))?;
+    let redirect = service.oauth_login(&name, c.client_ip()).await?;
     c.set_header(CACHE_CONTROL, "no-store");
     c.set_header(SET_COOKIE, &redirect.set_cookie);
     c.redirect(StatusCode::FOUND, &redirect.url);
@@ -75,16 +63,12 @@ pub async fn login(service: &AuthService, c: &mut Context) -> Result<(), ApiErro
 }
 
 /// `GET /auth/oauth/:provider/callback?code&state` with the binding
-/// cookie → the local user bound to the provider's account (created or
-/// updated). Every answer clears the cookie: the sign-in it bound is over,
-/// whatever the outcome.
-pub async fn callback(service: &AuthService, c: &mut Context) -> Result<User, ApiError> {
-    let oauth = service
-        .oauth
-        .as_ref()
-        .ok_or_else(|| oauth_failure(c, OAuthError::UnknownProvider))?;
+/// cookie → a token pair for the local user bound to the provider's
+/// account (created or updated). Every answer clears the cookie: the
+/// sign-in it bound is over, whatever the outcome.
+pub async fn callback(service: &AuthService, c: &mut Context) -> Result<TokenPair, AuthError> {
     let name = c.param("provider").unwrap_or_default().to_owned();
-    if let Some(clear) = oauth.clear_cookie(&name) {
+    if let Some(clear) = service.oauth_clear_cookie(&name) {
         c.set_header(SET_COOKIE, &clear);
     }
     // Nothing a callback answers is for a cache, errors included.
@@ -97,13 +81,5 @@ pub async fn callback(service: &AuthService, c: &mut Context) -> Result<User, Ap
         error: c.query("error"),
         bindings,
     };
-    let signed_in = oauth
-        .complete(&name, callback)
-        .await
-        .map_err(|e| oauth_failure(c, e))?;
-    service
-        .store
-        .sign_in_with_provider(signed_in.identity, signed_in.username_hint)
-        .await
-        .map_err(ApiError::store("storing provider sign-in"))
+    service.oauth_callback(&name, callback).await
 }

@@ -21,6 +21,9 @@
 //! * [`CaptchaError`]: the provider cannot give an answer (unreachable,
 //!   slow, non-2xx, not JSON, `internal-error`) or refuses our own
 //!   credentials (`invalid-input-secret`) → 503, logged.
+//!
+//! It lives beside the OAuth flow because both are calls to an outside
+//! provider through the same client ([`super::client`], [`super::form`]).
 
 use std::fmt;
 use std::net::IpAddr;

@@ -12,10 +12,9 @@
 //! The bodies are fixed strings (the table in docs/token-auth.md); the precise reason a token was
 //! refused goes to the log, not to the caller.
 
-use crate::protocol::jwt::JwtError;
-use crate::services::token_auth::service::AuthService;
+use crate::services::token_auth::biz::{AuthError, AuthService};
 use crate::services::token_auth::store::StoreError;
-use crate::services::token_auth::tokens::{self, Claims, TokenKind};
+use crate::services::token_auth::tokens::Claims;
 use crate::services::token_auth::user::{Role, User};
 use crate::web::chain::{named, Context, Handler};
 use crate::web::log;
@@ -137,6 +136,14 @@ pub enum ApiError {
         /// The cause, for the log only.
         cause: String,
     },
+    /// `answer`, after `note` is logged with the request's method and path
+    /// (a captcha or identity provider that refused or failed).
+    Logged {
+        /// The log line's text.
+        note: String,
+        /// The answer.
+        answer: Box<ApiError>,
+    },
 }
 
 impl ApiError {
@@ -145,6 +152,14 @@ impl ApiError {
         ApiError::Refused {
             status,
             message: message.into(),
+        }
+    }
+
+    /// `answer`, with `note` logged first.
+    pub fn logged(note: String, answer: ApiError) -> ApiError {
+        ApiError::Logged {
+            note,
+            answer: Box::new(answer),
         }
     }
 
@@ -176,6 +191,13 @@ impl ErrorResponse for ApiError {
             ApiError::Json { status, body } => c.abort_with_json(status, body),
             ApiError::Store { what, error } => store_failure(c, what, &error),
             ApiError::Internal { what, cause } => internal(c, what, &cause),
+            ApiError::Logged { note, answer } => {
+                log::message(
+                    "token-auth",
+                    format_args!("{} {}: {note}", c.method(), c.path()),
+                );
+                answer.respond(c);
+            }
         }
     }
 }
@@ -199,8 +221,10 @@ pub(crate) fn bearer_token(c: &Context) -> Option<&str> {
     (!token.is_empty()).then_some(token)
 }
 
-/// Middleware: require a valid, unrevoked access token; store its claims
-/// under [`CLAIMS_KEY`] and run the rest of the chain.
+/// Middleware: require a valid, unrevoked access token whose account
+/// still holds it ([`AuthService::authenticate`]); store its claims under
+/// [`CLAIMS_KEY`] and the account under [`USER_KEY`], and run the rest of
+/// the chain.
 pub fn authenticate(service: Arc<AuthService>) -> Handler {
     named("authenticate", move |c| {
         let service = Arc::clone(&service);
@@ -208,40 +232,22 @@ pub fn authenticate(service: Arc<AuthService>) -> Handler {
             let Some(token) = bearer_token(c) else {
                 return unauthorized(c, TOKEN_NOT_PROVIDED, false);
             };
-            let claims = match service.tokens.verify(token, TokenKind::Access) {
-                Ok(claims) => claims,
-                Err(JwtError::Expired) => return unauthorized(c, TOKEN_EXPIRED, true),
-                Err(why) => {
+            let (claims, user) = match service.authenticate(token).await {
+                Ok(caller) => caller,
+                Err(AuthError::TokenExpired) => return unauthorized(c, TOKEN_EXPIRED, true),
+                Err(AuthError::TokenRevoked) => return unauthorized(c, TOKEN_REVOKED, true),
+                Err(AuthError::Store { what, error }) => return store_failure(c, what, &error),
+                Err(refused) => {
+                    let why = match &refused {
+                        AuthError::TokenInvalid { why } => why.clone(),
+                        other => other.to_string(),
+                    };
                     log::message(
                         "token-auth",
                         format_args!("{} {}: refused token: {why}", c.method(), c.path()),
                     );
                     return unauthorized(c, TOKEN_INVALID, true);
                 }
-            };
-            match service.blacklist.is_revoked(&claims).await {
-                Ok(false) => {}
-                Ok(true) => return unauthorized(c, TOKEN_REVOKED, true),
-                Err(e) => return store_failure(c, "blacklist lookup", &e),
-            }
-            // The token must still name the account it was issued for: one
-            // that was deleted, or an id that now belongs to someone else,
-            // is refused as invalid.
-            let user = match service.store.user_by_id(claims.user_id).await {
-                Ok(Some(user)) if tokens::issued_for(&claims, &user) => user,
-                Ok(_) => {
-                    log::message(
-                        "token-auth",
-                        format_args!(
-                            "{} {}: refused token: user {} no longer holds it",
-                            c.method(),
-                            c.path(),
-                            claims.user_id
-                        ),
-                    );
-                    return unauthorized(c, TOKEN_INVALID, true);
-                }
-                Err(e) => return store_failure(c, "loading user", &e),
             };
             c.set(CLAIMS_KEY, claims);
             c.set(USER_KEY, user);

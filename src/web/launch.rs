@@ -1,0 +1,161 @@
+//! What the three binaries share from `main` to their first request: one
+//! `main` shape, the server flags read into [`Options`], the listener bound
+//! with an error that names the flag, and the start-up and stop lines.
+//!
+//! Each binary then only says what is its own: greeter reads its config
+//! file, router-demo builds the demo engine, token-auth opens its store.
+//! Flags are declared in [`crate::cli`] (and the TLS pair in
+//! [`crate::web::tls`]); [`SERVER_FLAGS`] is the set router-demo and
+//! token-auth take, listed the same way in both `--help` texts.
+
+use std::future::Future;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use crate::cli::{self, Args, Command, Flag, Usage};
+use crate::config::parse_duration_setting;
+use crate::web::engine::Engine;
+use crate::web::log;
+use crate::web::metrics::{Kind, Metrics};
+use crate::web::server::{self, Options, ServerError, Service};
+use crate::web::tls;
+
+/// The server options of a binary with one listener and one engine
+/// (router-demo, token-auth): where to listen, the shutdown grace, TLS,
+/// the route table, the chain trace and metrics.
+pub const SERVER_FLAGS: &[Flag] = &[
+    cli::ADDR,
+    cli::SHUTDOWN_GRACE,
+    tls::CERT_FLAG,
+    tls::KEY_FLAG,
+    cli::QUIET,
+    cli::TRACE,
+    cli::NO_METRICS,
+];
+
+/// The body of every binary's `main`: names the service in log lines,
+/// parses the command line against `usage` (`--help` prints
+/// [`cli::help`] and exits 0), runs `run` on a multi-threaded tokio
+/// runtime, and turns an error anywhere into one line on stderr,
+/// `program: what`, and exit status 1.
+pub fn main<F, Fut>(usage: &Usage, max_positional: usize, run: F) -> ExitCode
+where
+    F: FnOnce(Args) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    log::set_service_name(usage.program);
+    let fail = |message: &str| {
+        eprintln!("{}: {message}", usage.program);
+        ExitCode::FAILURE
+    };
+    let args = match usage.command(std::env::args().skip(1), max_positional) {
+        Ok(Command::Help) => {
+            print!("{}", cli::help(usage));
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Run(args)) => args,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the runtime: {e}")),
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => fail(&message),
+    }
+}
+
+/// `--shutdown-grace`, else the environment variable `fallback` (if
+/// any and set), else `None` (the server's default). The error names the
+/// flag or the variable.
+pub fn shutdown_grace(args: &Args, fallback: Option<&str>) -> Result<Option<Duration>, String> {
+    if let Some(text) = args.get(cli::SHUTDOWN_GRACE.name) {
+        return parse_duration_setting("--shutdown-grace", text).map(Some);
+    }
+    match fallback.and_then(|var| Some((var, std::env::var(var).ok()?))) {
+        Some((var, text)) => parse_duration_setting(var, &text).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The listener settings of [`SERVER_FLAGS`], checked before anything is bound:
+/// `--addr` (default [`cli::DEFAULT_ADDR`]), then `--shutdown-grace` and
+/// the TLS pair into [`Options`].
+pub struct Listen {
+    /// Where to listen, as [`cli::listen_addr`] normalized it.
+    pub addr: String,
+    /// The server options the flags set.
+    pub options: Options,
+}
+
+impl Listen {
+    /// Reads the flags; an error names the flag (or the TLS file).
+    pub fn from_args(args: &Args) -> Result<Listen, String> {
+        let addr = cli::listen_addr("--addr", args.get("addr").unwrap_or(cli::DEFAULT_ADDR))?;
+        let mut options = Options::default();
+        if let Some(grace) = shutdown_grace(args, None)? {
+            options.shutdown_grace = grace;
+        }
+        options.tls = tls::from_flags(args.get("tls-cert"), args.get("tls-key"))?;
+        Ok(Listen { addr, options })
+    }
+}
+
+/// Binds `addr` (as [`Listen::from_args`] read it); a port in use says
+/// which flag moves the service.
+pub async fn bind(addr: &str) -> Result<TcpListener, String> {
+    server::bind(addr).await.map_err(|e| match &e {
+        ServerError::Bind { source, .. } => {
+            format!("--addr: {e}{}", cli::addr_in_use_hint(source, "--addr"))
+        }
+        _ => e.to_string(),
+    })
+}
+
+/// Applies `--no-metrics`, `--trace` and `--quiet` to `engine`: unless
+/// metrics are off, requests are counted (`GET /metrics`) and so are the
+/// connections of `options`.
+pub fn study_and_metrics(
+    engine: &mut Engine,
+    args: &Args,
+    options: &mut Options,
+) -> Result<(), String> {
+    if !args.has(cli::NO_METRICS.name) {
+        let metrics = Metrics::new();
+        engine
+            .metrics(&metrics)
+            .map_err(|e| format!("bad route table: {e}"))?;
+        options.connection_gauge = Some(metrics.connections(Kind::Http));
+    }
+    engine.study_mode(args.has(cli::TRACE.name), args.has(cli::QUIET.name));
+    Ok(())
+}
+
+/// Serves `app` on `listener` until `shutdown`: prints
+/// `program listening on http(s)://addr`, reloads the TLS certificate on
+/// SIGHUP, and prints `program stopped` once the last connection closed.
+pub async fn serve(
+    program: &str,
+    listener: TcpListener,
+    app: Arc<dyn Service>,
+    options: Options,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), String> {
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    log::announce(&format!("{program} listening on {scheme}://{local}"));
+    tls::reload_on_sighup(options.tls.iter().cloned().collect());
+    server::serve(listener, app, options, shutdown)
+        .await
+        .map_err(|e| e.to_string())?;
+    log::announce(&format!("{program} stopped"));
+    Ok(())
+}
