@@ -7,8 +7,8 @@
 
 use criterion::{criterion_group, Criterion};
 use handwire::protocol::jwt::Hs256;
-use handwire::services::token_auth::tokens::{Claims, TokenKind};
 use handwire::services::token_auth::user::Role;
+use handwire::services::token_auth::{Claims, TokenKind};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use std::hint::black_box;
 

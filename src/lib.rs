@@ -22,6 +22,16 @@
 //!   PostgreSQL and Redis connections with time-outs, migrations and the
 //!   start-up errors both services report. They import nothing from the crate.
 //!
+//! The public surface, for the binaries, tests, benches, examples and fuzz
+//! targets: each of [`web`], [`protocol::grpc`], [`protocol::gateway`] and
+//! [`services::token_auth`] keeps its modules crate-private and re-exports
+//! what a caller names (`web::Engine`, `web::Context`, `grpc::Server`,
+//! `gateway::Gateway`, `token_auth::Passwords`), keeping public only the few
+//! namespaces read as such (`web::server`, `web::middleware`, `grpc::health`,
+//! `grpc::reflection`, `grpc::descriptor`, `gateway::openapi`,
+//! `token_auth::{config, routes, service, store, user}`). Everything else
+//! is an implementation detail free to move.
+//!
 //! `tests/architecture.rs` reads the `use crate::…` lines of `src/` and fails
 //! when an import breaks these rules.
 

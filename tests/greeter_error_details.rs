@@ -8,7 +8,7 @@ mod support;
 
 use std::process::Command;
 
-use handwire::protocol::grpc::details::{ErrorDetails, RpcStatus};
+use handwire::protocol::grpc::{ErrorDetails, RpcStatus};
 use handwire::services::greeter::api::{UserRegisterRequest, UserRegisterResponse};
 use http::Method;
 use prost::Message;

@@ -339,7 +339,7 @@ async fn unary_success_is_headers_then_one_message_then_ok_trailers() {
         reply.headers.get("grpc-status").is_none(),
         "status belongs in trailers"
     );
-    let mut decoder = handwire::protocol::grpc::frame::Decoder::new(1 << 20);
+    let mut decoder = handwire::protocol::grpc::Decoder::new(1 << 20);
     decoder.push(&reply.data);
     let frame = decoder.next_frame().unwrap().unwrap();
     assert!(decoder.next_frame().unwrap().is_none());
@@ -707,7 +707,7 @@ async fn reflection_roundtrips(addr: SocketAddr, version: &str) {
     let (response, mut send) = client
         .send_request(request(addr, "POST", &path, &[]), false)
         .unwrap();
-    let mut decoder = handwire::protocol::grpc::frame::Decoder::new(1 << 20);
+    let mut decoder = handwire::protocol::grpc::Decoder::new(1 << 20);
     let response = response.await.unwrap();
     assert_eq!(response.status(), 200);
     let mut body = response.into_body();

@@ -12,7 +12,7 @@ use bytes::{Bytes, BytesMut};
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use handwire::protocol::grpc::frame::Decoder;
+use handwire::protocol::grpc::Decoder;
 use handwire::protocol::grpc::{Code, Frame, Status};
 use handwire::services::greeter::api::{
     Empty, HelloReply, HelloRequest, UserListResponse, UserRegisterRequest, UserRegisterResponse,

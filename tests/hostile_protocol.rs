@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use handwire::services::token_auth::routes::middleware::TOKEN_INVALID;
+use handwire::services::token_auth::routes::TOKEN_INVALID;
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 use support::greeter::{call, user_rows};

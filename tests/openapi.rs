@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use handwire::protocol::gateway::template::Template;
+use handwire::protocol::gateway::Template;
 use handwire::protocol::gateway::{openapi, Gateway};
 use handwire::protocol::grpc::descriptor::{parse_files, ParsedFile, GOOGLE_API_FILES};
 use handwire::protocol::grpc::UnaryMethod;

@@ -7,7 +7,7 @@ mod support;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use handwire::protocol::jwt::Hs256;
-use handwire::services::token_auth::routes::middleware::{require_role, ANY_ROLE};
+use handwire::services::token_auth::routes::{require_role, ANY_ROLE};
 use handwire::web::{handler, Engine};
 use http::StatusCode;
 use serde_json::json;

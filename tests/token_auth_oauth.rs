@@ -7,11 +7,11 @@
 mod support;
 
 use bytes::Bytes;
-use handwire::services::token_auth::clock::Clock;
 use handwire::services::token_auth::config::Provider;
 use handwire::services::token_auth::oauth::form;
 use handwire::services::token_auth::service::{AuthService, Settings};
 use handwire::services::token_auth::store::NO_PASSWORD;
+use handwire::services::token_auth::Clock;
 use http::{Method, StatusCode, Version};
 use serde_json::json;
 use support::fake_provider::{Failure, FakeProvider};

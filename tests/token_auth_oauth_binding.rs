@@ -15,7 +15,7 @@ mod support;
 
 use bytes::Bytes;
 use handwire::services::token_auth::config::Provider;
-use handwire::services::token_auth::pending::{STATE_CAPACITY, STATE_PER_CLIENT};
+use handwire::services::token_auth::{STATE_CAPACITY, STATE_PER_CLIENT};
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;

@@ -10,7 +10,7 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use handwire::protocol::gateway::template::{split_path, Template};
+use handwire::protocol::gateway::{split_path, Template};
 use handwire::protocol::gateway::{Found, Gateway};
 use handwire::protocol::grpc::descriptor::{parse_files, GOOGLE_API_FILES};
 use handwire::protocol::grpc::UnaryMethod;

@@ -1,7 +1,7 @@
 //! Arbitrary bytes, in arbitrary chunks, through the gRPC frame decoder:
 //! frames or errors, never a panic, and re-encoding a frame gives its bytes.
 #![no_main]
-use handwire::protocol::grpc::frame::{Decoder, Frame};
+use handwire::protocol::grpc::{Decoder, Frame};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

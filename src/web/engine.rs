@@ -29,8 +29,6 @@ use crate::web::middleware;
 use crate::web::path_params;
 use crate::web::router::{InsertError, Router};
 
-// The serving half's names, where the engine's users have always found them.
-pub(crate) use crate::web::app::json_response;
 use crate::web::app::{App, BodyTimeoutAnswer, EdgeAnswer};
 
 /// Default request body limit: 4 MiB.

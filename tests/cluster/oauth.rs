@@ -120,7 +120,7 @@ async fn an_oauth_sign_in_begun_on_a_completes_on_b_once_only_with_a_cookie() {
 
 #[tokio::test]
 async fn one_address_past_its_pending_sign_ins_on_a_is_refused_on_b_and_others_still_start() {
-    use handwire::services::token_auth::pending::STATE_PER_CLIENT;
+    use handwire::services::token_auth::STATE_PER_CLIENT;
     if !available(
         "one_address_past_its_pending_sign_ins_on_a_is_refused_on_b_and_others_still_start",
     ) {

@@ -13,20 +13,20 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use handwire::services::token_auth::backend::{Accounts, LoginLimits};
-use handwire::services::token_auth::blacklist::Revocations;
-use handwire::services::token_auth::clock::{Clock, ManualClock};
 use handwire::services::token_auth::cluster::{postgres_store, redis_state};
 use handwire::services::token_auth::config::Provider;
-use handwire::services::token_auth::limiter::{LimitPolicy, LoginLimiter};
-use handwire::services::token_auth::oauth::state::StateStore;
-use handwire::services::token_auth::pending::{
-    Pending, PendingSignIns, StateError, STATE_CAPACITY, STATE_PER_CLIENT, STATE_TTL,
-};
+use handwire::services::token_auth::oauth::StateStore;
 use handwire::services::token_auth::store::{
     NewUser, ProviderIdentity, Store, StoreError, NO_PASSWORD,
 };
 use handwire::services::token_auth::user::{Role, User};
+use handwire::services::token_auth::Revocations;
+use handwire::services::token_auth::{Accounts, LoginLimits};
+use handwire::services::token_auth::{Clock, ManualClock};
+use handwire::services::token_auth::{LimitPolicy, LoginLimiter};
+use handwire::services::token_auth::{
+    Pending, PendingSignIns, StateError, STATE_CAPACITY, STATE_PER_CLIENT, STATE_TTL,
+};
 
 use crate::support::servers::{available, Postgres, RedisServer};
 use crate::support::token_auth::TempDb;

@@ -389,7 +389,7 @@ async fn twice<T: redis::FromRedisValue + Clone>(
 
 #[tokio::test]
 async fn every_limiter_and_oauth_script_run_twice_answers_and_counts_as_once() {
-    use handwire::services::token_auth::cluster::redis::{ADMIT, FAIL, PUT_STATE, TAKE_STATE};
+    use handwire::services::token_auth::cluster::{ADMIT, FAIL, PUT_STATE, TAKE_STATE};
     if !available("every_limiter_and_oauth_script_run_twice_answers_and_counts_as_once") {
         return;
     }

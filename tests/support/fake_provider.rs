@@ -25,8 +25,8 @@
 #![allow(dead_code)]
 
 use bytes::Bytes;
+use handwire::services::token_auth::oauth::challenge_s256;
 use handwire::services::token_auth::oauth::form;
-use handwire::services::token_auth::oauth::pkce::challenge_s256;
 use http::{header, Method, Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;

@@ -28,12 +28,12 @@
 //! - [`openapi`]: the OpenAPI 3.0.3 document of the routes.
 //! - [`validate`]: the `buf.validate` rules, checked before a method runs.
 
-pub mod codec;
-pub mod error;
+pub(crate) mod codec;
+pub(crate) mod error;
 pub mod openapi;
-pub mod routes;
-pub mod template;
-pub mod validate;
+pub(crate) mod routes;
+pub(crate) mod template;
+pub(crate) mod validate;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -51,6 +51,7 @@ use crate::web::router::{self, Miss};
 pub use codec::Pool;
 pub use error::{error_body, http_status, ErrorBody};
 pub use routes::{BodyRule, Route};
+pub use template::{split_path, Template};
 
 /// A rule that cannot become a route, or a method table that does not fit
 /// the service: `file:line: method Service.Method: what`.

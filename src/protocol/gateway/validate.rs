@@ -73,15 +73,6 @@ impl Validator {
         Validator { messages }
     }
 
-    /// The rules of `message` (`.pkg.Name`), in field order.
-    pub fn rules(&self, message: &str) -> impl Iterator<Item = &FieldRules> {
-        self.messages
-            .get(message)
-            .into_iter()
-            .flatten()
-            .map(|c| &c.rules)
-    }
-
     /// Checks the encoded `message`: every broken field, or `Ok` (bytes
     /// that are not a well-formed message are left to the decoder).
     pub fn check(&self, message: &str, bytes: &[u8]) -> Result<(), Failure> {

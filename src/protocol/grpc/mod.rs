@@ -17,22 +17,26 @@
 //! - [`health`]: the standard health service (`grpc.health.v1.Health`).
 //! - [`web`]: gRPC-Web (binary and base64 text) on an HTTP/1.1 port.
 
-pub mod access_log;
-pub mod body;
-pub mod compression;
+pub(crate) mod access_log;
+pub(crate) mod body;
+pub(crate) mod compression;
 pub mod descriptor;
-pub mod details;
-pub mod frame;
+pub(crate) mod details;
+pub(crate) mod frame;
 pub mod health;
-pub mod method;
+pub(crate) mod method;
 pub mod reflection;
-pub mod server;
-pub mod status;
-pub mod stream;
-pub mod timeout;
-pub mod web;
+pub(crate) mod server;
+pub(crate) mod status;
+pub(crate) mod stream;
+pub(crate) mod timeout;
+pub(crate) mod web;
 
-pub use frame::{Frame, FrameError};
+// The public surface: the three namespaces above stay public (a caller
+// names their messages as such: `health::HealthCheckRequest`); the rest
+// of the protocol is reached through these names.
+pub use details::{ErrorDetails, RpcStatus};
+pub use frame::{Decoder, Frame, FrameError};
 pub use method::{unary, Failure, UnaryMethod};
 pub use server::{Builder, Options, Server, Sink, Streaming};
 pub use status::{Code, Status};

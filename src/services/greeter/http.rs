@@ -15,10 +15,10 @@ use http::StatusCode;
 
 use crate::protocol::gateway::{self, error_body, fail, Gateway};
 use crate::protocol::grpc::{web, Server};
-use crate::web::app::App;
+use crate::web::app::{json_response, App};
 use crate::web::chain::{handler, named, Context};
 use crate::web::cors::Cors;
-use crate::web::engine::{self, Engine};
+use crate::web::engine::Engine;
 use crate::web::health::{self, Probe};
 use crate::web::metrics::Metrics;
 use crate::web::middleware;
@@ -34,7 +34,7 @@ fn body_timeout_response(_: Duration) -> http::Response<crate::types::Body> {
         "DEADLINE_EXCEEDED",
         "request body not received within server.http.timeout",
     );
-    engine::json_response(status, &body)
+    json_response(status, &body)
 }
 
 /// With `server.http.timeout` off, a body still has the engine's default
@@ -42,7 +42,7 @@ fn body_timeout_response(_: Duration) -> http::Response<crate::types::Body> {
 fn body_408_response(limit: Duration) -> http::Response<crate::types::Body> {
     let status = StatusCode::REQUEST_TIMEOUT;
     let message = format!("request body not received within {limit:?}");
-    engine::json_response(status, &error_body(status, "REQUEST_TIMEOUT", &message))
+    json_response(status, &error_body(status, "REQUEST_TIMEOUT", &message))
 }
 
 /// The answers the engine gives before any chain (431, 413, 400 for an
@@ -52,7 +52,7 @@ fn edge_response(
     reason: &str,
     message: &str,
 ) -> http::Response<crate::types::Body> {
-    engine::json_response(status, &error_body(status, reason, message))
+    json_response(status, &error_body(status, reason, message))
 }
 
 /// The 504 answer when `server.http.timeout` passes.

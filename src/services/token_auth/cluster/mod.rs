@@ -7,8 +7,11 @@
 //! [`crate::services::token_auth::service::Backends::connect`]. The
 //! registration limit is always per instance.
 
-pub mod postgres;
-pub mod redis;
+pub(crate) mod postgres;
+pub(crate) mod redis;
+
+/// The Redis scripts, named for the tests that load them twice.
+pub use redis::{ADMIT, FAIL, PUT_STATE, TAKE_STATE};
 
 use crate::cluster::{self as shared, StartError};
 use crate::services::token_auth::clock::Clock;

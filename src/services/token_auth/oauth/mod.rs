@@ -17,13 +17,17 @@
 //! [`captcha`] verifies a login's captcha at its provider with the same
 //! provider client.
 
-pub mod binding;
-pub mod captcha;
-pub mod cipher;
-pub mod client;
+pub(crate) mod binding;
+pub(crate) mod captcha;
+pub(crate) mod cipher;
+pub(crate) mod client;
 pub mod form;
-pub mod pkce;
-pub mod state;
+
+pub use cipher::ENC_KEY_VAR;
+pub use pkce::challenge_s256;
+pub use state::StateStore;
+pub(crate) mod pkce;
+pub(crate) mod state;
 
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::{ConfigError, Provider, ProviderConfig};

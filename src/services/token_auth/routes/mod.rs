@@ -21,8 +21,10 @@
 //! §5.1). The two OAuth routes live in [`oauth`], the authenticate and
 //! authorize middleware in [`middleware`].
 
-pub mod middleware;
-pub mod oauth;
+pub(crate) mod middleware;
+pub(crate) mod oauth;
+
+pub use middleware::{require_role, ANY_ROLE, TOKEN_INVALID};
 
 use crate::services::token_auth::biz::{AuthError, AuthService, Credentials, Registration};
 use crate::services::token_auth::tokens::TokenPair;
@@ -37,8 +39,7 @@ use crate::web::router::InsertError;
 use http::header::CACHE_CONTROL;
 use http::{Method, StatusCode};
 use middleware::{
-    authenticate, claims, fail, require_role, ApiError, ANY_ROLE, NOT_LOGGED_IN, TOKEN_EXPIRED,
-    TOKEN_INVALID, TOKEN_REVOKED,
+    authenticate, claims, fail, ApiError, NOT_LOGGED_IN, TOKEN_EXPIRED, TOKEN_REVOKED,
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
