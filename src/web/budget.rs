@@ -56,8 +56,12 @@ use crate::web::log;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// Default bytes of responses the process holds for peers that have not
-/// taken them; past it the connection holding the most is closed.
-pub const DEFAULT_WAITING_BYTES: usize = 64 << 20;
+/// taken them; past it the connection holding the most is closed. 32 MiB:
+/// a connection that holds nothing may still be answered up to twice this
+/// (its client may read), so a thousand fresh zero-window connections hold
+/// at most 64 MiB of pages; at 64 MiB they held 128 MiB and the greeter
+/// passed 256 MiB in all.
+pub const DEFAULT_WAITING_BYTES: usize = 32 << 20;
 
 /// Default bytes of responses one connection may hold for its peer; past
 /// it the connection is closed.

@@ -79,6 +79,10 @@ pub struct Activity {
     in_hyper: std::sync::atomic::AtomicUsize,
     /// The budget that counts it, once registered.
     governor: std::sync::OnceLock<Box<dyn WaitingAccount>>,
+    /// Wakes requests waiting for a handler turn
+    /// ([`crate::web::governor::ConnectionShare::handler_turn`]) when a
+    /// response is taken or a turn ends.
+    turns: Notify,
 }
 
 struct State {
@@ -102,6 +106,13 @@ struct State {
     /// When a response was last sent to its end (accept until then): the
     /// connection's last progress, by which the cap chooses whom to close.
     last_completed: Instant,
+    /// Responses sent to their end so far and written to the socket: the
+    /// peer's proof that it reads.
+    completed: usize,
+    /// Responses handed to hyper to their end whose bytes hyper (h2's send
+    /// buffer, for a stream whose window is 0) has not all written yet;
+    /// they count as taken once nothing handed is left unwritten.
+    unflushed: usize,
     /// Since when the socket has refused our bytes (its send buffer full:
     /// the peer does not read), whatever is in flight.
     write_blocked: Option<Instant>,
@@ -152,12 +163,15 @@ impl Activity {
                 next_response: 0,
                 evicted: false,
                 last_completed: Instant::now(),
+                completed: 0,
+                unflushed: 0,
                 write_blocked: None,
             }),
             changed: Notify::new(),
             waiting: std::sync::atomic::AtomicUsize::new(0),
             in_hyper: std::sync::atomic::AtomicUsize::new(0),
             governor: std::sync::OnceLock::new(),
+            turns: Notify::new(),
         })
     }
 
@@ -218,6 +232,17 @@ impl Activity {
             return;
         };
         self.holds(before.min(bytes), 0);
+        if before <= bytes {
+            // Everything handed to hyper is written: the responses that
+            // ended in its buffers were taken.
+            let mut st = self.lock();
+            let taken = std::mem::take(&mut st.unflushed);
+            st.completed += taken;
+            drop(st);
+            if taken > 0 {
+                self.turns.notify_waiters();
+            }
+        }
     }
 
     /// Whether [`evict`](Self::evict) was called.
@@ -285,6 +310,9 @@ impl Activity {
         drop(st);
         if on_peer {
             self.changed.notify_one();
+        } else {
+            // No longer untaken: a waiting request may have its turn.
+            self.turns.notify_waiters();
         }
     }
 
@@ -305,10 +333,42 @@ impl Activity {
     /// sent to its end, which counts as the connection's progress.
     fn response_done(&self, id: u64, complete: bool) {
         let mut st = self.lock();
+        let before = st.responses.len();
         st.responses.retain(|(r, _)| *r != id);
-        if complete {
+        // Called again from `Drop` after the end was seen: count it once.
+        let ended_now = st.responses.len() < before;
+        if complete && ended_now {
             st.last_completed = Instant::now();
+            if self.in_hyper.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+                st.completed += 1;
+            } else {
+                st.unflushed += 1;
+            }
         }
+        drop(st);
+        if ended_now {
+            self.turns.notify_waiters();
+        }
+    }
+
+    /// Responses sent to their end so far, and responses made that wait
+    /// for the peer to take them (not those waiting for their own data, as
+    /// a health `Watch` between changes does).
+    pub fn taken_and_untaken(&self) -> (usize, usize) {
+        let st = self.lock();
+        let untaken = st.responses.iter().filter(|(_, on_peer)| on_peer.is_some());
+        (st.completed, untaken.count() + st.unflushed)
+    }
+
+    /// Resolves at the next change of [`Activity::taken_and_untaken`] or
+    /// of the connection's handler turns; enable it before looking.
+    pub fn turns_changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.turns.notified()
+    }
+
+    /// A handler turn of this connection ended.
+    pub fn turn_ended(&self) {
+        self.turns.notify_waiters();
     }
 
     /// Close this connection now (the cap is reached and it is the one whose

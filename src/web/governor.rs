@@ -29,10 +29,11 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use http::HeaderValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::types::Body;
+use crate::web::admission::Class;
+use crate::web::clocks::Activity;
 
 /// Default bytes one connection may inflate per second (gzip messages).
 pub const DEFAULT_INFLATE_PER_SECOND: usize = 16 << 20;
@@ -49,19 +50,56 @@ pub struct ConnectionShare {
     bodies: Arc<ByteAccount>,
     /// The process' count of long-lived streams open.
     streams: Arc<ByteAccount>,
-    /// Turns to run a handler: [`HANDLERS_PER_CONNECTION`].
-    handlers: Arc<Semaphore>,
+    /// Handlers of this connection running now (see
+    /// [`ConnectionShare::handler_turn`]).
+    running: AtomicUsize,
 }
 
-/// Handlers one connection runs at once (HTTP/2 multiplexes up to 100
-/// streams); the other requests wait their turn in order. A connection
-/// that opens 100 streams at once so queues at most this much work
-/// (database reads, pages being built) ahead of other clients, and each
-/// waiting request is looked at again when its turn comes: by then the
-/// responses already built may show that its peer does not read them.
-/// 16 is above what h2 clients use in practice (h2load `-m10`, gRPC
-/// channels).
+/// Handlers one connection runs at once, counting the responses they made
+/// that its peer has not taken yet (HTTP/2 multiplexes up to 100 streams);
+/// the other requests wait their turn. 16 is above what h2 clients use in
+/// practice (h2load `-m10`, gRPC channels).
 pub const HANDLERS_PER_CONNECTION: usize = 16;
+
+/// Of [`HANDLERS_PER_CONNECTION`], what a new connection starts with; one
+/// more for each response its peer takes to the end, as TCP's slow start
+/// opens its window with each acknowledgement. A client that reads reaches
+/// 16 after 14 answers; one that opens 100 zero-window streams gets two
+/// pages built and nothing more, so 1,000 such connections queue 2,000
+/// database reads ahead of a new client, not 16,000.
+pub const HANDLERS_AT_START: usize = 2;
+
+/// How long a request waits for a turn while its connection's answers sit
+/// untaken and make no progress before it is refused (on HTTP/2 the stream
+/// is reset with `REFUSED_STREAM`: not processed, safe to retry). Shorter
+/// than [`crate::web::budget::PEER_STALL`], which stops new work: a waiting request costs its
+/// stream's memory, and a thousand zero-window connections keep 98,000 of
+/// them waiting; on loopback or any real link the answers of a client that
+/// reads leave h2's buffers long before.
+pub const TURN_STALL: Duration = Duration::from_millis(250);
+
+/// A handler's turn on its connection ([`ConnectionShare::handler_turn`]);
+/// it ends when dropped.
+pub struct HandlerTurn {
+    share: Arc<ConnectionShare>,
+    conn: Arc<Activity>,
+    class: Class,
+}
+
+impl HandlerTurn {
+    /// The class its request's scarce work is admitted in
+    /// ([`crate::web::admission`]).
+    pub fn class(&self) -> Class {
+        self.class
+    }
+}
+
+impl Drop for HandlerTurn {
+    fn drop(&mut self) {
+        self.share.running.fetch_sub(1, Ordering::AcqRel);
+        self.conn.turn_ended();
+    }
+}
 
 /// Default bytes of request bodies the process buffers at once while they
 /// arrive; past it new bytes are refused (503 / `RESOURCE_EXHAUSTED`).
@@ -175,14 +213,63 @@ impl ConnectionShare {
             }),
             bodies,
             streams,
-            handlers: Arc::new(Semaphore::new(HANDLERS_PER_CONNECTION)),
+            running: AtomicUsize::new(0),
         })
     }
 
-    /// Wait for this connection's turn to run a handler; the turn ends
-    /// when the returned permit drops.
-    pub async fn handler_turn(&self) -> Option<OwnedSemaphorePermit> {
-        self.handlers.clone().acquire_owned().await.ok()
+    /// Wait for a turn of `conn` (the connection this share is for) to run
+    /// a handler: while its handlers running plus its responses untaken
+    /// reach its window ([`HANDLERS_AT_START`] plus the responses it has
+    /// taken, at most [`HANDLERS_PER_CONNECTION`]), requests wait. `None`:
+    /// its peer has left a response untaken for [`TURN_STALL`] while this
+    /// one waited, so it is refused rather than kept until the write
+    /// time-out closes the connection.
+    pub async fn handler_turn(self: &Arc<Self>, conn: &Arc<Activity>) -> Option<HandlerTurn> {
+        loop {
+            let changed = conn.turns_changed();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
+            let (taken, untaken) = conn.taken_and_untaken();
+            let window = HANDLERS_AT_START
+                .saturating_add(taken)
+                .min(HANDLERS_PER_CONNECTION);
+            let running = self.running.load(Ordering::Acquire);
+            if running + untaken < window {
+                if self
+                    .running
+                    .compare_exchange(running, running + 1, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    // Nothing else of its connection in the way: its scarce
+                    // work goes ahead of that of busier connections.
+                    let class = if running + untaken == 0 {
+                        Class::First
+                    } else {
+                        Class::Second
+                    };
+                    return Some(HandlerTurn {
+                        share: Arc::clone(self),
+                        conn: Arc::clone(conn),
+                        class,
+                    });
+                }
+                continue;
+            }
+            // The window is full. Over the budget of bytes waiting for
+            // peers, a connection holding answers untaken gets no more work
+            // (`WaitingAccount::admits`): refuse now rather than hold the
+            // request, so a flood of waiting streams costs nothing.
+            if !conn.admits(0) {
+                return None;
+            }
+            if tokio::time::timeout(TURN_STALL, changed).await.is_err()
+                && conn
+                    .waiting_on_peer_since()
+                    .is_some_and(|since| since.elapsed() >= TURN_STALL)
+            {
+                return None;
+            }
+        }
     }
 
     /// The process' count of long-lived streams open.
@@ -269,7 +356,10 @@ pub fn is_grpc<B>(req: &http::Request<B>) -> bool {
 }
 
 /// Bytes given back since the last trim after which the next look trims.
-pub const TRIM_AFTER: usize = 32 << 20;
+/// 8 MiB: after 25 zero-window connections (a few MiB of pages let go)
+/// the greeter stayed at 2.1x its starting RSS with 32 MiB; a trim every
+/// 5 s at most costs a few milliseconds of one thread.
+pub const TRIM_AFTER: usize = 8 << 20;
 
 /// How often the trimming thread looks.
 pub const TRIM_INTERVAL: Duration = Duration::from_secs(5);

@@ -6,7 +6,8 @@
 //! - [`budget`]: the one connection budget all listeners of a process share.
 //! - [`clocks`]: one connection's header and idle time-outs.
 //! - [`intake`]: reading a request body: size, time-out, minimum rate, process budget.
-//! - [`governor`]: what one connection may cost (its inflate allowance).
+//! - [`admission`]: scarce work (database reads) admitted process-wide, connections holding nothing first.
+//! - [`governor`]: what one connection may cost (its handler window, its inflate allowance).
 //! - [`deadline`]: a call's deadline, which never cuts a write mid-commit.
 //! - [`tls`]: optional TLS on a listener, certificates reloaded on SIGHUP.
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
@@ -33,6 +34,7 @@
 //!
 //! Nothing here knows about a service.
 
+pub(crate) mod admission;
 pub(crate) mod app;
 pub mod bind;
 pub(crate) mod budget;
@@ -70,6 +72,7 @@ pub use budget::ConnectionBudget;
 pub use chain::{handler, named, Context, Handler, HandlerFn};
 pub use cors::{Cors, CorsConfig};
 pub use engine::{Engine, Group, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT};
+pub use governor::{HANDLERS_AT_START, HANDLERS_PER_CONNECTION};
 pub use path_params::PathParams;
 pub use ratelimit::{client_key, PerClient};
 pub use reply::{fallible, ErrorResponse, Status};

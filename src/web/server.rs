@@ -25,7 +25,6 @@
 //! - graceful shutdown: stop accepting, let in-flight requests finish, but
 //!   wait no longer than `shutdown_grace`, then close whatever is left.
 
-use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -41,6 +40,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 use crate::types::{Body, BoxFuture};
+use crate::web::admission;
 pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
 use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
 use crate::web::governor::{self, ConnectionShare, DEFAULT_INFLATE_PER_SECOND};
@@ -378,6 +378,7 @@ async fn serve_connection(conn: Connection) {
     let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
         let request = tracker.request_started(req.version());
         let grpc = governor::is_grpc(&req);
+        let h2 = req.version() == http::Version::HTTP_2;
         req.extensions_mut().insert(share.clone());
         if secure {
             req.extensions_mut().insert(tls::Secure);
@@ -386,31 +387,42 @@ async fn serve_connection(conn: Connection) {
         let trace = TraceContext::from_headers(req.headers());
         let (tracker, service, share) = (tracker.clone(), service.clone(), share.clone());
         async move {
-            // A few handlers of one connection run at once; the others
-            // wait their turn (see `governor`). Then, over the budget of
-            // bytes waiting for peers, a connection whose peer leaves
-            // responses untaken gets no more work, and a response it did
-            // build is refused before it is held (see `budget`): a flood of
-            // zero-window streams cannot build pages faster than the
-            // bounds take them back.
-            let turn = share.handler_turn().await;
-            let mut resp = if tracker.admits(0) {
+            // A few handlers of one connection run at once, fewer while
+            // its peer leaves their answers untaken; the others wait their
+            // turn (see `governor`). Then, over the budget of bytes waiting
+            // for peers, a connection whose peer leaves responses untaken
+            // gets no more work, and a response it did build is refused
+            // before it is held (see `budget`): a flood of zero-window
+            // streams cannot build pages faster than the bounds take them
+            // back.
+            let turn = share.handler_turn(&tracker).await;
+            let mut resp = if let Some(turn) = turn.as_ref().filter(|_| tracker.admits(0)) {
                 let call = tracecontext::enter(trace, || service.call(req, remote));
-                tracecontext::serve(trace, call).await
+                admission::scope(turn.class(), tracecontext::serve(trace, call)).await
             } else {
                 governor::refusing();
+                if let Some(reset) = refused_stream(h2, grpc, &tracker) {
+                    return Err(reset);
+                }
                 service.overloaded(grpc)
             };
-            drop(turn);
             let size = usize::try_from(hyper::body::Body::size_hint(resp.body()).lower())
                 .unwrap_or(usize::MAX);
             if !tracker.admits(size) {
                 governor::refusing();
-                resp = service.overloaded(grpc);
                 // What it had built is let go: counted for the trim.
+                drop(resp);
                 governor::released(size);
+                if let Some(reset) = refused_stream(h2, grpc, &tracker) {
+                    return Err(reset);
+                }
+                resp = service.overloaded(grpc);
             }
-            Ok::<_, Infallible>(resp.map(|body| Tracked::new(body, request)))
+            let resp = resp.map(|body| Tracked::new(body, request));
+            // The turn ends once the response counts as untaken, so that a
+            // request waiting for it sees one or the other, never neither.
+            drop(turn);
+            Ok::<_, h2::Error>(resp)
         }
     });
     let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
@@ -446,6 +458,17 @@ async fn serve_connection(conn: Connection) {
         // In-flight requests finish; the grace period bounds this.
         let _ = conn.await;
     }
+}
+
+/// How the governor refuses a request of a connection whose peer leaves
+/// answers untaken: on HTTP/2, unless it is a gRPC call, the stream is reset
+/// with `REFUSED_STREAM` (RFC 9113 §8.7: not processed, safe to retry),
+/// since a 503 with a body would wait for the same window that holds the
+/// other answers, and hold the stream until the write time-out. `None`:
+/// answer in the service's shape (HTTP/1.1; a gRPC call's trailers-only
+/// `RESOURCE_EXHAUSTED`, which needs no window; a peer that reads).
+fn refused_stream(h2: bool, grpc: bool, conn: &Activity) -> Option<h2::Error> {
+    (h2 && !grpc && conn.waiting_bytes() > 0).then(|| h2::Error::from(h2::Reason::REFUSED_STREAM))
 }
 
 /// The HTTP/1.1 + HTTP/2 connection builder with the protocols `opts`

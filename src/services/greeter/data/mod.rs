@@ -44,6 +44,7 @@ use tokio::sync::oneshot;
 
 use super::biz::{self, GreeterRepo, User, UserRepo};
 use crate::types::BoxFuture;
+use crate::web::admission::{self, Admission};
 use crate::web::deadline;
 use writer::{Claim, Counters, Done, Op, Queued, Request, Writer};
 
@@ -131,7 +132,18 @@ impl std::error::Error for DataError {
 pub struct Data {
     requests: mpsc::Sender<Request>,
     counters: Arc<Counters>,
+    /// Requests that read and whose handler has not ended (the read queued
+    /// or running on the store thread, or its result being made a page):
+    /// at most [`READS_IN_FLIGHT`], those of requests whose connection
+    /// holds nothing else first ([`crate::web::admission`]).
+    reads: Arc<Admission>,
 }
+
+/// Reads in flight at once (see [`Data`]'s `reads`): enough to keep the
+/// store thread busy, few enough that a thousand connections asking for a
+/// page each hold eight result sets, not a thousand, and a new client's
+/// read waits behind at most eight.
+pub const READS_IN_FLIGHT: usize = 8;
 
 impl Data {
     /// Opens (creating if absent) the database at `source`, a file path or
@@ -184,7 +196,11 @@ impl Data {
             .name("greeter-sqlite".into())
             .spawn(move || writer.run(rx))
             .map_err(DataError::Thread)?;
-        Ok(Data { requests, counters })
+        Ok(Data {
+            requests,
+            counters,
+            reads: Admission::new(READS_IN_FLIGHT),
+        })
     }
 
     /// [`Data::open`] on a blocking thread.
@@ -251,6 +267,7 @@ impl Data {
         what: &'static str,
         f: impl FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
     ) -> Result<R, biz::Error> {
+        let _place = admission::hold(&self.reads).await;
         let (tx, rx) = oneshot::channel();
         self.requests
             .send(Request::Read(Box::new(move |conn| {

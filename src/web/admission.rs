@@ -1,0 +1,290 @@
+//! Admission to a service's scarce work (the greeter's database reads),
+//! process-wide, with connections that hold nothing served first.
+//!
+//! The per-connection window ([`crate::web::governor::HANDLERS_AT_START`])
+//! keeps one connection from queueing much work; it cannot keep a thousand
+//! connections from queueing two reads each. Those reads ran in arrival
+//! order on the store's one thread and their results (a thousand users
+//! each) waited in memory for handlers to turn them into pages: 2,000 of
+//! them held ~200 MB, and a new client's read waited behind all of them.
+//!
+//! So the work a service marks scarce takes a place of an [`Admission`]
+//! ([`hold`]), and the request keeps it until its handler has ended (its
+//! page built, whatever it awaited in between): at most `limit` requests
+//! at once hold results of that work. Waiting requests come in two classes, set
+//! by the server for each request ([`scope`]): [`Class::First`] for a
+//! request whose connection had nothing running and no answer left
+//! untaken when it got its turn (an HTTP/1.1 client, a new connection, a
+//! client that reads), [`Class::Second`] otherwise. A freed place goes to
+//! the oldest first-class waiter, else the oldest second-class one: the
+//! queued work of connections that ask for many answers at once never
+//! stands ahead of a client that asks for one. This is Envoy's overload
+//! idea (act where the load comes from) applied to one queue; nothing is
+//! refused here, only ordered and bounded.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+/// The order a request's scarce work is admitted in; see the module page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Its connection held nothing else: admitted before [`Class::Second`].
+    First,
+    /// Its connection had other requests running or answers untaken.
+    Second,
+}
+
+/// One request's class and the places it holds until it ends.
+struct Request {
+    class: Class,
+    places: RefCell<Vec<Place>>,
+}
+
+tokio::task_local! {
+    static REQUEST: Request;
+}
+
+/// Runs `fut` (one request's handler) with `class` for the admissions it
+/// asks for; the places it takes are given back when `fut` ends.
+pub async fn scope<F: Future>(class: Class, fut: F) -> F::Output {
+    let request = Request {
+        class,
+        places: RefCell::new(Vec::new()),
+    };
+    REQUEST.scope(request, fut).await
+}
+
+/// The class of the request being served ([`Class::First`] outside one).
+pub fn current() -> Class {
+    REQUEST.try_with(|r| r.class).unwrap_or(Class::First)
+}
+
+/// Take a place of `admission` for the request being served, unless it
+/// holds one already; it is kept until the request's handler ends. `Some`
+/// outside a request ([`scope`]): the caller holds the place itself.
+pub async fn hold(admission: &Arc<Admission>) -> Option<Place> {
+    let held = REQUEST.try_with(|r| {
+        r.places
+            .borrow()
+            .iter()
+            .any(|p| Arc::ptr_eq(&p.admission, admission))
+    });
+    match held {
+        Ok(true) => None,
+        Ok(false) => {
+            let place = admission.enter().await;
+            // The await kept the scope, so this finds the same request.
+            let _ = REQUEST.try_with(|r| r.places.borrow_mut().push(place));
+            None
+        }
+        Err(_) => Some(admission.enter().await),
+    }
+}
+
+/// At most `limit` places at once, handed out first-class first.
+#[derive(Debug)]
+pub struct Admission {
+    limit: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    taken: usize,
+    first: VecDeque<oneshot::Sender<()>>,
+    second: VecDeque<oneshot::Sender<()>>,
+}
+
+/// A place of an [`Admission`]; given back (or handed to the next waiter)
+/// when dropped.
+#[derive(Debug)]
+pub struct Place {
+    admission: Arc<Admission>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.admission.give_back();
+    }
+}
+
+impl Admission {
+    /// An admission of `limit` places (at least 1).
+    pub fn new(limit: usize) -> Arc<Admission> {
+        Arc::new(Admission {
+            limit: limit.max(1),
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// Wait for a place, in the class of the request being served.
+    pub async fn enter(self: &Arc<Self>) -> Place {
+        self.enter_as(current()).await
+    }
+
+    /// Wait for a place in `class`.
+    pub async fn enter_as(self: &Arc<Self>, class: Class) -> Place {
+        let rx = {
+            let mut st = self.lock();
+            if st.taken < self.limit {
+                st.taken += 1;
+                return Place {
+                    admission: Arc::clone(self),
+                };
+            }
+            let (tx, rx) = oneshot::channel();
+            match class {
+                Class::First => st.first.push_back(tx),
+                Class::Second => st.second.push_back(tx),
+            }
+            rx
+        };
+        // A waiter dropped before its turn leaves a closed sender behind,
+        // which `give_back` skips; one dropped after a place was sent to it
+        // gives the place back (`Handed`).
+        let mut handed = Handed {
+            rx: Some(rx),
+            admission: self,
+        };
+        if let Some(rx) = handed.rx.as_mut() {
+            // An error would mean the sender was dropped unsent, which
+            // `give_back` never does to a waiter still listening.
+            let _ = rx.await;
+        }
+        handed.rx = None;
+        Place {
+            admission: Arc::clone(self),
+        }
+    }
+
+    /// Places taken now.
+    #[cfg(test)]
+    fn taken(&self) -> usize {
+        self.lock().taken
+    }
+
+    /// A place is free: hand it to the oldest live waiter, first class
+    /// first, or count it free.
+    fn give_back(&self) {
+        let mut st = self.lock();
+        loop {
+            let next = match st.first.pop_front() {
+                Some(tx) => tx,
+                None => match st.second.pop_front() {
+                    Some(tx) => tx,
+                    None => {
+                        st.taken -= 1;
+                        return;
+                    }
+                },
+            };
+            if next.send(()).is_ok() {
+                return;
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A waiter's receiver: if the waiter's future is dropped after a place
+/// was sent to it but before it took it, the place is given back.
+struct Handed<'a> {
+    rx: Option<oneshot::Receiver<()>>,
+    admission: &'a Admission,
+}
+
+impl Drop for Handed<'_> {
+    fn drop(&mut self) {
+        if let Some(mut rx) = self.rx.take() {
+            rx.close();
+            if rx.try_recv().is_ok() {
+                self.admission.give_back();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_freed_place_goes_to_the_oldest_first_class_waiter_before_any_second_class_one() {
+        let adm = Admission::new(1);
+        let held = adm.enter_as(Class::First).await;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for (name, class) in [
+            ("second-1", Class::Second),
+            ("first-1", Class::First),
+            ("second-2", Class::Second),
+            ("first-2", Class::First),
+        ] {
+            let (adm, order) = (Arc::clone(&adm), Arc::clone(&order));
+            tasks.push(tokio::spawn(async move {
+                let _place = adm.enter_as(class).await;
+                order.lock().unwrap().push(name);
+            }));
+            // Queued in this order.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(held);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(
+            *order.lock().unwrap(),
+            ["first-1", "first-2", "second-1", "second-2"]
+        );
+        assert_eq!(adm.taken(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_waiter_that_gives_up_loses_no_place() {
+        let adm = Admission::new(1);
+        let held = adm.enter_as(Class::First).await;
+        // Gives up while queued.
+        let gone =
+            tokio::time::timeout(Duration::from_millis(10), adm.enter_as(Class::First)).await;
+        assert!(gone.is_err());
+        drop(held);
+        assert_eq!(adm.taken(), 0, "the dropped waiter is skipped");
+        let again = adm.enter_as(Class::Second).await;
+        assert_eq!(adm.taken(), 1);
+        drop(again);
+        assert_eq!(adm.taken(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_request_holds_its_place_until_its_handler_ends_and_takes_one_only() {
+        let adm = Admission::new(2);
+        scope(Class::First, async {
+            assert!(hold(&adm).await.is_none(), "kept by the request");
+            assert!(hold(&adm).await.is_none());
+            assert_eq!(adm.taken(), 1, "one place a request");
+        })
+        .await;
+        assert_eq!(adm.taken(), 0, "given back when the handler ended");
+        let outside = hold(&adm).await;
+        assert!(outside.is_some());
+        assert_eq!(adm.taken(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_class_is_the_one_the_request_runs_in() {
+        assert_eq!(current(), Class::First);
+        assert_eq!(
+            scope(Class::Second, async { current() }).await,
+            Class::Second
+        );
+    }
+}
