@@ -222,11 +222,13 @@ impl Tokens {
 /// Whether `claims` were issued for `user` as it is stored now: the same id
 /// and the same account key (compared in constant time).
 pub fn issued_for(claims: &Claims, user: &User) -> bool {
-    claims.user_id == user.id && same_bytes(claims.ukey.as_bytes(), user.token_key.as_bytes())
+    claims.user_id == user.id && constant_time_eq(claims.ukey.as_bytes(), user.token_key.as_bytes())
 }
 
-/// `a == b` in time that depends on the lengths only.
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+/// `a == b` in time that depends on the lengths only: token-auth's one
+/// comparison of secrets (account keys here, sign-in binding cookies in
+/// `oauth::binding`).
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -20,6 +20,7 @@
 
 use crate::services::token_auth::config::Provider;
 use crate::services::token_auth::pending::STATE_TTL;
+use crate::services::token_auth::tokens::constant_time_eq;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
@@ -106,7 +107,7 @@ impl Binding {
         let matches = presented.iter().any(|value| {
             URL_SAFE_NO_PAD
                 .decode(value)
-                .is_ok_and(|bytes| same_bytes(&bytes, &expected))
+                .is_ok_and(|bytes| constant_time_eq(&bytes, &expected))
         });
         matches.then_some(()).ok_or(BindingError::Mismatch)
     }
@@ -171,11 +172,6 @@ fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
         mac.update(part);
     }
     mac.finalize().into_bytes().into()
-}
-
-/// `a == b` in time that depends on the lengths only.
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
