@@ -111,10 +111,11 @@ async fn the_greeters_edge_answers_414_431_413_are_kratos_json_and_echo_a_path_a
     let (_, body) = raw(g.http, get("/nowhere", "")).await;
     assert_eq!(kratos(&body, 404, "NOT_FOUND"), "no route for GET /nowhere");
 
-    let (status, body) = raw(g.http, get("/helloworld/a", &flood(150))).await;
+    // Past the engine's 100 fields and within what hyper parses (128).
+    let (status, body) = raw(g.http, get("/helloworld/a", &flood(120))).await;
     assert_eq!(status, 431);
     let message = kratos(&body, 431, "REQUEST_HEADER_FIELDS_TOO_LARGE");
-    assert_eq!(message, "too many header fields: 152 (at most 100)");
+    assert_eq!(message, "too many header fields: 122 (at most 100)");
 
     let big = format!("X-Big: {}\r\n", "b".repeat(100 * 1024));
     let (status, body) = raw(g.http, get("/helloworld/a", &big)).await;
@@ -158,10 +159,10 @@ async fn token_auths_edge_answers_414_431_are_its_error_json_and_echo_a_path_at_
         "request target too long: 61441 bytes (at most 8192)"
     );
 
-    let (status, body) = raw(s.addr, get("/x", &flood(150))).await;
+    let (status, body) = raw(s.addr, get("/x", &flood(120))).await;
     assert_eq!(status, 431);
     let v: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(v["error"], "too many header fields: 152 (at most 100)");
+    assert_eq!(v["error"], "too many header fields: 122 (at most 100)");
 }
 
 /// What hyper answers itself, before handwire sees a request, with an empty
