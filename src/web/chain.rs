@@ -69,7 +69,7 @@ impl Handler {
 /// Wrap a function or closure as an unnamed [`Handler`].
 ///
 /// ```
-/// use handwire::web::chain::{handler, Handler};
+/// use handwire::web::{handler, Handler};
 /// use http::StatusCode;
 /// let h: Handler = handler(|c| Box::pin(async move { c.string(StatusCode::OK, "hi"); }));
 /// ```

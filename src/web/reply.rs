@@ -12,8 +12,8 @@
 //!
 //! ```
 //! use handwire::types::BoxFuture;
-//! use handwire::web::chain::Context;
-//! use handwire::web::reply::{fallible, Status};
+//! use handwire::web::Context;
+//! use handwire::web::{fallible, Status};
 //! use http::StatusCode;
 //!
 //! fn book(c: &mut Context) -> BoxFuture<'_, Result<(), Status>> {
