@@ -71,12 +71,45 @@ pub const HANDLERS_AT_START: usize = 2;
 
 /// How long a request waits for a turn while its connection's answers sit
 /// untaken and make no progress before it is refused (on HTTP/2 the stream
-/// is reset with `REFUSED_STREAM`: not processed, safe to retry). Shorter
-/// than [`crate::web::budget::PEER_STALL`], which stops new work: a waiting request costs its
-/// stream's memory, and a thousand zero-window connections keep 98,000 of
-/// them waiting; on loopback or any real link the answers of a client that
-/// reads leave h2's buffers long before.
-pub const TURN_STALL: Duration = Duration::from_millis(250);
+/// is reset with `REFUSED_STREAM`: not processed, safe to retry): the same
+/// second after which the budget's `PEER_STALL` stops new work.
+/// Not shorter: "no progress" is also what a reading client sees from a
+/// server short of CPU (at 250 ms, 20 concurrent calls on one connection
+/// were refused in a loaded test run); the memory of many waiting requests
+/// is bounded by [`WAITING_FOR_TURNS_MAX`] instead.
+pub const TURN_STALL: Duration = Duration::from_secs(1);
+
+/// Requests the process keeps waiting for a handler turn, all connections
+/// together; past it a request that would wait is refused at once (on
+/// HTTP/2 a `REFUSED_STREAM` reset). Each waiting request holds its h2
+/// stream and hyper's task for it (~1 KiB): a thousand zero-window
+/// connections opening 100 streams each kept ~98,000 of them, 85 MiB, until
+/// their turns timed out. Clients that read never come near it: a window
+/// of 16 on each of 1,024 connections is 16,384 running, and only requests
+/// beyond a connection's window wait.
+pub const WAITING_FOR_TURNS_MAX: usize = 4096;
+
+static WAITING_FOR_TURNS: AtomicUsize = AtomicUsize::new(0);
+
+/// One request counted among those waiting for a turn, until dropped.
+struct Waiting;
+
+impl Waiting {
+    fn enter() -> Option<Waiting> {
+        WAITING_FOR_TURNS
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < WAITING_FOR_TURNS_MAX).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Waiting)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAITING_FOR_TURNS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// A handler's turn on its connection ([`ConnectionShare::handler_turn`]);
 /// it ends when dropped.
@@ -225,6 +258,7 @@ impl ConnectionShare {
     /// one waited, so it is refused rather than kept until the write
     /// time-out closes the connection.
     pub async fn handler_turn(self: &Arc<Self>, conn: &Arc<Activity>) -> Option<HandlerTurn> {
+        let mut waiting: Option<Waiting> = None;
         loop {
             let changed = conn.turns_changed();
             let mut changed = std::pin::pin!(changed);
@@ -261,6 +295,11 @@ impl ConnectionShare {
             // request, so a flood of waiting streams costs nothing.
             if !conn.admits(0) {
                 return None;
+            }
+            // Past the process' bound on requests waiting for a turn, a
+            // request that would wait is refused at once.
+            if waiting.is_none() {
+                waiting = Some(Waiting::enter()?);
             }
             if tokio::time::timeout(TURN_STALL, changed).await.is_err()
                 && conn
