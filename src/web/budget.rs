@@ -49,7 +49,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::web::clocks::{Activity, WaitingAccount, CHUNK};
-use crate::web::governor::{default_long_lived_streams, ByteAccount, DEFAULT_BODY_BYTES};
+use crate::web::governor::{
+    default_long_lived_streams, ByteAccount, DEFAULT_BODY_BYTES, WAITING_FOR_TURNS_MAX,
+};
 use crate::web::log;
 
 /// Upper bound of the process' connection budget.
@@ -96,6 +98,8 @@ pub struct ConnectionBudget {
     bodies: Arc<ByteAccount>,
     /// Long-lived streams open, all connections together.
     streams: Arc<ByteAccount>,
+    /// Requests waiting for a handler turn, all connections together.
+    turn_waiters: Arc<ByteAccount>,
 }
 
 impl ConnectionBudget {
@@ -114,6 +118,7 @@ impl ConnectionBudget {
             }),
             bodies: ByteAccount::new(DEFAULT_BODY_BYTES),
             streams: ByteAccount::new(default_long_lived_streams(max)),
+            turn_waiters: ByteAccount::new(WAITING_FOR_TURNS_MAX),
         }
     }
 
@@ -141,6 +146,12 @@ impl ConnectionBudget {
     /// The account of request bytes being received.
     pub fn bodies(&self) -> &Arc<ByteAccount> {
         &self.bodies
+    }
+
+    /// The count of requests waiting for a handler turn
+    /// ([`WAITING_FOR_TURNS_MAX`]).
+    pub fn turn_waiters(&self) -> &Arc<ByteAccount> {
+        &self.turn_waiters
     }
 
     /// The same budget with other bounds on bytes waiting for peers: `total`

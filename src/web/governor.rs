@@ -53,6 +53,8 @@ pub struct ConnectionShare {
     /// Handlers of this connection running now (see
     /// [`ConnectionShare::handler_turn`]).
     running: AtomicUsize,
+    /// The process' count of requests waiting for a handler turn.
+    turn_waiters: Arc<ByteAccount>,
 }
 
 /// Handlers one connection runs at once, counting the responses they made
@@ -80,7 +82,7 @@ pub const HANDLERS_AT_START: usize = 2;
 pub const TURN_STALL: Duration = Duration::from_secs(1);
 
 /// Requests the process keeps waiting for a handler turn, all connections
-/// together; past it a request that would wait is refused at once (on
+/// together (the budget's `turn_waiters` account); past it a request that would wait is refused at once (on
 /// HTTP/2 a `REFUSED_STREAM` reset). Each waiting request holds its h2
 /// stream and hyper's task for it (~1 KiB): a thousand zero-window
 /// connections opening 100 streams each kept ~98,000 of them, 85 MiB, until
@@ -88,28 +90,6 @@ pub const TURN_STALL: Duration = Duration::from_secs(1);
 /// of 16 on each of 1,024 connections is 16,384 running, and only requests
 /// beyond a connection's window wait.
 pub const WAITING_FOR_TURNS_MAX: usize = 4096;
-
-static WAITING_FOR_TURNS: AtomicUsize = AtomicUsize::new(0);
-
-/// One request counted among those waiting for a turn, until dropped.
-struct Waiting;
-
-impl Waiting {
-    fn enter() -> Option<Waiting> {
-        WAITING_FOR_TURNS
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < WAITING_FOR_TURNS_MAX).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Waiting)
-    }
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        WAITING_FOR_TURNS.fetch_sub(1, Ordering::AcqRel);
-    }
-}
 
 /// A handler's turn on its connection ([`ConnectionShare::handler_turn`]);
 /// it ends when dropped.
@@ -229,12 +209,13 @@ struct Bucket {
 impl ConnectionShare {
     /// A fresh share allowing `inflate_per_second` inflated bytes a second
     /// (at least 1), with [`INFLATE_BURST`] at once, receiving bodies on
-    /// the process account `bodies` and counting long-lived streams on
-    /// `streams`.
+    /// the process account `bodies`, counting long-lived streams on
+    /// `streams` and requests waiting for a handler turn on `turn_waiters`.
     pub fn new(
         inflate_per_second: usize,
         bodies: Arc<ByteAccount>,
         streams: Arc<ByteAccount>,
+        turn_waiters: Arc<ByteAccount>,
     ) -> Arc<ConnectionShare> {
         let burst = INFLATE_BURST as f64;
         Arc::new(ConnectionShare {
@@ -247,6 +228,7 @@ impl ConnectionShare {
             bodies,
             streams,
             running: AtomicUsize::new(0),
+            turn_waiters,
         })
     }
 
@@ -258,22 +240,56 @@ impl ConnectionShare {
     /// one waited, so it is refused rather than kept until the write
     /// time-out closes the connection.
     pub async fn handler_turn(self: &Arc<Self>, conn: &Arc<Activity>) -> Option<HandlerTurn> {
-        let mut waiting: Option<Waiting> = None;
+        // The common case, a free place, registers no waiter.
+        if let Some(turn) = self.try_turn(conn) {
+            return Some(turn);
+        }
+        let mut waiting: Option<Hold> = None;
         loop {
             let changed = conn.turns_changed();
             let mut changed = std::pin::pin!(changed);
             changed.as_mut().enable();
-            let (taken, untaken) = conn.taken_and_untaken();
-            let window = HANDLERS_AT_START
-                .saturating_add(taken)
-                .min(HANDLERS_PER_CONNECTION);
-            let running = self.running.load(Ordering::Acquire);
-            if running + untaken < window {
-                if self
-                    .running
-                    .compare_exchange(running, running + 1, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
+            // Looked at again once listening, so no change is missed.
+            if let Some(turn) = self.try_turn(conn) {
+                return Some(turn);
+            }
+            // The window is full. Over the budget of bytes waiting for
+            // peers, a connection holding answers untaken gets no more work
+            // (`WaitingAccount::admits`): refuse now rather than hold the
+            // request, so a flood of waiting streams costs nothing.
+            if !conn.admits(0) {
+                return None;
+            }
+            // Past the process' bound on requests waiting for a turn, a
+            // request that would wait is refused at once.
+            if waiting.is_none() {
+                waiting = Some(self.turn_waiters.hold(1)?);
+            }
+            if tokio::time::timeout(TURN_STALL, changed).await.is_err()
+                && conn
+                    .waiting_on_peer_since()
+                    .is_some_and(|since| since.elapsed() >= TURN_STALL)
+            {
+                return None;
+            }
+        }
+    }
+
+    /// A turn of `conn` if its window has room now.
+    fn try_turn(self: &Arc<Self>, conn: &Arc<Activity>) -> Option<HandlerTurn> {
+        let (taken, untaken) = conn.taken_and_untaken();
+        let window = HANDLERS_AT_START
+            .saturating_add(taken)
+            .min(HANDLERS_PER_CONNECTION);
+        let mut running = self.running.load(Ordering::Acquire);
+        while running + untaken < window {
+            match self.running.compare_exchange(
+                running,
+                running + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
                     // Nothing else of its connection in the way: its scarce
                     // work goes ahead of that of busier connections.
                     let class = if running + untaken == 0 {
@@ -287,28 +303,10 @@ impl ConnectionShare {
                         class,
                     });
                 }
-                continue;
-            }
-            // The window is full. Over the budget of bytes waiting for
-            // peers, a connection holding answers untaken gets no more work
-            // (`WaitingAccount::admits`): refuse now rather than hold the
-            // request, so a flood of waiting streams costs nothing.
-            if !conn.admits(0) {
-                return None;
-            }
-            // Past the process' bound on requests waiting for a turn, a
-            // request that would wait is refused at once.
-            if waiting.is_none() {
-                waiting = Some(Waiting::enter()?);
-            }
-            if tokio::time::timeout(TURN_STALL, changed).await.is_err()
-                && conn
-                    .waiting_on_peer_since()
-                    .is_some_and(|since| since.elapsed() >= TURN_STALL)
-            {
-                return None;
+                Err(now) => running = now,
             }
         }
+        None
     }
 
     /// The process' count of long-lived streams open.
@@ -493,7 +491,12 @@ mod tests {
 
     #[test]
     fn a_connection_past_its_inflate_allowance_waits_for_it_to_refill() {
-        let share = ConnectionShare::new(1 << 20, ByteAccount::new(0), ByteAccount::new(0));
+        let share = ConnectionShare::new(
+            1 << 20,
+            ByteAccount::new(0),
+            ByteAccount::new(0),
+            ByteAccount::new(0),
+        );
         let t0 = share.inflate.lock().unwrap().last;
         // The burst is free.
         assert_eq!(share.inflated_at(INFLATE_BURST, t0), Duration::ZERO);

@@ -262,6 +262,7 @@ pub async fn serve(
             opts.inflate_per_second,
             opts.connections.bodies().clone(),
             opts.connections.streams().clone(),
+            opts.connections.turn_waiters().clone(),
         );
         let conn = Connection {
             stream,
