@@ -163,11 +163,6 @@ impl ApiError {
         }
     }
 
-    /// For `map_err`: a failed store call while doing `what`.
-    pub fn store(what: &'static str) -> impl FnOnce(StoreError) -> ApiError {
-        move |error| ApiError::Store { what, error }
-    }
-
     /// For `map_err`: an internal failure while doing `what`.
     pub fn internal<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> ApiError {
         move |cause| ApiError::Internal {
