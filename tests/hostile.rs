@@ -22,6 +22,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Child;
 use std::time::{Duration, Instant};
+use support::bin::Server;
 
 use base64::Engine as _;
 
@@ -53,19 +54,6 @@ fn case(attack: &'static str, bytes: impl Into<Vec<u8>>, want: Want) -> Case {
 }
 
 /// A running binary, killed on drop.
-struct Server {
-    child: Child,
-    addrs: Vec<SocketAddr>,
-    _dir: Option<support::greeter::TempDir>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Start `bin` (see [`support::bin::spawn`]). Its stdout is then left
 /// unread: the log must not block the server when nobody reads it.
 fn spawn(bin: &str, args: &[&str], env: &[(&str, &str)], n: usize) -> (Child, Vec<SocketAddr>) {

@@ -17,8 +17,8 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::process::Child;
 use std::time::{Duration, Instant};
+use support::bin::Server;
 
 use bytes::Bytes;
 use support::greeter::{config_text, insert_users, TempDir};
@@ -28,20 +28,7 @@ use tokio::net::TcpStream;
 const GREETER: &str = env!("CARGO_BIN_EXE_greeter");
 const ROUTER_DEMO: &str = env!("CARGO_BIN_EXE_router-demo");
 
-/// A server binary running in its own process, killed when dropped.
-struct Server {
-    child: Child,
-    addrs: Vec<SocketAddr>,
-    _dir: Option<TempDir>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// The figures' servers and their resident memory.
 impl Server {
     /// A greeter with 1,000 users of 60-byte names (a 1,000-user page is
     /// about 94 KiB of JSON).

@@ -5,6 +5,23 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
+use super::greeter::TempDir;
+
+/// A binary running in its own process, killed when dropped, with the
+/// addresses it printed and the directory it works in (removed after it).
+pub struct Server {
+    pub child: Child,
+    pub addrs: Vec<SocketAddr>,
+    pub _dir: Option<TempDir>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Start `bin` with `args` and `env`; read its stdout until `n` lines
 /// containing "listening on" gave their addresses. The reader is returned
 /// at the next line, for tests that read the log (or keep it unread).
