@@ -54,6 +54,23 @@ pub(crate) fn rfc3339(unix: i64) -> String {
     )
 }
 
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC, milliseconds): the text SQLite's
+/// `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')` gives, made without SQLite's
+/// float arithmetic so a row can bind it as a value.
+pub(crate) fn rfc3339_millis(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+    let mut out = rfc3339(secs);
+    out.pop(); // the 'Z'
+    let ms = d.subsec_millis();
+    out.push('.');
+    out.push(char::from(b'0' + (ms / 100) as u8));
+    out.push(char::from(b'0' + (ms / 10 % 10) as u8));
+    out.push(char::from(b'0' + (ms % 10) as u8));
+    out.push('Z');
+    out
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day),
 /// after Howard Hinnant's `civil_from_days`.
 pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
@@ -93,5 +110,32 @@ mod tests {
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_300_819_380), "2011-03-22T18:43:00Z");
         assert_eq!(rfc3339(4_102_444_799), "2099-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn rfc3339_millis_is_the_text_sqlite_strftime_gives() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        for ms in [
+            0u64,
+            7,
+            951_782_400_120,
+            1_795_301_999_999,
+            1_764_172_800_050,
+            4_102_444_799_001,
+        ] {
+            let ours = rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms));
+            // SQLite takes Unix time as a real with 'unixepoch' ('subsec'
+            // keeps the milliseconds).
+            let theirs: String = conn
+                .query_row(
+                    "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', ?1, 'unixepoch', 'subsec')",
+                    [ms as i64 / 1000],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(&ours[..19], &theirs[..19], "{ms} ms");
+            assert_eq!(ours.len(), theirs.len(), "{ms} ms: {ours} vs {theirs}");
+            assert_eq!(&ours[19..], format!(".{:03}Z", ms % 1000), "{ms} ms");
+        }
     }
 }

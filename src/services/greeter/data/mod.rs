@@ -29,6 +29,7 @@
 
 #[cfg(feature = "cluster")]
 pub mod cache;
+mod handoff;
 #[cfg(feature = "cluster")]
 pub mod postgres;
 pub(crate) mod writer;
@@ -36,7 +37,7 @@ pub(crate) mod writer;
 use std::fmt;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode};
@@ -130,7 +131,7 @@ impl std::error::Error for DataError {
 /// handle is dropped.
 #[derive(Clone)]
 pub struct Data {
-    requests: mpsc::Sender<Request>,
+    requests: handoff::Sender<Request>,
     counters: Arc<Counters>,
     /// Requests that read and whose handler has not ended (the read queued
     /// or running on the store thread, or its result being made a page):
@@ -191,11 +192,13 @@ impl Data {
         };
         let counters = Arc::new(Counters::default());
         let writer = Writer::new(conn, file, counters.clone());
-        let (requests, rx) = mpsc::channel::<Request>();
-        std::thread::Builder::new()
+        let (requests, rx) = handoff::channel();
+        let bind = rx.binder();
+        let thread = std::thread::Builder::new()
             .name("greeter-sqlite".into())
             .spawn(move || writer.run(rx))
             .map_err(DataError::Thread)?;
+        bind(thread.thread().clone());
         Ok(Data {
             requests,
             counters,

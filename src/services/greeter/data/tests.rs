@@ -538,3 +538,50 @@ async fn a_database_holding_names_differing_only_in_case_is_refused_naming_the_i
     );
     assert!(err.contains("users_username_lower"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_newest_greetings_stay_and_a_batch_shares_one_created_at() {
+    let data = Data::open_async(":memory:".into()).await.unwrap();
+    let store = Arc::new(GreeterStore::new(data.clone()));
+    let before = data.stats();
+    let release = hold_store_thread(&data, |_| {}).await;
+    // More than one transaction's worth, queued while the thread is held.
+    let n = writer::MAX_BATCH + 100;
+    let tasks = spawn_greetings(&store, (0..n).map(|i| format!("g{i}")));
+    queued(&data, before, n as u64).await;
+    drop(release);
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    assert_eq!(data.stats().commits - before.commits, 2);
+    let (rows, oldest, newest, stamps): (i64, i64, i64, Vec<String>) = data
+        .read("checking greetings", |c| {
+            let (rows, oldest, newest) = c.query_row(
+                "SELECT COUNT(*), MIN(id), MAX(id) FROM greetings",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?;
+            let mut stmt = c.prepare("SELECT DISTINCT created_at FROM greetings ORDER BY 1")?;
+            let stamps = stmt
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            Ok((rows, oldest, newest, stamps))
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows, biz::GREETINGS_KEPT);
+    assert_eq!(newest, n as i64);
+    assert_eq!(oldest, n as i64 - biz::GREETINGS_KEPT + 1);
+    // Two transactions: at most two commit times, each in the schema's
+    // format (what strftime('%Y-%m-%dT%H:%M:%fZ') writes for a default).
+    assert!((1..=2).contains(&stamps.len()), "{stamps:?}");
+    for stamp in &stamps {
+        let b = stamp.as_bytes();
+        assert_eq!(b.len(), 24, "{stamp}");
+        assert_eq!(
+            (b[4], b[10], b[19], b[23]),
+            (b'-', b'T', b'.', b'Z'),
+            "{stamp}"
+        );
+    }
+}

@@ -1,8 +1,8 @@
 //! The store thread: group commit over one SQLite connection.
 //!
 //! ```text
-//! callers ──Request──▶ [ std mpsc queue ] ──▶ store thread
-//!                                               recv() one, try_recv() the rest
+//! callers ──Request──▶ [ handoff queue ] ──▶ store thread
+//!                      (one wake per batch)     take everything queued
 //!                                               BEGIN IMMEDIATE, take claims
 //!                                                 one statement per queued write
 //!                                               COMMIT            (one fsync)
@@ -12,9 +12,9 @@
 //! ```
 //!
 //! Committing once per call costs one `fsync` per call; under load the disk,
-//! not SQLite, sets the pace. So the thread blocks for the first request,
-//! then takes every request already queued (up to [`MAX_BATCH`]) and writes
-//! them all in one transaction: one `fsync` for the whole batch, the way
+//! not SQLite, sets the pace. So the thread parks until something is queued,
+//! then takes every request queued ([`handoff`]: one wake for all of them)
+//! and writes them in one transaction (up to [`MAX_BATCH`] each): one `fsync` for the whole batch, the way
 //! PostgreSQL flushes its WAL for many committers at once. Nobody is answered
 //! before the commit that holds their row: a reply means "committed".
 //!
@@ -52,14 +52,16 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
 use rusqlite::{params, Connection, ErrorCode};
 use tokio::sync::oneshot;
 
 use super::super::biz::{self, User};
+use super::handoff;
 use crate::web::metrics::Histogram;
+use crate::web::timefmt;
 
 /// Most writes in one transaction; the rest wait for the next one. Bounds how
 /// long one commit holds the write lock and how many callers one fsync
@@ -337,22 +339,24 @@ impl Writer {
         }
     }
 
-    /// Serves `requests` until every sender is dropped.
-    pub fn run(mut self, requests: mpsc::Receiver<Request>) {
+    /// Serves `requests` until every sender is dropped: everything queued
+    /// is taken at once, its writes committed in transactions of at most
+    /// [`MAX_BATCH`], then its reads run.
+    pub fn run(mut self, requests: handoff::Receiver<Request>) {
+        let mut taken = Vec::new();
         let mut batch = Vec::new();
         let mut reads = Vec::new();
-        while let Ok(first) = requests.recv() {
-            let mut next = Some(first);
-            while let Some(request) = next.take() {
+        while requests.take_all(&mut taken) {
+            for request in taken.drain(..) {
                 match request {
                     Request::Write(queued) => {
                         self.counters.release(queued.bytes);
                         batch.push(queued);
+                        if batch.len() == MAX_BATCH {
+                            self.commit_batch(&mut batch);
+                        }
                     }
                     Request::Read(read) => reads.push(read),
-                }
-                if batch.len() < MAX_BATCH {
-                    next = requests.try_recv().ok();
                 }
             }
             if !batch.is_empty() {
@@ -437,14 +441,27 @@ fn execute(conn: &Connection, sql: &str) -> rusqlite::Result<usize> {
 /// Every op, then `COMMIT`, inside the transaction the caller began. The
 /// outer error is a batch failure (rolled back); the inner results are
 /// per-row outcomes.
+///
+/// Every greeting of the batch gets one `created_at`, formatted here once
+/// (the batch's commit time, to the millisecond) and bound as a value; the
+/// retention `DELETE` runs once, after the batch's last greeting.
 fn apply_in_transaction(
     conn: &Connection,
     ops: &[&Op],
 ) -> rusqlite::Result<Vec<Result<Done, biz::Error>>> {
     let run = || {
         let mut outcomes = Vec::with_capacity(ops.len());
+        let mut created_at = None;
+        let mut last_greeting = None;
         for op in ops {
-            match apply(conn, op) {
+            if matches!(op, Op::SaveGreeting { .. }) && created_at.is_none() {
+                created_at = Some(timefmt::rfc3339_millis(SystemTime::now()));
+            }
+            match apply(conn, op, created_at.as_deref().unwrap_or_default()) {
+                Ok(Done::Saved) => {
+                    last_greeting = Some(conn.last_insert_rowid());
+                    outcomes.push(Ok(Done::Saved));
+                }
                 Ok(done) => outcomes.push(Ok(done)),
                 // Only that statement was undone; the transaction is alive.
                 Err(e) if is_constraint(&e) && !conn.is_autocommit() => {
@@ -452,6 +469,12 @@ fn apply_in_transaction(
                 }
                 Err(e) => return Err(e),
             }
+        }
+        if let Some(last) = last_greeting {
+            // Retention: only the newest GREETINGS_KEPT rows stay (ids only
+            // grow: AUTOINCREMENT).
+            conn.prepare_cached("DELETE FROM greetings WHERE id <= ?1")?
+                .execute([last - biz::GREETINGS_KEPT])?;
         }
         conn.prepare_cached("COMMIT")?.execute([])?;
         Ok(outcomes)
@@ -466,17 +489,12 @@ fn apply_in_transaction(
     })
 }
 
-/// One statement for `op`.
-fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Done> {
+/// One statement for `op`; a greeting is stored with `created_at`.
+fn apply(conn: &Connection, op: &Op, created_at: &str) -> rusqlite::Result<Done> {
     match op {
         Op::SaveGreeting { name } => {
-            conn.prepare_cached("INSERT INTO greetings (name) VALUES (?1)")?
-                .execute([name])?;
-            // Retention: only the newest GREETINGS_KEPT rows stay (ids only
-            // grow: AUTOINCREMENT).
-            let oldest_kept = conn.last_insert_rowid() - biz::GREETINGS_KEPT;
-            conn.prepare_cached("DELETE FROM greetings WHERE id <= ?1")?
-                .execute([oldest_kept])?;
+            conn.prepare_cached("INSERT INTO greetings (name, created_at) VALUES (?1, ?2)")?
+                .execute([name.as_str(), created_at])?;
             Ok(Done::Saved)
         }
         Op::CreateUser { username, password } => {
