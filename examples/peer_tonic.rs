@@ -15,7 +15,9 @@
 //!   runs inline in the handler, as a straightforward tonic + rusqlite
 //!   service does: the commit's fsync holds that worker thread.
 //!
-//! Unknown methods get `UNIMPLEMENTED`. No logging.
+//! It also serves tonic-health's `grpc.health.v1.Health` (the server, `""`,
+//! SERVING), the peer of the greeter's own health service in `make load`'s
+//! framing row. Unknown methods get `UNIMPLEMENTED`. No logging.
 //!
 //! `cargo run --release --example peer_tonic -- 127.0.0.1:9001 [--db /tmp/x.db --synchronous FULL]`
 
@@ -146,8 +148,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => None,
     };
     println!("peer_tonic listening on {addr}");
+    // tonic-health's service, "" SERVING: the peer of the greeter's
+    // grpc.health.v1.Health/Check, framing with no application work.
+    let (_reporter, health) = tonic_health::server::health_reporter();
     tonic::transport::Server::builder()
-        .serve(addr, Greeter { db })
+        .add_service(health)
+        .add_service(Greeter { db })
+        .serve(addr)
         .await?;
     Ok(())
 }

@@ -32,7 +32,8 @@
 # Environment: LOAD_SECONDS, LOAD_ROUNDS, LOAD_SYNCHRONOUS (FULL or NORMAL;
 # default: what src/services/greeter/data/ sets, else SQLite's FULL),
 # LOAD_PORT_BASE (default 18500), LOAD_NO_BUILD=1 (skip cargo build),
-# LOAD_PIN=0 (no taskset), LOAD_CLUSTER=0 (skip the PostgreSQL + Redis run,
+# LOAD_PIN=0 (no taskset), LOAD_ROWS (a bash regex: only the workloads whose
+# title matches, e.g. LOAD_ROWS='SayHello|framing'), LOAD_CLUSTER=0 (skip the PostgreSQL + Redis run,
 # load/load-cluster.sh), LOAD_ONLY=cluster (only that run) or LOAD_ONLY=tls
 # (only the TLS rows), LOAD_BIN_DIR (default target/release; e.g. target/debug
 # with LOAD_NO_BUILD=1 to check the script itself, not to measure). Needs wrk,
@@ -186,13 +187,13 @@ grpc_check() { # PORT NAME: one real call; the trailer must say grpc-status 0
 	for _ in $(seq 100); do
 		if curl -s --http2-prior-knowledge -D "$out.head" -o "$out.body" \
 			-H 'content-type: application/grpc' -H 'te: trailers' \
-			--data-binary @"$frame" "http://127.0.0.1:$1/helloworld.v1.Greeter/SayHello" &&
+			--data-binary @"$frame" "http://127.0.0.1:$1${path:-/helloworld.v1.Greeter/SayHello}" &&
 			grep -qiE '^grpc-status: *0' "$out.head"; then
 			return 0
 		fi
 		sleep 0.1
 	done
-	echo "load.sh: $2 did not answer SayHello with grpc-status 0; headers+trailers:" >&2
+	echo "load.sh: $2 did not answer ${path:-SayHello} with grpc-status 0; headers+trailers:" >&2
 	cat "$out.head" >&2 || true
 	cat "$tmp/$2.err" >&2
 	exit 1
@@ -201,6 +202,13 @@ grpc_check "$p_gmem" greeter-mem
 grpc_check "$p_gfile" greeter-file
 grpc_check "$p_tonic" peer_tonic
 grpc_check "$p_tonic_db" peer_tonic_db
+# Health/Check{service: ""}: an empty message, one gRPC frame of length 0.
+health_frame="$tmp/health.bin"
+printf '\x00\x00\x00\x00\x00' >"$health_frame"
+frame=$health_frame path=/grpc.health.v1.Health/Check grpc_check "$p_gmem" greeter-mem-health
+frame=$health_frame path=/grpc.health.v1.Health/Check grpc_check "$p_tonic" peer_tonic-health
+cmp -s "$tmp/greeter-mem-health.grpc.body" "$tmp/peer_tonic-health.grpc.body" ||
+	{ echo "load.sh: Health/Check reply of tonic-health differs from the greeter's" >&2; exit 1; }
 for peer in greeter-file peer_tonic peer_tonic_db; do
 	cmp -s "$tmp/greeter-mem.grpc.body" "$tmp/$peer.grpc.body" ||
 		{ echo "load.sh: SayHello reply of $peer differs from the greeter's" >&2; exit 1; }
@@ -278,6 +286,7 @@ compare() {
 		names+=("$1") urls+=("$2")
 		shift 2
 	done
+	if ! [[ $title =~ ${LOAD_ROWS:-.} ]]; then return 0; fi
 	echo "== $title"
 	local i r order
 	if [ "$kind" = wrk ]; then # warm-up; h2load has its own
@@ -342,6 +351,13 @@ compare "router-demo GET /hello" wrk "$u:$p_demo/hello" axum "$u:$p_axum/hello" 
 compare "router-demo GET /hello, metrics on vs off" wrk "$u:$p_demo/hello" \
 	"metrics off" "$u:$p_demo_nometrics/hello"
 compare "router-demo GET /book/42" wrk "$u:$p_demo/book/42" axum "$u:$p_axum/book/42"
+# The parameter's cost: the same server, a route with `:id` vs a static one
+# (the "peer" column is /hello; the ratio is /book/42 over /hello).
+compare "router-demo GET /book/42 vs GET /hello, same server" wrk "$u:$p_demo/book/42" \
+	"/hello" "$u:$p_demo/hello"
+# Framing alone: grpc.health.v1.Health/Check answers from memory, no store.
+frame=$health_frame compare "greeter grpc.health.v1.Health/Check (framing)" h2load \
+	"$u:$p_gmem/grpc.health.v1.Health/Check" tonic-health "$u:$p_tonic/grpc.health.v1.Health/Check"
 compare "greeter SayHello, :memory:" h2load "$u:$p_gmem/helloworld.v1.Greeter/SayHello" \
 	tonic "$u:$p_tonic/helloworld.v1.Greeter/SayHello"
 compare "greeter SayHello, file DB" h2load "$u:$p_gfile/helloworld.v1.Greeter/SayHello" \
@@ -353,6 +369,7 @@ compare "greeter GET /helloworld/{name}, file DB" wrk "$u:$p_gfile_http/hellowor
 for p in "${pids[@]}"; do stop "$p"; done
 pids=()
 
+if [[ "1,000 connections" =~ ${LOAD_ROWS:-.} ]]; then
 # ---- 1,000 keep-alive connections, with memory ------------------------------------
 # A fresh server per measurement, so its peak RSS (VmHWM) belongs to that run.
 echo "== 1,000 keep-alive connections, GET /hello (fresh server each time; RSS = VmHWM after the run)"
@@ -389,6 +406,9 @@ printf '  median: handwire %.0f req/s, %.1f MiB peak; axum %.0f req/s, %.1f MiB 
 	"${c_rps[0]}" "${c_hwm[0]}" "${c_rps[1]}" "${c_hwm[1]}"
 echo "1,000 connections GET /hello|${c_rps[0]}|axum|${c_rps[1]}|${c_p99[0]}|${c_p99[1]}|$(awk '{print $1}' "$tmp/c.0" | spread)|$(awk '{print $1}' "$tmp/c.1" | spread)" >>"$results"
 
+fi
+
+if [[ "token-auth profile" =~ ${LOAD_ROWS:-.} ]]; then
 # ---- token-auth: profile p99 idle vs during 20 concurrent logins -------------------
 echo "== token-auth: GET /api/user/profile p99, idle vs during 20 concurrent logins (bcrypt cost 12)"
 start token-auth "$bin/token-auth" --addr "127.0.0.1:$p_auth" --db "$tmp/auth.db" --quiet
@@ -458,6 +478,7 @@ idle_rps=$(awk '{print $1}' "$tmp/idle" | median)
 busy_rps=$(awk '{print $1}' "$tmp/busy" | median)
 auth_ratio=$(awk -v a="$busy_p99" -v b="$idle_p99" 'BEGIN {printf "%.2f", a / b}')
 echo "  median p99: idle $idle_p99 ms, during logins $busy_p99 ms: loaded/idle = $auth_ratio (target <= 2)"
+fi
 fi # LOAD_ONLY
 
 # ---- token-auth: several instances on PostgreSQL + Redis ---------------------------
@@ -479,8 +500,10 @@ while IFS='|' read -r title hw peer prps hp99 pp99 hrange prange; do
 done <"$results"
 [ -n "${cluster_logins:-}" ] && echo "$cluster_logins"
 [ "${LOAD_ONLY:-}" = cluster ] || [ "${LOAD_ONLY:-}" = tls ] && exit 0
-printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | |\n' \
+if [ -n "${c_hwm[0]:-}" ]; then printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | |\n' \
 	"${c_hwm[0]}" "${c_hwm[1]}" "$(awk -v a="${c_hwm[0]}" -v b="${c_hwm[1]}" 'BEGIN {print a / b}')"
-printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | %s idle (%s), %s loaded (%s): x%s | |\n' \
+fi
+if [ -n "${auth_ratio:-}" ]; then printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | %s idle (%s), %s loaded (%s): x%s | |\n' \
 	"$idle_rps" "$busy_rps" "$idle_p99" "$(awk '{print $2}' "$tmp/idle" | spread_ms)" \
 	"$busy_p99" "$(awk '{print $2}' "$tmp/busy" | spread_ms)" "$auth_ratio"
+fi
