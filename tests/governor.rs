@@ -745,3 +745,114 @@ async fn a_connection_that_takes_no_answer_gets_two_handlers_and_its_other_reque
     // untaken for a second (budget::PEER_STALL) they are refused.
     assert_eq!(refused, 50 - HANDLERS_AT_START, "requests refused");
 }
+
+/// A gRPC server with reflection only, no call time-out, and a minimum
+/// message rate of 240 B/s after `grace`.
+async fn reflection_server(grace: Duration) -> support::app::TestServer {
+    use handwire::protocol::grpc::{health, reflection::Reflection, Server};
+    let options = handwire::protocol::grpc::Options {
+        timeout: None,
+        min_message_rate: (240, grace),
+        ..Default::default()
+    };
+    let mut b = Server::builder(options);
+    Reflection::new(vec![health::file_descriptor().unwrap()])
+        .map(std::sync::Arc::new)
+        .unwrap()
+        .register(&mut b);
+    let opts = Options {
+        http1: false,
+        ..Options::default()
+    };
+    support::app::start_with(std::sync::Arc::new(b.build()), opts).await
+}
+
+/// The gRPC status of a finished response (trailers, or trailers-only).
+async fn grpc_status(response: h2::client::ResponseFuture) -> Option<(String, String)> {
+    let response = response.await.ok()?;
+    let text = |m: &http::HeaderMap| {
+        let get = |k: &str| m.get(k).map(|v| v.to_str().unwrap_or("").to_owned());
+        get("grpc-status").map(|s| (s, get("grpc-message").unwrap_or_default()))
+    };
+    if let Some(status) = text(response.headers()) {
+        return Some(status);
+    }
+    let mut body = response.into_body();
+    while let Some(chunk) = body.data().await {
+        let n = chunk.ok()?.len();
+        let _ = body.flow_control().release_capacity(n);
+    }
+    text(&body.trailers().await.ok()??)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_message_trickled_under_the_minimum_rate_fails_its_call_but_idle_between_messages_does_not(
+) {
+    let grace = Duration::from_millis(300);
+    let srv = reflection_server(grace).await;
+    let tcp = TcpStream::connect(srv.addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    let open = |client: &h2::client::SendRequest<Bytes>| {
+        let req = http::Request::post(format!(
+            "http://{}/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+            srv.addr
+        ))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+        client.clone().send_request(req, false).unwrap()
+    };
+    // ListServices, framed: field 7, empty string.
+    let list = Bytes::from_static(&[0, 0, 0, 0, 2, 0x3a, 0x00]);
+
+    // 1. Idle longer than the grace *between* whole messages is the
+    // client's right: the stream answers both and ends OK.
+    let client = client.ready().await.unwrap();
+    let (response, mut send) = open(&client);
+    send.send_data(list.clone(), false).unwrap();
+    tokio::time::sleep(grace * 3).await;
+    send.send_data(list.clone(), true).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(5), grpc_status(response))
+        .await
+        .expect("the idle stream ended");
+    assert_eq!(status.map(|s| s.0).as_deref(), Some("0"));
+
+    // 2. A message of 200 bytes whose bytes come at 10 B/s after the first
+    // 15: failed with DEADLINE_EXCEEDED once under 240 B/s past the grace.
+    let mut client = client.ready().await.unwrap();
+    let (response, mut send) = open(&client);
+    let mut message = vec![0, 0, 0, 0, 200, 0x0a, 0xc5, 0x01];
+    message.extend(std::iter::repeat_n(b'a', 197));
+    let t0 = Instant::now();
+    send.send_data(Bytes::copy_from_slice(&message[..15]), false)
+        .unwrap();
+    let trickle = tokio::spawn(async move {
+        for byte in &message[15..] {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if send
+                .send_data(Bytes::copy_from_slice(&[*byte]), false)
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let status = tokio::time::timeout(Duration::from_secs(5), grpc_status(response))
+        .await
+        .expect("the trickled call was ended by the server");
+    let took = t0.elapsed();
+    trickle.abort();
+    let (code, message) = status.expect("a grpc-status");
+    assert_eq!(code, "4", "DEADLINE_EXCEEDED: {message}");
+    assert!(message.contains("slowly"), "{message}");
+    assert!(took >= grace && took < Duration::from_secs(2), "{took:?}");
+
+    // 3. And the connection serves the next call.
+    client = client.ready().await.unwrap();
+    let (response, mut send) = open(&client);
+    send.send_data(list, true).unwrap();
+    let status = grpc_status(response).await;
+    assert_eq!(status.map(|s| s.0).as_deref(), Some("0"));
+}

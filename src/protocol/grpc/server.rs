@@ -72,6 +72,10 @@ pub struct Options {
     pub timeout: Option<Duration>,
     /// Largest message accepted, and largest unary reply sent.
     pub max_message_size: usize,
+    /// Least average rate of a request message being received, bytes a
+    /// second (0: none), after the grace period from its first byte; a
+    /// message slower than that fails its call with `DEADLINE_EXCEEDED`.
+    pub min_message_rate: (u32, Duration),
 }
 
 impl Default for Options {
@@ -79,6 +83,10 @@ impl Default for Options {
         Options {
             timeout: Some(Duration::from_secs(1)),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            min_message_rate: (
+                crate::web::intake::DEFAULT_MIN_BODY_RATE,
+                crate::web::intake::DEFAULT_MIN_BODY_RATE_GRACE,
+            ),
         }
     }
 }
@@ -207,9 +215,11 @@ impl Server {
                     let max = inner.options.max_message_size;
                     let share = req.extensions().get::<Arc<ConnectionShare>>().cloned();
                     let streams = share.as_ref().map(|s| s.streams().clone());
+                    let (rate, grace) = inner.options.min_message_rate;
                     let streaming = Streaming::new(req.into_body(), max)
                         .with_encoding(call.encoding)
-                        .with_share(share);
+                        .with_share(share)
+                        .with_min_rate(rate, grace);
                     match call.handler {
                         Handler::Unary(h, service) => {
                             let deadline =

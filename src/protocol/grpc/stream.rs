@@ -4,12 +4,14 @@
 //! (compressed when the client takes gzip and a reply is over 1 KiB).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::BodyExt;
 use hyper::body::Frame as HttpFrame;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::compression::{self, Encoding};
 use super::frame::{Decoder, Frame, FrameError};
@@ -32,6 +34,12 @@ pub struct Streaming {
     share: Option<Arc<ConnectionShare>>,
     /// Bytes of the decoder's buffer held on that account.
     held: usize,
+    /// Least average rate of a message being received, bytes a second, and
+    /// the time it may take at any rate first (`None`: no minimum).
+    min_rate: Option<(u32, Duration)>,
+    /// When the first byte of the message being received came (`None`:
+    /// no message is partly received).
+    partial_since: Option<Instant>,
 }
 
 impl Streaming {
@@ -45,7 +53,34 @@ impl Streaming {
             max_message_size,
             share: None,
             held: 0,
+            min_rate: None,
+            partial_since: None,
         }
+    }
+
+    /// The same stream, a message refused with `DEADLINE_EXCEEDED` once,
+    /// after `grace` from its first byte, it has arrived slower than
+    /// `bytes_per_second` on average (Kestrel's minimum request body data
+    /// rate, per message). Only a message partly received is timed: a
+    /// stream idle between messages is the client's to keep (its call
+    /// deadline and the long-lived stream rules bound it).
+    pub fn with_min_rate(mut self, bytes_per_second: u32, grace: Duration) -> Streaming {
+        self.min_rate = (bytes_per_second > 0).then_some((bytes_per_second, grace));
+        self
+    }
+
+    /// When the message being received must be complete by to keep the
+    /// minimum rate (`None`: no message is partly received, or no minimum).
+    fn rate_due(&mut self) -> Option<(Instant, usize)> {
+        let (rate, grace) = self.min_rate?;
+        let partial = self.decoder.buffered();
+        if partial == 0 {
+            self.partial_since = None;
+            return None;
+        }
+        let since = *self.partial_since.get_or_insert_with(Instant::now);
+        let earned = Duration::from_secs_f64(partial as f64 / f64::from(rate));
+        Some((since + grace.max(earned), partial))
     }
 
     /// Bring what the decoder buffers on the process account up to date;
@@ -99,7 +134,28 @@ impl Streaming {
                 self.decoder.finish().map_err(frame_status)?;
                 return Ok(None);
             }
-            match self.body.frame().await {
+            let next = match self.rate_due() {
+                None => self.body.frame().await,
+                Some((due, partial)) => tokio::select! {
+                    biased;
+                    next = self.body.frame() => next,
+                    _ = tokio::time::sleep_until(due) => {
+                        let (rate, grace) = self.min_rate.unwrap_or_default();
+                        return Err(Status::new(
+                            Code::DeadlineExceeded,
+                            format!(
+                                "request message arriving too slowly: {partial} bytes in \
+                                 {:.1} s, under the minimum of {rate} bytes/s after {} s",
+                                due.saturating_duration_since(
+                                    self.partial_since.unwrap_or(due)
+                                ).as_secs_f64(),
+                                grace.as_secs_f64()
+                            ),
+                        ));
+                    }
+                },
+            };
+            match next {
                 None => self.ended = true,
                 Some(Ok(frame)) => {
                     // Request trailers carry nothing gRPC needs.
