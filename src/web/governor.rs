@@ -91,6 +91,16 @@ pub const TURN_STALL: Duration = Duration::from_secs(1);
 /// beyond a connection's window wait.
 pub const WAITING_FOR_TURNS_MAX: usize = 4096;
 
+/// What a request gets on arrival ([`ConnectionShare::arrive`]).
+pub enum Arrival {
+    /// A turn now.
+    Turn(HandlerTurn),
+    /// A place among the requests waiting for a turn.
+    Wait(Hold),
+    /// Neither: refused at once.
+    Refused,
+}
+
 /// A handler's turn on its connection ([`ConnectionShare::handler_turn`]);
 /// it ends when dropped.
 pub struct HandlerTurn {
@@ -232,19 +242,47 @@ impl ConnectionShare {
         })
     }
 
-    /// Wait for a turn of `conn` (the connection this share is for) to run
-    /// a handler: while its handlers running plus its responses untaken
-    /// reach its window ([`HANDLERS_AT_START`] plus the responses it has
-    /// taken, at most [`HANDLERS_PER_CONNECTION`]), requests wait. `None`:
-    /// its peer has left a response untaken for [`TURN_STALL`] while this
-    /// one waited, so it is refused rather than kept until the write
-    /// time-out closes the connection.
-    pub async fn handler_turn(self: &Arc<Self>, conn: &Arc<Activity>) -> Option<HandlerTurn> {
-        // The common case, a free place, registers no waiter.
+    /// What a request of `conn` gets the moment it arrives, before anything
+    /// is built for it: a turn if its connection's window has room; else a
+    /// place among the requests waiting for one; else (its connection holds
+    /// answers untaken while the process is over the budget of bytes
+    /// waiting for peers, or the process already keeps
+    /// [`WAITING_FOR_TURNS_MAX`] requests waiting) a refusal. Decided at
+    /// once, so that the server can refuse a stream without keeping its
+    /// request and a task for it (a thousand connections opening 100
+    /// streams each would otherwise queue 100,000 of them).
+    pub fn arrive(self: &Arc<Self>, conn: &Arc<Activity>) -> Arrival {
         if let Some(turn) = self.try_turn(conn) {
-            return Some(turn);
+            return Arrival::Turn(turn);
         }
-        let mut waiting: Option<Hold> = None;
+        if !conn.admits(0) {
+            return Arrival::Refused;
+        }
+        match self.turn_waiters.hold(1) {
+            Some(place) => Arrival::Wait(place),
+            None => Arrival::Refused,
+        }
+    }
+
+    /// A turn of `conn` (the connection this share is for) to run the
+    /// handler of a request that [`arrive`](Self::arrive)d: at once, or
+    /// after waiting in its place. While its handlers running plus its
+    /// responses untaken reach its window ([`HANDLERS_AT_START`] plus the
+    /// responses it has taken, at most [`HANDLERS_PER_CONNECTION`]),
+    /// requests wait. `None`: refused on arrival, or its peer has left a
+    /// response untaken for [`TURN_STALL`] while this one waited, so it is
+    /// refused rather than kept until the write time-out closes the
+    /// connection.
+    pub async fn handler_turn(
+        self: &Arc<Self>,
+        conn: &Arc<Activity>,
+        arrival: Arrival,
+    ) -> Option<HandlerTurn> {
+        let _place = match arrival {
+            Arrival::Turn(turn) => return Some(turn),
+            Arrival::Refused => return None,
+            Arrival::Wait(place) => place,
+        };
         loop {
             let changed = conn.turns_changed();
             let mut changed = std::pin::pin!(changed);
@@ -259,11 +297,6 @@ impl ConnectionShare {
             // request, so a flood of waiting streams costs nothing.
             if !conn.admits(0) {
                 return None;
-            }
-            // Past the process' bound on requests waiting for a turn, a
-            // request that would wait is refused at once.
-            if waiting.is_none() {
-                waiting = Some(self.turn_waiters.hold(1)?);
             }
             if tokio::time::timeout(TURN_STALL, changed).await.is_err()
                 && conn

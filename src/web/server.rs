@@ -28,7 +28,9 @@
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
@@ -43,7 +45,7 @@ use crate::types::{Body, BoxFuture};
 use crate::web::admission;
 pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
 use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
-use crate::web::governor::{self, ConnectionShare, DEFAULT_INFLATE_PER_SECOND};
+use crate::web::governor::{self, Arrival, ConnectionShare, DEFAULT_INFLATE_PER_SECOND};
 use crate::web::log;
 use crate::web::metrics::Gauge;
 use crate::web::tls::{self, CertStore};
@@ -384,6 +386,23 @@ async fn serve_connection(conn: Connection) {
         let request = tracker.request_started(req.version());
         let grpc = governor::is_grpc(&req);
         let h2 = req.version() == http::Version::HTTP_2;
+        // A few handlers of one connection run at once, fewer while its
+        // peer leaves their answers untaken; the others wait their turn
+        // (see `governor`). A request that could neither run nor wait is
+        // refused here, while hyper accepts its stream: its request is
+        // dropped now and the task hyper spawns for it holds an answer,
+        // not the request and a handler's future.
+        let arrival = share.arrive(&tracker);
+        if matches!(arrival, Arrival::Refused) {
+            governor::refusing();
+            drop(req);
+            return Dispatch::Now(Some(match refused_stream(h2, grpc, &tracker) {
+                Some(reset) => Err(reset),
+                None => Ok(service
+                    .overloaded(grpc)
+                    .map(|body| Tracked::new(body, request))),
+            }));
+        }
         req.extensions_mut().insert(share.clone());
         if secure {
             req.extensions_mut().insert(tls::Secure);
@@ -391,16 +410,13 @@ async fn serve_connection(conn: Connection) {
         // Every request runs in its trace (W3C traceparent, or a new one).
         let trace = TraceContext::from_headers(req.headers());
         let (tracker, service, share) = (tracker.clone(), service.clone(), share.clone());
-        async move {
-            // A few handlers of one connection run at once, fewer while
-            // its peer leaves their answers untaken; the others wait their
-            // turn (see `governor`). Then, over the budget of bytes waiting
-            // for peers, a connection whose peer leaves responses untaken
-            // gets no more work, and a response it did build is refused
-            // before it is held (see `budget`): a flood of zero-window
-            // streams cannot build pages faster than the bounds take them
-            // back.
-            let turn = share.handler_turn(&tracker).await;
+        Dispatch::Later(Box::pin(async move {
+            // Over the budget of bytes waiting for peers, a connection
+            // whose peer leaves responses untaken gets no more work, and a
+            // response it did build is refused before it is held (see
+            // `budget`): a flood of zero-window streams cannot build pages
+            // faster than the bounds take them back.
+            let turn = share.handler_turn(&tracker, arrival).await;
             let mut resp = if let Some(turn) = turn.as_ref().filter(|_| tracker.admits(0)) {
                 let call = tracecontext::enter(trace, || service.call(req, remote));
                 admission::scope(turn.class(), tracecontext::serve(trace, call)).await
@@ -428,7 +444,7 @@ async fn serve_connection(conn: Connection) {
             // request waiting for it sees one or the other, never neither.
             drop(turn);
             Ok::<_, h2::Error>(resp)
-        }
+        }))
     });
     let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
     let mut conn = std::pin::pin!(conn);
@@ -474,6 +490,32 @@ async fn serve_connection(conn: Connection) {
 /// `RESOURCE_EXHAUSTED`, which needs no window; a peer that reads).
 fn refused_stream(h2: bool, grpc: bool, conn: &Activity) -> Option<h2::Error> {
     (h2 && !grpc && conn.waiting_bytes() > 0).then(|| h2::Error::from(h2::Reason::REFUSED_STREAM))
+}
+
+/// What the connection's service gives hyper for one request: an answer
+/// decided on arrival, or the boxed work that makes it. The box keeps the
+/// task hyper spawns per request small either way, so a request refused
+/// on arrival costs a few dozen bytes until hyper polls it.
+enum Dispatch<F: Future> {
+    /// Decided already (taken by the first poll).
+    Now(Option<F::Output>),
+    /// Turn, handler, answer.
+    Later(Pin<Box<F>>),
+}
+
+// Nothing in it is ever pinned in place: the work is behind its box and the
+// answer is moved out whole.
+impl<F: Future> Unpin for Dispatch<F> {}
+
+impl<F: Future> Future for Dispatch<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<F::Output> {
+        match self.get_mut() {
+            Dispatch::Now(answer) => Poll::Ready(answer.take().expect("polled after completion")),
+            Dispatch::Later(work) => work.as_mut().poll(cx),
+        }
+    }
 }
 
 /// The HTTP/1.1 + HTTP/2 connection builder with the protocols `opts`
