@@ -154,3 +154,42 @@ async fn bind_errors_name_the_address() {
         .to_string();
     assert!(err.contains("not-an-address"), "{err}");
 }
+
+#[tokio::test]
+async fn one_listener_tells_http2_from_http1_by_the_preface_even_when_it_arrives_in_pieces() {
+    let srv = support::app::start_with(slow_and_fast().build(), Options::default()).await;
+    // HTTP/2 with prior knowledge, the preface cut in three writes and an
+    // empty SETTINGS frame after it: the server answers with its SETTINGS
+    // frame (type 4), not with HTTP/1.1's 400.
+    let mut conn = TcpStream::connect(srv.addr).await.unwrap();
+    let preface: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    for piece in [&preface[..3], &preface[3..17], &preface[17..]] {
+        conn.write_all(piece).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    conn.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+    let mut head = [0u8; 9];
+    tokio::time::timeout(Duration::from_secs(5), conn.read_exact(&mut head))
+        .await
+        .expect("the server answered")
+        .unwrap();
+    assert_eq!(head[3], 4, "a SETTINGS frame, got {head:?}");
+    // HTTP/1.1 on the same listener, its first byte alone first.
+    let mut conn = TcpStream::connect(srv.addr).await.unwrap();
+    conn.write_all(b"G").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    conn.write_all(b"ET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut reply = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), conn.read_to_end(&mut reply))
+        .await
+        .expect("the server answered")
+        .unwrap();
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.ends_with("fast"), "{reply}");
+    // And both protocols with real clients.
+    assert_eq!(get(Proto::H1, srv.addr, "/fast").await.text(), "fast");
+    assert_eq!(get(Proto::H2, srv.addr, "/fast").await.text(), "fast");
+}

@@ -245,6 +245,15 @@ impl<S> Stream<S> {
     pub fn is_tls(&self) -> bool {
         matches!(self, Stream::Tls(_))
     }
+
+    /// Whether TLS negotiated HTTP/2 (ALPN `h2`); without ALPN a TLS client
+    /// speaks HTTP/1.1 (RFC 9113 §3.2).
+    pub fn alpn_is_h2(&self) -> bool {
+        match self {
+            Stream::Plain(_) => false,
+            Stream::Tls(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
+        }
+    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Stream<S> {
