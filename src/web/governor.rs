@@ -540,4 +540,35 @@ mod tests {
         assert_eq!(share.inflated_at(2 << 20, t3), Duration::ZERO);
         assert_eq!(share.inflated_at(1 << 19, t3), Duration::from_millis(500));
     }
+
+    #[test]
+    fn on_arrival_a_request_gets_a_turn_then_a_place_then_a_refusal_once_the_places_are_taken() {
+        let waiters = ByteAccount::new(3);
+        let share = Arc::new(ConnectionShare::new(
+            1 << 20,
+            ByteAccount::new(0),
+            ByteAccount::new(0),
+            waiters.clone(),
+        ));
+        let conn = Activity::new(
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        );
+        let arrive = || share.arrive(&conn);
+        // A new connection's window: two turns.
+        let turns: Vec<_> = (0..HANDLERS_AT_START).map(|_| arrive()).collect();
+        assert!(turns.iter().all(|a| matches!(a, Arrival::Turn(_))));
+        // Then places among the waiters, as many as the process keeps.
+        let places: Vec<_> = (0..3).map(|_| arrive()).collect();
+        assert!(places.iter().all(|a| matches!(a, Arrival::Wait(_))));
+        // Then a refusal, decided at once: nothing is kept for it.
+        assert!(matches!(arrive(), Arrival::Refused));
+        // A place given back is a place again.
+        drop(places);
+        assert!(matches!(arrive(), Arrival::Wait(_)));
+        // A turn ended is a turn again.
+        drop(turns);
+        assert!(matches!(arrive(), Arrival::Turn(_)));
+    }
 }

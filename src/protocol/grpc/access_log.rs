@@ -55,13 +55,7 @@ impl Call {
         log::stdout().line(|buf| {
             buf.extend_from_slice(b"[grpc] ");
             timefmt::push_log_timestamp(buf, SystemTime::now());
-            let _ = write!(
-                buf,
-                " | {} | {:?} | {} | ",
-                outcome,
-                took,
-                self.remote.ip()
-            );
+            let _ = write!(buf, " | {} | {:?} | {} | ", outcome, took, self.remote.ip());
             log::push_capped(buf, &self.path, LOG_TARGET_MAX);
             if let Some(trace) = &self.trace {
                 buf.extend_from_slice(b" | trace_id=");
