@@ -423,17 +423,35 @@ impl Activity {
     /// Completes once a clock has run out: no request head in time after
     /// accept or after a first byte, idle for too long, a response stalled
     /// for the write time-out; or the connection was evicted.
+    ///
+    /// One timer serves the connection's life: it is moved to each new
+    /// deadline, not made again per change (a request moves the deadline
+    /// several times; moving a tokio timer later touches no timer wheel),
+    /// and the clock is read only when the timer fires, to confirm.
     pub async fn expired(&self) -> Expiry {
+        let timer = tokio::time::sleep_until(Instant::now() + self.idle_timeout);
+        let mut timer = std::pin::pin!(timer);
         loop {
             // `notify_one` keeps a permit when nobody waits, so a change
             // between reading the deadline and waiting is not lost.
             let changed = self.changed.notified();
             match self.deadline() {
-                Some((at, why)) if at <= Instant::now() => return why,
+                Some((_, Expiry::Evicted)) => return Expiry::Evicted,
                 Some((at, _)) => {
+                    if timer.deadline() != at {
+                        timer.as_mut().reset(at);
+                    }
                     tokio::select! {
-                        _ = tokio::time::sleep_until(at) => {}
+                        biased;
                         _ = changed => {}
+                        _ = timer.as_mut() => {
+                            match self.deadline() {
+                                Some((at, why)) if at <= Instant::now() => return why,
+                                // Moved by a change being notified: looked
+                                // at again.
+                                _ => {}
+                            }
+                        }
                     }
                 }
                 None => changed.await,
