@@ -366,23 +366,23 @@ async fn serve_connection(conn: Connection) {
         write_timeout,
         mut stopping,
     } = conn;
-    // The handshake runs here, off the accept loop, bounded by its own
-    // time-out and by the connection's clocks (header time-out from accept,
-    // eviction at the cap): a client that stalls it gives its permit back
-    // like any quiet connection.
-    // Which protocol, decided here rather than by hyper-util's sniffing:
-    // see `protocol_of`.
-    let mut h2 = false;
+    // Which protocol a cleartext connection speaks, decided here rather
+    // than by hyper-util's sniffing: see `protocol_of`.
+    let mut sniffed_h2 = false;
     if both && acceptor.is_none() {
         tokio::select! {
             sniffed = speaks_h2(&stream) => match sniffed {
-                Ok(is_h2) => h2 = is_h2,
+                Ok(is_h2) => sniffed_h2 = is_h2,
                 Err(_) => return,
             },
             _ = activity.expired() => return,
             _ = stopping.wait_for(|stop| *stop) => return,
         }
     }
+    // The handshake runs here, off the accept loop, bounded by its own
+    // time-out and by the connection's clocks (header time-out from accept,
+    // eviction at the cap): a client that stalls it gives its permit back
+    // like any quiet connection.
     let stream = match &acceptor {
         None => tls::Stream::Plain(Watched::new(stream, activity.clone())),
         Some(acceptor) => {
@@ -399,10 +399,17 @@ async fn serve_connection(conn: Connection) {
         }
     };
     let secure = stream.is_tls();
-    let builder = match (both, secure) {
-        (false, _) => builder,
-        (true, false) => protocol_of(builder, h2),
-        (true, true) => protocol_of(builder, stream.alpn_is_h2()),
+    let builder = if both {
+        protocol_of(
+            builder,
+            if secure {
+                stream.alpn_is_h2()
+            } else {
+                sniffed_h2
+            },
+        )
+    } else {
+        builder
     };
     let tracker = activity.clone();
     let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
@@ -417,14 +424,11 @@ async fn serve_connection(conn: Connection) {
         // not the request and a handler's future.
         let arrival = share.arrive(&tracker);
         if matches!(arrival, Arrival::Refused) {
-            governor::refusing();
             drop(req);
-            return Dispatch::Now(Some(match refused_stream(h2, grpc, &tracker) {
-                Some(reset) => Err(reset),
-                None => Ok(service
-                    .overloaded(grpc)
-                    .map(|body| Tracked::new(body, request))),
-            }));
+            let answer = refuse(&*service, h2, grpc, &tracker);
+            return Dispatch::Now(Some(
+                answer.map(|resp| resp.map(|body| Tracked::new(body, request))),
+            ));
         }
         req.extensions_mut().insert(share.clone());
         if secure {
@@ -444,23 +448,15 @@ async fn serve_connection(conn: Connection) {
                 let call = tracecontext::enter(trace, || service.call(req, remote));
                 admission::scope(turn.class(), tracecontext::serve(trace, call)).await
             } else {
-                governor::refusing();
-                if let Some(reset) = refused_stream(h2, grpc, &tracker) {
-                    return Err(reset);
-                }
-                service.overloaded(grpc)
+                refuse(&*service, h2, grpc, &tracker)?
             };
             let size = usize::try_from(hyper::body::Body::size_hint(resp.body()).lower())
                 .unwrap_or(usize::MAX);
             if !tracker.admits(size) {
-                governor::refusing();
                 // What it had built is let go: counted for the trim.
                 drop(resp);
                 governor::released(size);
-                if let Some(reset) = refused_stream(h2, grpc, &tracker) {
-                    return Err(reset);
-                }
-                resp = service.overloaded(grpc);
+                resp = refuse(&*service, h2, grpc, &tracker)?;
             }
             let resp = resp.map(|body| Tracked::new(body, request));
             // The turn ends once the response counts as untaken, so that a
@@ -504,15 +500,25 @@ async fn serve_connection(conn: Connection) {
     }
 }
 
-/// How the governor refuses a request of a connection whose peer leaves
-/// answers untaken: on HTTP/2, unless it is a gRPC call, the stream is reset
-/// with `REFUSED_STREAM` (RFC 9113 §8.7: not processed, safe to retry),
-/// since a 503 with a body would wait for the same window that holds the
-/// other answers, and hold the stream until the write time-out. `None`:
-/// answer in the service's shape (HTTP/1.1; a gRPC call's trailers-only
+/// How the governor refuses a request (counted, [`governor::refusing`]):
+/// of a connection whose peer leaves answers untaken, on HTTP/2, unless it
+/// is a gRPC call, the stream is reset with `REFUSED_STREAM` (RFC 9113
+/// §8.7: not processed, safe to retry), since a 503 with a body would wait
+/// for the same window that holds the other answers, and hold the stream
+/// until the write time-out. Otherwise the service's answer
+/// ([`Service::overloaded`]: HTTP/1.1; a gRPC call's trailers-only
 /// `RESOURCE_EXHAUSTED`, which needs no window; a peer that reads).
-fn refused_stream(h2: bool, grpc: bool, conn: &Activity) -> Option<h2::Error> {
-    (h2 && !grpc && conn.waiting_bytes() > 0).then(|| h2::Error::from(h2::Reason::REFUSED_STREAM))
+fn refuse(
+    service: &dyn Service,
+    h2: bool,
+    grpc: bool,
+    conn: &Activity,
+) -> Result<http::Response<Body>, h2::Error> {
+    governor::refusing();
+    if h2 && !grpc && conn.waiting_bytes() > 0 {
+        return Err(h2::Error::from(h2::Reason::REFUSED_STREAM));
+    }
+    Ok(service.overloaded(grpc))
 }
 
 /// What the connection's service gives hyper for one request: an answer
