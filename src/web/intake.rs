@@ -65,6 +65,15 @@ pub enum Refusal {
     Failed(BoxError),
 }
 
+/// The minimum data rate's deadline for what began arriving at `start`
+/// and has `received` bytes so far: `grace` after `start`, or later if
+/// those bytes have earned it at `rate` bytes a second. Shared by request
+/// bodies and gRPC messages ([`crate::protocol::grpc::Streaming`]).
+pub fn rate_due(start: Instant, received: usize, rate: u32, grace: Duration) -> Instant {
+    let earned = Duration::from_secs_f64(received as f64 / f64::from(rate));
+    start + grace.max(earned)
+}
+
 /// Read `body` whole under `bounds`, holding its bytes on `account` (if
 /// any) while it arrives.
 pub async fn collect<B>(
@@ -85,10 +94,7 @@ where
     loop {
         let wake = match bounds.min_rate {
             0 => deadline,
-            rate => {
-                let due = Duration::from_secs_f64(data.len() as f64 / f64::from(rate));
-                deadline.min(start + bounds.grace.max(due))
-            }
+            rate => deadline.min(rate_due(start, data.len(), rate, bounds.grace)),
         };
         let frame = tokio::select! {
             biased;

@@ -18,6 +18,7 @@ use super::frame::{Decoder, Frame, FrameError};
 use super::status::{Code, Status};
 use crate::types::BoxError;
 use crate::web::governor::ConnectionShare;
+use crate::web::intake;
 
 /// The request body as the dispatcher sees it (boxed so tests can feed any body).
 pub type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
@@ -69,9 +70,10 @@ impl Streaming {
         self
     }
 
-    /// When the message being received must be complete by to keep the
-    /// minimum rate (`None`: no message is partly received, or no minimum).
-    fn rate_due(&mut self) -> Option<(Instant, usize)> {
+    /// When the message being received must have more bytes by to keep
+    /// the minimum rate (`None`: no message is partly received, or no
+    /// minimum).
+    fn rate_due(&mut self) -> Option<RateDue> {
         let (rate, grace) = self.min_rate?;
         let partial = self.decoder.buffered();
         if partial == 0 {
@@ -79,8 +81,13 @@ impl Streaming {
             return None;
         }
         let since = *self.partial_since.get_or_insert_with(Instant::now);
-        let earned = Duration::from_secs_f64(partial as f64 / f64::from(rate));
-        Some((since + grace.max(earned), partial))
+        Some(RateDue {
+            at: intake::rate_due(since, partial, rate, grace),
+            since,
+            partial,
+            rate,
+            grace,
+        })
     }
 
     /// Bring what the decoder buffers on the process account up to date;
@@ -136,23 +143,10 @@ impl Streaming {
             }
             let next = match self.rate_due() {
                 None => self.body.frame().await,
-                Some((due, partial)) => tokio::select! {
+                Some(due) => tokio::select! {
                     biased;
                     next = self.body.frame() => next,
-                    _ = tokio::time::sleep_until(due) => {
-                        let (rate, grace) = self.min_rate.unwrap_or_default();
-                        return Err(Status::new(
-                            Code::DeadlineExceeded,
-                            format!(
-                                "request message arriving too slowly: {partial} bytes in \
-                                 {:.1} s, under the minimum of {rate} bytes/s after {} s",
-                                due.saturating_duration_since(
-                                    self.partial_since.unwrap_or(due)
-                                ).as_secs_f64(),
-                                grace.as_secs_f64()
-                            ),
-                        ));
-                    }
+                    _ = tokio::time::sleep_until(due.at) => return Err(due.refusal()),
                 },
             };
             match next {
@@ -188,6 +182,32 @@ impl Streaming {
                 .map(Some)
                 .map_err(|e| Status::internal(format!("cannot decode request message: {e}"))),
         }
+    }
+}
+
+/// The minimum rate's deadline for a message partly received.
+struct RateDue {
+    at: Instant,
+    since: Instant,
+    partial: usize,
+    rate: u32,
+    grace: Duration,
+}
+
+impl RateDue {
+    /// The call's answer once `at` has passed with no more bytes.
+    fn refusal(&self) -> Status {
+        Status::new(
+            Code::DeadlineExceeded,
+            format!(
+                "request message arriving too slowly: {} bytes in {:.1} s, under the \
+                 minimum of {} bytes/s after {} s",
+                self.partial,
+                (self.at - self.since).as_secs_f64(),
+                self.rate,
+                self.grace.as_secs_f64()
+            ),
+        )
     }
 }
 
