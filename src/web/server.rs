@@ -1,10 +1,11 @@
 //! The accept loop every service in this crate runs on.
 //!
 //! One listener speaks HTTP/1.1 and cleartext HTTP/2 (prior knowledge) through
-//! hyper-util's auto builder, each connection restricted to the protocol its
-//! first bytes (`peek`ed) or its TLS ALPN name. What a connection does with a request is decided by a
-//! [`Service`]: the Gin-style [`crate::web::app::App`] for the HTTP services, the
-//! gRPC dispatcher for the greeter. The loop itself only owns the transport
+//! hyper-util's auto builder, each connection restricted to the protocol it
+//! speaks (its first bytes, `peek`ed, or its TLS ALPN name). What a
+//! connection does with a request is decided by a [`Service`]: the
+//! Gin-style [`crate::web::app::App`] for the HTTP services, the gRPC
+//! dispatcher for the greeter. The loop itself only owns the transport
 //! concerns, in the shape of mini-redis' `server.rs` and Go's `net/http`:
 //!
 //! - a cap on open connections, one [`ConnectionBudget`] per process shared

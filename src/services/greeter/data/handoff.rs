@@ -37,7 +37,7 @@ struct Shared<T> {
     /// A wake has been asked of the kicker and has not happened yet.
     wake_pending: AtomicBool,
     /// The kicker waits here; `None` when no runtime was there to run it.
-    kick: Option<Arc<Notify>>,
+    kick: Option<Notify>,
 }
 
 struct Queue<T> {
@@ -94,8 +94,8 @@ impl<T> Shared<T> {
 }
 
 /// A queue; the kicker is spawned on the current tokio runtime if there is
-/// one. Call [`Receiver::binder`]'s function from the store thread's spawner before the
-/// first push.
+/// one. Call [`Receiver::binder`]'s function from the store thread's
+/// spawner before the first push.
 pub fn channel<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
     let runtime = tokio::runtime::Handle::try_current().ok();
     let shared = Arc::new(Shared {
@@ -105,11 +105,12 @@ pub fn channel<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
         }),
         thread: OnceLock::new(),
         wake_pending: AtomicBool::new(false),
-        kick: runtime.as_ref().map(|_| Arc::new(Notify::new())),
+        kick: runtime.as_ref().map(|_| Notify::new()),
     });
-    if let (Some(runtime), Some(kick)) = (runtime, shared.kick.clone()) {
+    if let Some(runtime) = runtime {
         let shared = shared.clone();
         runtime.spawn(async move {
+            let Some(kick) = &shared.kick else { return };
             loop {
                 kick.notified().await;
                 if !shared.queue.lock().unwrap_or_else(|p| p.into_inner()).open {

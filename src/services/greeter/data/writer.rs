@@ -14,9 +14,10 @@
 //! Committing once per call costs one `fsync` per call; under load the disk,
 //! not SQLite, sets the pace. So the thread parks until something is queued,
 //! then takes every request queued ([`handoff`]: one wake for all of them)
-//! and writes them in one transaction (up to [`MAX_BATCH`] each): one `fsync` for the whole batch, the way
-//! PostgreSQL flushes its WAL for many committers at once. Nobody is answered
-//! before the commit that holds their row: a reply means "committed".
+//! and writes them in one transaction (up to [`MAX_BATCH`] each): one
+//! `fsync` for the whole batch, the way PostgreSQL flushes its WAL for many
+//! committers at once. Nobody is answered before the commit that holds
+//! their row: a reply means "committed".
 //!
 //! * A row that breaks a constraint (a taken username) fails only its caller.
 //!   SQLite rolls back just that statement (the default `ABORT` conflict
@@ -451,13 +452,10 @@ fn apply_in_transaction(
 ) -> rusqlite::Result<Vec<Result<Done, biz::Error>>> {
     let run = || {
         let mut outcomes = Vec::with_capacity(ops.len());
-        let mut created_at = None;
+        let created_at = timefmt::rfc3339_millis(SystemTime::now());
         let mut last_greeting = None;
         for op in ops {
-            if matches!(op, Op::SaveGreeting { .. }) && created_at.is_none() {
-                created_at = Some(timefmt::rfc3339_millis(SystemTime::now()));
-            }
-            match apply(conn, op, created_at.as_deref().unwrap_or_default()) {
+            match apply(conn, op, &created_at) {
                 Ok(Done::Saved) => {
                     last_greeting = Some(conn.last_insert_rowid());
                     outcomes.push(Ok(Done::Saved));
