@@ -116,6 +116,13 @@ struct State {
     /// Since when the socket has refused our bytes (its send buffer full:
     /// the peer does not read), whatever is in flight.
     write_blocked: Option<Instant>,
+    /// When [`Activity::expired`]'s timer fires (`None`: it waits for a
+    /// change only). A change that moves the deadline later wakes no one:
+    /// the timer fires early and looks again.
+    armed: Option<Instant>,
+    /// When the last response ended: the idle clock starts there, with no
+    /// second clock read when its request is finished just after.
+    ended_at: Option<Instant>,
 }
 
 /// Where a connection reports the bytes its responses hold for the peer:
@@ -166,6 +173,8 @@ impl Activity {
                 completed: 0,
                 unflushed: 0,
                 write_blocked: None,
+                armed: None,
+                ended_at: None,
             }),
             changed: Notify::new(),
             waiting: std::sync::atomic::AtomicUsize::new(0),
@@ -263,20 +272,19 @@ impl Activity {
         st.in_flight += 1;
         st.requests += 1;
         st.h2 = version == http::Version::HTTP_2;
-        drop(st);
-        self.changed.notify_one();
+        self.moved(st);
         InFlight(self.clone())
     }
 
     fn request_finished(&self) {
         let mut st = self.lock();
         st.in_flight = st.in_flight.saturating_sub(1);
+        let ended = st.ended_at.take();
         if st.in_flight == 0 {
-            st.idle_since = Instant::now();
+            st.idle_since = ended.unwrap_or_else(Instant::now);
             st.first_byte = None;
         }
-        drop(st);
-        self.changed.notify_one();
+        self.moved(st);
     }
 
     /// Bytes arrived. On an idle HTTP/1 connection this is the start of the
@@ -285,8 +293,7 @@ impl Activity {
         let mut st = self.lock();
         if st.requests > 0 && !st.h2 && st.in_flight == 0 && st.first_byte.is_none() {
             st.first_byte = Some(Instant::now());
-            drop(st);
-            self.changed.notify_one();
+            self.moved(st);
         }
     }
 
@@ -296,8 +303,7 @@ impl Activity {
         let id = st.next_response;
         st.next_response += 1;
         st.responses.push((id, Some(Instant::now())));
-        drop(st);
-        self.changed.notify_one();
+        self.moved(st);
         id
     }
 
@@ -307,10 +313,10 @@ impl Activity {
         if let Some(entry) = st.responses.iter_mut().find(|(r, _)| *r == id) {
             entry.1 = on_peer.then(Instant::now);
         }
-        drop(st);
         if on_peer {
-            self.changed.notify_one();
+            self.moved(st);
         } else {
+            drop(st);
             // No longer untaken: a waiting request may have its turn.
             self.turns.notify_waiters();
         }
@@ -325,8 +331,7 @@ impl Activity {
         let mut st = self.lock();
         st.write_blocked = if progress { None } else { Some(Instant::now()) };
         self.blocked.store(!progress, Ordering::Relaxed);
-        drop(st);
-        self.changed.notify_one();
+        self.moved(st);
     }
 
     /// Response `id` is over (sent, failed or dropped); `complete`: it was
@@ -337,8 +342,11 @@ impl Activity {
         st.responses.retain(|(r, _)| *r != id);
         // Called again from `Drop` after the end was seen: count it once.
         let ended_now = st.responses.len() < before;
+        if ended_now {
+            st.ended_at = Some(Instant::now());
+        }
         if complete && ended_now {
-            st.last_completed = Instant::now();
+            st.last_completed = st.ended_at.unwrap_or(st.last_completed);
             if self.in_hyper.load(std::sync::atomic::Ordering::Relaxed) == 0 {
                 st.completed += 1;
             } else {
@@ -374,8 +382,9 @@ impl Activity {
     /// Close this connection now (the cap is reached and it is the one whose
     /// progress is oldest).
     pub fn evict(&self) {
-        self.lock().evicted = true;
-        self.changed.notify_one();
+        let mut st = self.lock();
+        st.evicted = true;
+        self.moved(st);
     }
 
     /// How long this connection has made no progress, as the instant it
@@ -397,12 +406,27 @@ impl Activity {
         Some(rank)
     }
 
-    /// When the connection must be closed if nothing changes, and why.
-    fn deadline(&self) -> Option<(Instant, Expiry)> {
-        let st = self.lock();
-        if st.evicted {
-            return Some((Instant::now(), Expiry::Evicted));
+    /// The state behind `st` changed: wake [`Activity::expired`] if its
+    /// deadline may now come before the timer (or there is no timer). A
+    /// deadline moved later wakes no one; the timer fires early, looks,
+    /// and is moved. So a busy connection's requests, which move the
+    /// deadline later several times each, cost no wake-up of its task.
+    fn moved(&self, st: MutexGuard<'_, State>) {
+        let wake = st.evicted
+            || match (self.due(&st), st.armed) {
+                (None, _) => false,
+                (Some(_), None) => true,
+                (Some((at, _)), Some(armed)) => at < armed,
+            };
+        drop(st);
+        if wake {
+            self.changed.notify_one();
         }
+    }
+
+    /// When the connection must be closed if nothing changes, and why
+    /// (not for an evicted one: that is now).
+    fn due(&self, st: &State) -> Option<(Instant, Expiry)> {
         if let Some(since) = st.write_blocked {
             return Some((since + self.write_timeout, Expiry::Stalled));
         }
@@ -420,44 +444,88 @@ impl Activity {
         Some((at, Expiry::Quiet))
     }
 
+    /// What [`Activity::expired`] waits for next; sets the timer's time in
+    /// the state, so that [`Activity::moved`] knows what is earlier.
+    ///
+    /// An idle HTTP/1 connection waits for its next request's first byte,
+    /// which starts the shorter header clock. Were the timer set at the
+    /// idle deadline, every such byte would move the deadline earlier and
+    /// wake the task; so it is first set at the header time-out from the
+    /// moment the connection became idle: a first byte before then moves
+    /// nothing earlier, and once that moment has passed the timer goes to
+    /// the idle deadline.
+    fn plan(&self) -> Plan {
+        let mut st = self.lock();
+        if st.evicted {
+            return Plan::Evicted;
+        }
+        let Some((at, _)) = self.due(&st) else {
+            st.armed = None;
+            return Plan::Change;
+        };
+        let awaits_head = st.requests > 0 && !st.h2 && st.in_flight == 0 && st.first_byte.is_none();
+        let early = st.idle_since + self.header_read_timeout;
+        let arm = if awaits_head && early < at && early > Instant::now() {
+            early
+        } else {
+            at
+        };
+        st.armed = Some(arm);
+        Plan::Timer(arm)
+    }
+
     /// Completes once a clock has run out: no request head in time after
     /// accept or after a first byte, idle for too long, a response stalled
     /// for the write time-out; or the connection was evicted.
     ///
     /// One timer serves the connection's life: it is moved to each new
-    /// deadline, not made again per change (a request moves the deadline
-    /// several times; moving a tokio timer later touches no timer wheel),
-    /// and the clock is read only when the timer fires, to confirm.
+    /// deadline, not made again per change (moving a tokio timer later
+    /// touches no timer wheel), and the clock is read only when the timer
+    /// fires, to confirm.
     pub async fn expired(&self) -> Expiry {
         let timer = tokio::time::sleep_until(Instant::now() + self.idle_timeout);
         let mut timer = std::pin::pin!(timer);
         loop {
             // `notify_one` keeps a permit when nobody waits, so a change
-            // between reading the deadline and waiting is not lost.
+            // between planning and waiting is not lost.
             let changed = self.changed.notified();
-            match self.deadline() {
-                Some((_, Expiry::Evicted)) => return Expiry::Evicted,
-                Some((at, _)) => {
-                    if timer.deadline() != at {
-                        timer.as_mut().reset(at);
+            match self.plan() {
+                Plan::Evicted => return Expiry::Evicted,
+                Plan::Timer(arm) => {
+                    if timer.deadline() != arm {
+                        timer.as_mut().reset(arm);
                     }
                     tokio::select! {
                         biased;
                         _ = changed => {}
                         _ = timer.as_mut() => {
-                            match self.deadline() {
+                            let st = self.lock();
+                            if st.evicted {
+                                return Expiry::Evicted;
+                            }
+                            match self.due(&st) {
                                 Some((at, why)) if at <= Instant::now() => return why,
-                                // Moved by a change being notified: looked
-                                // at again.
+                                // Moved later since the timer was set, or
+                                // an early look: planned again.
                                 _ => {}
                             }
                         }
                     }
                 }
-                None => changed.await,
+                Plan::Change => changed.await,
             }
         }
     }
+}
+
+/// What [`Activity::expired`] waits for.
+enum Plan {
+    /// Nothing: the connection was evicted.
+    Evicted,
+    /// The timer, at this instant, or a change before it.
+    Timer(Instant),
+    /// A change: no clock runs.
+    Change,
 }
 
 impl Drop for Activity {
@@ -497,6 +565,10 @@ pub struct Tracked {
     rest: Bytes,
     /// Bytes counted as held for the peer.
     held: usize,
+    /// Its waiting for the peer started at [`Activity::response_started`]
+    /// and nothing has been handed since: the first frame needs no new
+    /// stamp (nor a second clock read).
+    fresh: bool,
 }
 
 /// Largest piece of a response handed to hyper at once.
@@ -513,6 +585,7 @@ impl Tracked {
             quiet: None,
             rest: Bytes::new(),
             held: 0,
+            fresh: true,
         };
         tracked.count_held();
         tracked
@@ -544,7 +617,9 @@ impl Drop for Tracked {
         // after its one frame), so "sent to its end" is also decided here.
         let complete = self.rest.is_empty() && self.inner.is_end_stream();
         self.request.0.response_done(self.id, complete);
-        self.request.0.holds(self.held, 0);
+        if self.held != 0 {
+            self.request.0.holds(self.held, 0);
+        }
     }
 }
 
@@ -577,7 +652,9 @@ impl HttpBody for Tracked {
                     }
                     Err(frame) => frame,
                 };
-                this.request.0.response_waits(this.id, true);
+                if !std::mem::take(&mut this.fresh) {
+                    this.request.0.response_waits(this.id, true);
+                }
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(end) => {
@@ -587,6 +664,7 @@ impl HttpBody for Tracked {
                 Poll::Ready(end)
             }
             Poll::Pending => {
+                this.fresh = false;
                 if this.quiet.is_none() {
                     this.request.0.response_waits(this.id, false);
                     let idle = this.request.0.idle_timeout;
@@ -747,6 +825,35 @@ mod tests {
             a.bytes_read();
             let took = time_to_expiry(&a).await;
             assert!(about(took, want), "{version:?}: {took:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_first_byte_while_the_clocks_wait_starts_the_header_clock_before_or_after_the_early_look(
+    ) {
+        // The timer first looks at the header time-out from idle; a first
+        // byte before that look and one after it must both be timed from
+        // the byte, not from the idle deadline.
+        // A long idle clock, so that missing the byte is seen.
+        let idle = Duration::from_secs(2);
+        for byte_after in [HEADER / 2, HEADER * 2] {
+            let a = Activity::new(HEADER, idle, WRITE);
+            drop(a.request_started(http::Version::HTTP_11));
+            let t0 = Instant::now();
+            let byte = async {
+                tokio::time::sleep(byte_after).await;
+                a.bytes_read();
+                std::future::pending::<()>().await
+            };
+            tokio::select! {
+                _ = a.expired() => {}
+                _ = byte => unreachable!(),
+            }
+            let took = t0.elapsed();
+            assert!(
+                about(took, byte_after + HEADER),
+                "byte after {byte_after:?}: closed after {took:?}"
+            );
         }
     }
 
