@@ -83,6 +83,9 @@ pub struct Activity {
     /// ([`crate::web::governor::ConnectionShare::handler_turn`]) when a
     /// response is taken or a turn ends.
     turns: Notify,
+    /// Requests waiting for a turn ([`Activity::watch_turns`]): with none,
+    /// a change wakes no one and takes no lock.
+    turn_waiters: std::sync::atomic::AtomicUsize,
 }
 
 struct State {
@@ -181,6 +184,7 @@ impl Activity {
             in_hyper: std::sync::atomic::AtomicUsize::new(0),
             governor: std::sync::OnceLock::new(),
             turns: Notify::new(),
+            turn_waiters: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -249,7 +253,7 @@ impl Activity {
             st.completed += taken;
             drop(st);
             if taken > 0 {
-                self.turns.notify_waiters();
+                self.turns_moved();
             }
         }
     }
@@ -318,7 +322,7 @@ impl Activity {
         } else {
             drop(st);
             // No longer untaken: a waiting request may have its turn.
-            self.turns.notify_waiters();
+            self.turns_moved();
         }
     }
 
@@ -355,7 +359,7 @@ impl Activity {
         }
         drop(st);
         if ended_now {
-            self.turns.notify_waiters();
+            self.turns_moved();
         }
     }
 
@@ -369,14 +373,36 @@ impl Activity {
     }
 
     /// Resolves at the next change of [`Activity::taken_and_untaken`] or
-    /// of the connection's handler turns; enable it before looking.
+    /// of the connection's handler turns; enable it before looking, and
+    /// hold a [`Activity::watch_turns`] guard meanwhile.
     pub fn turns_changed(&self) -> tokio::sync::futures::Notified<'_> {
         self.turns.notified()
     }
 
+    /// Counts a request as waiting for a turn while the guard lives, so
+    /// that changes notify [`Activity::turns_changed`].
+    pub fn watch_turns(&self) -> TurnWatch<'_> {
+        use std::sync::atomic::{fence, Ordering::SeqCst};
+        self.turn_waiters.fetch_add(1, SeqCst);
+        // Paired with the fence in `turns_moved`: either the waiter, looking
+        // after this, sees the change, or the changer sees the waiter.
+        fence(SeqCst);
+        TurnWatch(self)
+    }
+
+    /// Something a waiting request looks at changed: wake the waiters, if
+    /// there are any.
+    fn turns_moved(&self) {
+        use std::sync::atomic::{fence, Ordering::SeqCst};
+        fence(SeqCst);
+        if self.turn_waiters.load(SeqCst) > 0 {
+            self.turns.notify_waiters();
+        }
+    }
+
     /// A handler turn of this connection ended.
     pub fn turn_ended(&self) {
-        self.turns.notify_waiters();
+        self.turns_moved();
     }
 
     /// Close this connection now (the cap is reached and it is the one whose
@@ -535,6 +561,17 @@ impl Drop for Activity {
         if let Some(budget) = self.governor.get() {
             budget.waiting_changed(self, held, 0, 0);
         }
+    }
+}
+
+/// A request waiting for a turn ([`Activity::watch_turns`]).
+pub struct TurnWatch<'a>(&'a Activity);
+
+impl Drop for TurnWatch<'_> {
+    fn drop(&mut self) {
+        self.0
+            .turn_waiters
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

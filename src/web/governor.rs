@@ -283,6 +283,7 @@ impl ConnectionShare {
             Arrival::Refused => return None,
             Arrival::Wait(place) => place,
         };
+        let _watching = conn.watch_turns();
         loop {
             let changed = conn.turns_changed();
             let mut changed = std::pin::pin!(changed);

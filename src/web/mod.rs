@@ -5,6 +5,7 @@
 //! - [`server`]: the accept loop (HTTP/1.1 + h2c, connection cap, graceful shutdown).
 //! - [`budget`]: the one connection budget all listeners of a process share.
 //! - [`clocks`]: one connection's header and idle time-outs.
+//! - [`beside`]: the clocks polled beside the connection only when they woke.
 //! - [`intake`]: reading a request body: size, time-out, minimum rate, process budget.
 //! - [`admission`]: scarce work (database reads) admitted process-wide, connections holding nothing first.
 //! - [`governor`]: what one connection may cost (its handler window, its inflate allowance).
@@ -36,6 +37,7 @@
 
 pub(crate) mod admission;
 pub(crate) mod app;
+pub(crate) mod beside;
 pub mod bind;
 pub(crate) mod budget;
 pub(crate) mod chain;

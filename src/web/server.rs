@@ -44,6 +44,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::types::{Body, BoxFuture};
 use crate::web::admission;
+use crate::web::beside::{self, First};
 pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
 use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
 use crate::web::governor::{self, Arrival, ConnectionShare, DEFAULT_INFLATE_PER_SECOND};
@@ -468,12 +469,19 @@ async fn serve_connection(conn: Connection) {
     });
     let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
     let mut conn = std::pin::pin!(conn);
-    let expired = tokio::select! {
+    // The clocks and the shutdown are polled only when they woke, not on
+    // every read and write of the connection (see `beside`).
+    let watch = async {
+        tokio::select! {
+            why = activity.expired() => Some(why),
+            // An error means the server is gone: stop as well.
+            _ = stopping.wait_for(|stop| *stop) => None,
+        }
+    };
+    let expired = match beside::first_of(conn.as_mut(), std::pin::pin!(watch)).await {
         // Errors here are the peer's (reset, bad preface, protocol error).
-        _ = conn.as_mut() => return,
-        why = activity.expired() => Some(why),
-        // An error means the server is gone: stop as well.
-        _ = stopping.wait_for(|stop| *stop) => None,
+        First::Main(_) => return,
+        First::Side(expired) => expired,
     };
     match expired {
         // The peer does not take what it asked for, or its place is

@@ -107,15 +107,11 @@ impl TraceContext {
     /// `traceparent` naming this server's span: for the response, and for
     /// a call this request makes onwards.
     pub fn header_value(&self) -> HeaderValue {
-        let mut text = Vec::with_capacity(55);
-        text.extend_from_slice(b"00-");
-        push_hex(&mut text, &self.trace_id);
-        text.push(b'-');
-        push_hex(&mut text, &self.span_id);
-        text.push(b'-');
-        push_hex(&mut text, &[self.flags]);
-        HeaderValue::from_maybe_shared(bytes::Bytes::from(text))
-            .unwrap_or_else(|_| unreachable!("hex digits and dashes"))
+        let mut text = *b"00-00000000000000000000000000000000-0000000000000000-00";
+        write_hex(&mut text[3..35], &self.trace_id);
+        write_hex(&mut text[36..52], &self.span_id);
+        write_hex(&mut text[53..55], &[self.flags]);
+        HeaderValue::from_bytes(&text).unwrap_or_else(|_| unreachable!("hex digits and dashes"))
     }
 
     /// Append the trace-id as 32 hex digits to `buf`, without allocating
@@ -170,10 +166,17 @@ fn unhex<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
 }
 
 fn push_hex(buf: &mut Vec<u8>, bytes: &[u8]) {
+    let start = buf.len();
+    buf.resize(start + 2 * bytes.len(), 0);
+    write_hex(&mut buf[start..], bytes);
+}
+
+/// `bytes` as lowercase hex into `out`, two digits a byte.
+fn write_hex(out: &mut [u8], bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for b in bytes {
-        buf.push(DIGITS[usize::from(b >> 4)]);
-        buf.push(DIGITS[usize::from(b & 0x0f)]);
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 0x0f)];
     }
 }
 
