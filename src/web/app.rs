@@ -48,9 +48,11 @@ pub type EdgeAnswer = fn(StatusCode, &str, &str) -> Response<Body>;
 /// 64 KiB, so the engine answers everything between.
 pub const URI_MAX: usize = 8 << 10;
 
-/// Most header fields a request may carry; more is 431. hyper parses up to
-/// [`crate::web::server::PARSED_HEADERS_MAX`], so it is the engine, in the
-/// service's error shape, that refuses a header flood.
+/// Most header fields a request may carry; more is 431 in the service's
+/// error shape. On HTTP/1 hyper's parser stops at the same count and
+/// answers 431 itself, with no body (parsing more costs every request:
+/// see the server's builder); an HTTP/2 head has no such count in hyper,
+/// so there it is the engine that refuses a header flood.
 pub const HEADER_FIELDS_MAX: usize = 100;
 
 /// Most bytes of header names and values a request may carry; more is 431.
