@@ -93,6 +93,8 @@ pub struct ConnectionBudget {
     /// Every open connection of every listener sharing the budget, to take
     /// the stalest back at the cap.
     open: Arc<Mutex<Vec<Weak<Activity>>>>,
+    /// Connections ended since `open` was last swept of them.
+    ended: Arc<AtomicUsize>,
     waiting: Arc<Waiting>,
     /// Request bytes being received, all connections together.
     bodies: Arc<ByteAccount>,
@@ -111,6 +113,7 @@ impl ConnectionBudget {
             permits: Arc::new(Semaphore::new(max)),
             max,
             open: Arc::default(),
+            ended: Arc::default(),
             waiting: Arc::new(Waiting {
                 total: AtomicUsize::new(0),
                 limit: DEFAULT_WAITING_BYTES,
@@ -217,6 +220,22 @@ impl ConnectionBudget {
             open.retain(|weak| weak.strong_count() > 0);
         }
         open.push(Arc::downgrade(activity));
+    }
+
+    /// A connection of this budget ended. Once as many have ended as half
+    /// the list holds, the list is swept of them: a weak pointer keeps its
+    /// connection's state allocated, and a thousand of those left behind
+    /// by a flood kept the heap's pages from going back to the kernel.
+    pub fn ended(&self) {
+        let ended = self.ended.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut open = self.open();
+        if ended.saturating_mul(2) >= open.len() {
+            open.retain(|weak| weak.strong_count() > 0);
+            if open.capacity() > 2 * open.len() + 64 {
+                open.shrink_to_fit();
+            }
+            self.ended.store(0, Ordering::Relaxed);
+        }
     }
 
     /// Close the connection, of any listener sharing this budget, whose
@@ -373,6 +392,29 @@ fn soft_open_files(limits: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_that_ended_leave_the_list_without_a_new_connection_registering() {
+        let budget = ConnectionBudget::new(1000);
+        let secs = std::time::Duration::from_secs;
+        let conns: Vec<_> = (0..100)
+            .map(|_| {
+                let a = Activity::new(secs(10), secs(60), secs(10));
+                budget.register(&a);
+                a
+            })
+            .collect();
+        drop(conns);
+        // Fewer ends than half the list: not swept yet.
+        for _ in 0..49 {
+            budget.ended();
+        }
+        assert_eq!(budget.open().len(), 100);
+        // The 50th: the dead are gone, and the list's memory with them.
+        budget.ended();
+        assert_eq!(budget.open().len(), 0);
+        assert!(budget.open().capacity() <= 64);
+    }
 
     #[test]
     fn the_budget_follows_the_soft_open_file_limit() {

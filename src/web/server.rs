@@ -227,9 +227,9 @@ pub async fn serve(
     let mut backoff = AcceptBackoff::default();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        // Finished connections leave the set here, one cheap check per turn.
-        while connections.try_join_next().is_some() {}
-        let Some((stream, remote)) = accept(&listener, &mut backoff, &mut shutdown).await else {
+        let Some((stream, remote)) =
+            accept(&listener, &mut backoff, &mut shutdown, &mut connections).await
+        else {
             break;
         };
         // At the cap, the connection of any listener sharing the budget
@@ -274,12 +274,14 @@ pub async fn serve(
             stopping: stopping.clone(),
         };
         let open_gauge = opts.connection_gauge.as_ref().map(Gauge::enter);
+        let budget = opts.connections.clone();
         // One task per connection; it holds its permit until it ends.
         connections.spawn(async move {
             let _permit: OwnedSemaphorePermit = permit;
             let _open = open_gauge;
             let _released = Released;
             serve_connection(conn).await;
+            budget.ended();
         });
     }
     drop(listener);
@@ -290,15 +292,20 @@ pub async fn serve(
 
 /// The next connection of `listener`, or `None` once `shutdown` completes.
 /// Failures of one would-be connection are retried at once; others (out of
-/// descriptors) back off, logged once per burst.
+/// descriptors) back off, logged once per burst. Meanwhile connections that
+/// ended leave `connections` as they end: a finished task's memory is held
+/// until it is joined, and after a flood, with no new client to accept,
+/// a thousand of them pinned the heap.
 async fn accept<F: Future<Output = ()>>(
     listener: &TcpListener,
     backoff: &mut AcceptBackoff,
     shutdown: &mut std::pin::Pin<&mut F>,
+    connections: &mut JoinSet<()>,
 ) -> Option<(TcpStream, SocketAddr)> {
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
             _ = shutdown.as_mut() => return None,
         };
         match accepted {
