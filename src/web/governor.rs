@@ -349,7 +349,7 @@ impl ConnectionShare {
     }
 
     /// The process' account of request bytes being received.
-    pub fn bodies(&self) -> &ByteAccount {
+    pub fn bodies(&self) -> &Arc<ByteAccount> {
         &self.bodies
     }
 
@@ -474,28 +474,45 @@ pub fn released(bytes: usize) {
 /// cannot all return; two arenas keep the freed memory together.
 pub const ARENAS: i32 = 2;
 
+/// Allocations from this size up are mapped on their own and unmapped when
+/// freed (`mallopt(M_MMAP_THRESHOLD)`), glibc's starting value held fixed.
+/// glibc raises it to the size of each mapped block freed (up to 32 MiB),
+/// so after the first request body of 4 MB every later one came from the
+/// heap, where what is freed stays resident until a trim, and only if no
+/// live chunk shares its pages.
+pub const MMAP_THRESHOLD: i32 = 128 << 10;
+
 /// Bound glibc's malloc to [`ARENAS`] arenas (`mallopt(M_ARENA_MAX)`, the
 /// same as `MALLOC_ARENA_MAX=2` in the environment, which still wins when
-/// set). Called by the server before it accepts; once per process.
+/// set), and fix its mapping threshold at [`MMAP_THRESHOLD`] (unless
+/// `MALLOC_MMAP_THRESHOLD_` is set). Called by the server before it
+/// accepts; once per process.
 pub fn limit_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         static ONCE: Once = Once::new();
         ONCE.call_once(|| {
-            if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
-                return;
-            }
             extern "C" {
                 /// glibc: set a malloc parameter; returns 1 on success.
                 fn mallopt(param: i32, value: i32) -> i32;
             }
-            /// glibc's `M_ARENA_MAX` (malloc.h).
+            /// glibc's `M_ARENA_MAX` and `M_MMAP_THRESHOLD` (malloc.h).
             const M_ARENA_MAX: i32 = -8;
-            // SAFETY: mallopt takes two integers and changes the
-            // allocator's settings under its own lock; any thread may call
-            // it at any time.
-            unsafe {
-                mallopt(M_ARENA_MAX, ARENAS);
+            const M_MMAP_THRESHOLD: i32 = -3;
+            let settings = [
+                ("MALLOC_ARENA_MAX", M_ARENA_MAX, ARENAS),
+                ("MALLOC_MMAP_THRESHOLD_", M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+            ];
+            for (env, param, value) in settings {
+                if std::env::var_os(env).is_some() {
+                    continue;
+                }
+                // SAFETY: mallopt takes two integers and changes the
+                // allocator's settings under its own lock; any thread may
+                // call it at any time.
+                unsafe {
+                    mallopt(param, value);
+                }
             }
         });
     }
