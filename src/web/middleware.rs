@@ -96,9 +96,9 @@ fn push_request_line(
     buf.extend_from_slice(b" | ");
     push_status(buf, status);
     buf.extend_from_slice(b" | ");
-    push_latency(buf, latency);
+    push_latency(buf, latency, 12);
     buf.extend_from_slice(b" | ");
-    push_ip(buf, ip);
+    push_ip(buf, ip, 15);
     buf.extend_from_slice(b" | ");
     let method = method.as_str();
     buf.extend_from_slice(method.as_bytes());

@@ -26,9 +26,10 @@ pub(crate) fn push_status(buf: &mut Vec<u8>, status: StatusCode) {
     }
 }
 
-/// `{:>12?}` of a `Duration`: `84.741µs`, `1.234567ms`, `2s`, right-aligned
-/// in 12 characters, as `Duration`'s `Debug` writes it.
-pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration) {
+/// `{:>width$?}` of a `Duration`: `84.741µs`, `1.234567ms`, `2s`,
+/// right-aligned in `width` characters (the request log's 12; the gRPC
+/// access line's 0), as `Duration`'s `Debug` writes it.
+pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration, width: usize) {
     let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
     let (int, frac, frac_digits, unit): (u64, u32, u32, &str) = if secs > 0 {
         (secs, nanos, 9, "s")
@@ -71,14 +72,15 @@ pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration) {
     text[len..len + unit.len()].copy_from_slice(unit.as_bytes());
     len += unit.len();
     let chars = len - usize::from(unit == "µs"); // µ is two bytes, one character
-    buf.resize(buf.len() + 12usize.saturating_sub(chars), b' ');
+    buf.resize(buf.len() + width.saturating_sub(chars), b' ');
     buf.extend_from_slice(&text[..len]);
 }
 
-/// `{:>15}` of the client IP.
-pub(crate) fn push_ip(buf: &mut Vec<u8>, ip: IpAddr) {
+/// `{:>width$}` of the client IP (the request log's 15; the gRPC access
+/// line's 0).
+pub(crate) fn push_ip(buf: &mut Vec<u8>, ip: IpAddr, width: usize) {
     let IpAddr::V4(v4) = ip else {
-        let _ = write!(buf, "{ip:>15}");
+        let _ = write!(buf, "{ip:>width$}");
         return;
     };
     let mut text = [0u8; 15];
@@ -99,7 +101,7 @@ pub(crate) fn push_ip(buf: &mut Vec<u8>, ip: IpAddr) {
         text[len] = b'0' + octet % 10;
         len += 1;
     }
-    buf.resize(buf.len() + 15 - len, b' ');
+    buf.resize(buf.len() + width.saturating_sub(len), b' ');
     buf.extend_from_slice(&text[..len]);
 }
 
@@ -129,12 +131,15 @@ mod tests {
         for n in latencies {
             let d = Duration::from_nanos(n);
             let mut buf = Vec::new();
-            push_latency(&mut buf, d);
+            push_latency(&mut buf, d, 12);
             assert_eq!(
                 String::from_utf8(buf).unwrap(),
                 format!("{d:>12?}"),
                 "{n} ns"
             );
+            let mut buf = Vec::new();
+            push_latency(&mut buf, d, 0);
+            assert_eq!(String::from_utf8(buf).unwrap(), format!("{d:?}"), "{n} ns");
         }
         let ips = [
             "127.0.0.1",
@@ -147,8 +152,11 @@ mod tests {
         for ip in ips {
             let ip: IpAddr = ip.parse().unwrap();
             let mut buf = Vec::new();
-            push_ip(&mut buf, ip);
+            push_ip(&mut buf, ip, 15);
             assert_eq!(String::from_utf8(buf).unwrap(), format!("{ip:>15}"));
+            let mut buf = Vec::new();
+            push_ip(&mut buf, ip, 0);
+            assert_eq!(String::from_utf8(buf).unwrap(), ip.to_string());
         }
         for code in [200u16, 404, 503, 101] {
             let status = StatusCode::from_u16(code).unwrap();

@@ -111,7 +111,13 @@ impl TraceContext {
         write_hex(&mut text[3..35], &self.trace_id);
         write_hex(&mut text[36..52], &self.span_id);
         write_hex(&mut text[53..55], &[self.flags]);
-        HeaderValue::from_bytes(&text).unwrap_or_else(|_| unreachable!("hex digits and dashes"))
+        let mut value = HeaderValue::from_bytes(&text)
+            .unwrap_or_else(|_| unreachable!("hex digits and dashes"));
+        // New on every request: HTTP/2 sends it as a literal never indexed,
+        // instead of adding it to the HPACK table, where it would evict the
+        // entries that repeat and cost a search of the table per response.
+        value.set_sensitive(true);
+        value
     }
 
     /// Append the trace-id as 32 hex digits to `buf`, without allocating

@@ -12,7 +12,6 @@
 //! server has a registry ([`crate::web::metrics`]): `code` is the number of
 //! the final `grpc-status`, `reason` its name (empty for OK).
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -29,7 +28,7 @@ use crate::types::{Body, BoxError};
 use crate::web::metrics::Operation;
 use crate::web::middleware::LOG_TARGET_MAX;
 use crate::web::tracecontext::{self, TraceContext};
-use crate::web::{log, timefmt};
+use crate::web::{log, numfmt, timefmt};
 
 /// What the log line needs to know about one call.
 #[derive(Debug)]
@@ -55,7 +54,14 @@ impl Call {
         log::stdout().line(|buf| {
             buf.extend_from_slice(b"[grpc] ");
             timefmt::push_log_timestamp(buf, SystemTime::now());
-            let _ = write!(buf, " | {} | {:?} | {} | ", outcome, took, self.remote.ip());
+            // The digits without `core::fmt`, as the request log writes them.
+            buf.extend_from_slice(b" | ");
+            buf.extend_from_slice(outcome.as_bytes());
+            buf.extend_from_slice(b" | ");
+            numfmt::push_latency(buf, took, 0);
+            buf.extend_from_slice(b" | ");
+            numfmt::push_ip(buf, self.remote.ip(), 0);
+            buf.extend_from_slice(b" | ");
             log::push_capped(buf, &self.path, LOG_TARGET_MAX);
             if let Some(trace) = &self.trace {
                 buf.extend_from_slice(b" | trace_id=");
