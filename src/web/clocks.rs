@@ -346,11 +346,10 @@ impl Activity {
         st.responses.retain(|(r, _)| *r != id);
         // Called again from `Drop` after the end was seen: count it once.
         let ended_now = st.responses.len() < before;
-        if ended_now {
-            st.ended_at = Some(Instant::now());
-        }
-        if complete && ended_now {
-            st.last_completed = st.ended_at.unwrap_or(st.last_completed);
+        let ended_at = ended_now.then(Instant::now);
+        st.ended_at = ended_at.or(st.ended_at);
+        if let Some(now) = ended_at.filter(|_| complete) {
+            st.last_completed = now;
             if self.in_hyper.load(std::sync::atomic::Ordering::Relaxed) == 0 {
                 st.completed += 1;
             } else {

@@ -181,10 +181,15 @@ impl Held<'_> {
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         if let Some(account) = self.account {
-            account.give_back(self.bytes);
-            crate::web::governor::released(self.bytes);
+            give_back(account, self.bytes);
         }
     }
+}
+
+/// `bytes` of a body leave `account` and count towards the next trim.
+fn give_back(account: &ByteAccount, bytes: usize) {
+    account.give_back(bytes);
+    crate::web::governor::released(bytes);
 }
 
 /// A body read whole, its bytes on the account while it lives.
@@ -202,8 +207,7 @@ impl AsRef<[u8]> for Kept {
 
 impl Drop for Kept {
     fn drop(&mut self) {
-        self.account.give_back(self.bytes);
-        crate::web::governor::released(self.bytes);
+        give_back(&self.account, self.bytes);
     }
 }
 
