@@ -217,7 +217,7 @@ impl ConnectionBudget {
         activity.govern(Box::new(self.clone()));
         let mut open = self.open();
         if open.len() >= self.max.saturating_mul(2) {
-            open.retain(|weak| weak.strong_count() > 0);
+            forget_ended(&mut open);
         }
         open.push(Arc::downgrade(activity));
     }
@@ -230,7 +230,7 @@ impl ConnectionBudget {
         let ended = self.ended.fetch_add(1, Ordering::Relaxed) + 1;
         let mut open = self.open();
         if ended.saturating_mul(2) >= open.len() {
-            open.retain(|weak| weak.strong_count() > 0);
+            forget_ended(&mut open);
             if open.capacity() > 2 * open.len() + 64 {
                 open.shrink_to_fit();
             }
@@ -244,7 +244,7 @@ impl ConnectionBudget {
     pub fn reclaim_one(&self) -> bool {
         let victim = {
             let mut open = self.open();
-            open.retain(|weak| weak.strong_count() > 0);
+            forget_ended(&mut open);
             open.iter()
                 .filter_map(|weak| {
                     let activity = weak.upgrade()?;
@@ -367,6 +367,11 @@ impl fmt::Debug for ConnectionBudget {
 /// from `/proc/self/limits` (Linux; elsewhere the constant is used).
 pub fn default_max_connections() -> usize {
     fd_bound().min(DEFAULT_MAX_CONNECTIONS)
+}
+
+/// Drop from `open` the connections that have ended.
+fn forget_ended(open: &mut Vec<Weak<Activity>>) {
+    open.retain(|weak| weak.strong_count() > 0);
 }
 
 /// Three quarters of the soft open-file limit (at least 1), or no bound
