@@ -99,8 +99,29 @@ impl Server {
 }
 
 /// Probe `path` every 50 ms until `until`: the latencies, sorted, and the
-/// failures (not answered 200 within 1 s).
+/// failures (not answered 200 within 1 s). The probe is a client of its
+/// own: it runs on a thread and runtime of its own, so its times are the
+/// server's, not the wait of its tasks behind the attack's thousands in
+/// this process's runtime.
 async fn probe(proto: Proto, addr: SocketAddr, path: &str, until: Instant) -> (Vec<Duration>, u32) {
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("the probe's runtime")
+            .block_on(probe_here(proto, addr, &path, until))
+    })
+    .await
+    .expect("the probe's thread")
+}
+
+async fn probe_here(
+    proto: Proto,
+    addr: SocketAddr,
+    path: &str,
+    until: Instant,
+) -> (Vec<Duration>, u32) {
     let mut took = Vec::new();
     let mut failed = 0;
     while Instant::now() < until {

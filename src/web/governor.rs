@@ -32,7 +32,7 @@ use http::HeaderValue;
 use tokio::time::Instant;
 
 use crate::types::Body;
-use crate::web::admission::Class;
+use crate::web::admission::{Busy, Class};
 use crate::web::clocks::Activity;
 
 /// Default bytes one connection may inflate per second (gzip messages).
@@ -53,8 +53,34 @@ pub struct ConnectionShare {
     /// Handlers of this connection running now (see
     /// [`ConnectionShare::handler_turn`]).
     running: AtomicUsize,
+    /// Requests of this connection waiting for a handler turn.
+    waiting: AtomicUsize,
     /// The process' count of requests waiting for a handler turn.
     turn_waiters: Arc<ByteAccount>,
+}
+
+/// A request's place among those waiting for a handler turn: counted in
+/// the process (`turn_waiters`) and on its connection until dropped.
+pub struct Waiting {
+    _place: Hold,
+    share: Arc<ConnectionShare>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.share.waiting.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A connection is busy, for the order of scarce work, while it has more
+/// than the one handler asking running, or requests waiting for a turn:
+/// a new zero-window connection's first request was quiet when it got its
+/// turn, but by the time it asks for a database read its other 99 streams
+/// have arrived.
+impl Busy for ConnectionShare {
+    fn busy(&self) -> bool {
+        self.running.load(Ordering::Acquire) > 1 || self.waiting.load(Ordering::Acquire) > 0
+    }
 }
 
 /// Handlers one connection runs at once, counting the responses they made
@@ -96,7 +122,7 @@ pub enum Arrival {
     /// A turn now.
     Turn(HandlerTurn),
     /// A place among the requests waiting for a turn.
-    Wait(Hold),
+    Wait(Waiting),
     /// Neither: refused at once.
     Refused,
 }
@@ -238,6 +264,7 @@ impl ConnectionShare {
             bodies,
             streams,
             running: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
             turn_waiters,
         })
     }
@@ -259,7 +286,13 @@ impl ConnectionShare {
             return Arrival::Refused;
         }
         match self.turn_waiters.hold(1) {
-            Some(place) => Arrival::Wait(place),
+            Some(place) => {
+                self.waiting.fetch_add(1, Ordering::AcqRel);
+                Arrival::Wait(Waiting {
+                    _place: place,
+                    share: Arc::clone(self),
+                })
+            }
             None => Arrival::Refused,
         }
     }
@@ -588,5 +621,37 @@ mod tests {
         // A turn ended is a turn again.
         drop(turns);
         assert!(matches!(arrive(), Arrival::Turn(_)));
+    }
+
+    #[test]
+    fn a_connection_is_busy_for_admission_while_another_of_its_requests_runs_or_waits() {
+        let share = Arc::new(ConnectionShare::new(
+            1 << 20,
+            ByteAccount::new(0),
+            ByteAccount::new(0),
+            ByteAccount::new(8),
+        ));
+        let conn = Activity::new(
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        );
+        // One request: its own handler is not "another".
+        let first = share.arrive(&conn);
+        assert!(!share.busy());
+        let second = share.arrive(&conn);
+        assert!(share.busy(), "two handlers running");
+        drop(second);
+        assert!(!share.busy());
+        // The window (two) full: a third waits, and the connection is busy
+        // while it does, even with one handler running.
+        let second = share.arrive(&conn);
+        let third = share.arrive(&conn);
+        assert!(matches!(third, Arrival::Wait(_)));
+        drop(second);
+        assert!(share.busy(), "a request waiting for a turn");
+        drop(third);
+        assert!(!share.busy());
+        drop(first);
     }
 }

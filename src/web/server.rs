@@ -447,7 +447,8 @@ async fn serve_connection(conn: Connection) {
             let turn = share.handler_turn(&tracker, arrival).await;
             let mut resp = if let Some(turn) = turn.as_ref().filter(|_| tracker.admits(0)) {
                 let call = tracecontext::enter(trace, || service.call(req, remote));
-                admission::scope(turn.class(), tracecontext::serve(trace, call)).await
+                let conn: Arc<dyn admission::Busy> = share;
+                admission::scope(turn.class(), Some(conn), tracecontext::serve(trace, call)).await
             } else {
                 refuse(&*service, h2, grpc, &tracker)?
             };
