@@ -12,6 +12,7 @@
 //! server has a registry ([`crate::web::metrics`]): `code` is the number of
 //! the final `grpc-status`, `reason` its name (empty for OK).
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use http::{HeaderMap, Response};
 use http_body_util::BodyExt;
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 
+use super::headers::GRPC_STATUS;
 use super::status::Code;
 use crate::types::{Body, BoxError};
 use crate::web::metrics::Operation;
@@ -73,18 +75,18 @@ impl Call {
 }
 
 /// The `grpc-status` in `headers` as a code name, if present.
-fn outcome(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get("grpc-status")?.to_str().ok()?;
+fn outcome(headers: &HeaderMap) -> Option<Cow<'static, str>> {
+    let value = headers.get(&GRPC_STATUS)?.to_str().ok()?;
     Some(match value.parse::<i32>() {
-        Ok(n) => Code::from_i32(n).name().to_owned(),
-        Err(_) => format!("grpc-status {value:?}"),
+        Ok(n) => Cow::Borrowed(Code::from_i32(n).name()),
+        Err(_) => Cow::Owned(format!("grpc-status {value:?}")),
     })
 }
 
 /// The `grpc-status` in `headers` as a code (`Unknown` when absent or bad).
 fn code(headers: &HeaderMap) -> Code {
     headers
-        .get("grpc-status")
+        .get(&GRPC_STATUS)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i32>().ok())
         .map_or(Code::Unknown, Code::from_i32)
@@ -94,7 +96,7 @@ fn code(headers: &HeaderMap) -> Code {
 /// its status is known, and count it in `operation` if given.
 pub fn wrap(
     response: Response<Body>,
-    path: &str,
+    path: String,
     remote: SocketAddr,
     start: Instant,
     operation: Option<Arc<Operation>>,
@@ -102,7 +104,7 @@ pub fn wrap(
     let call = Call {
         start,
         remote,
-        path: path.to_owned(),
+        path,
         operation,
         trace: tracecontext::current(),
     };

@@ -36,6 +36,7 @@ use flate2::Compression;
 use http::{HeaderMap, HeaderValue};
 
 use super::frame::HEADER_LEN;
+use super::headers::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use super::status::{Code, Status};
 use crate::web::governor::ConnectionShare;
 
@@ -57,7 +58,7 @@ pub enum Encoding {
 /// The call's request encoding from `grpc-encoding` (`None`: header absent).
 /// An encoding we do not support is `UNIMPLEMENTED`.
 pub fn request_encoding(headers: &HeaderMap) -> Result<Option<Encoding>, Status> {
-    let Some(value) = headers.get("grpc-encoding") else {
+    let Some(value) = headers.get(&GRPC_ENCODING) else {
         return Ok(None);
     };
     match value.as_bytes() {
@@ -73,7 +74,7 @@ pub fn request_encoding(headers: &HeaderMap) -> Result<Option<Encoding>, Status>
 /// Whether the client lists `gzip` in `grpc-accept-encoding`.
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
     headers
-        .get_all("grpc-accept-encoding")
+        .get_all(&GRPC_ACCEPT_ENCODING)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
@@ -83,7 +84,7 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
 /// Set `grpc-accept-encoding` on a response.
 pub fn advertise(headers: &mut HeaderMap) {
     headers.insert(
-        "grpc-accept-encoding",
+        &GRPC_ACCEPT_ENCODING,
         HeaderValue::from_static(ACCEPT_ENCODING),
     );
 }

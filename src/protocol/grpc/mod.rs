@@ -2,6 +2,7 @@
 //! bidirectional streams and server reflection, with nothing service-specific.
 //!
 //! - [`frame`]: the 5-byte length prefix and a two-phase decoder.
+//! - [`headers`]: the gRPC header names, made once.
 //! - [`status`]: status codes, `grpc-status` / percent-encoded `grpc-message`.
 //! - [`details`]: `grpc-status-details-bin` (`google.rpc.ErrorInfo`, `BadRequest`).
 //! - [`timeout`]: the `grpc-timeout` header and the call deadline.
@@ -23,6 +24,7 @@ pub(crate) mod compression;
 pub mod descriptor;
 pub(crate) mod details;
 pub(crate) mod frame;
+pub(crate) mod headers;
 pub mod health;
 pub(crate) mod method;
 pub mod reflection;

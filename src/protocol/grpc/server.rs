@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 use http::header::CONTENT_TYPE;
 
 use super::access_log;
+use super::headers::{GRPC_ENCODING, GRPC_TIMEOUT};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Frame as HttpFrame, Incoming};
@@ -272,7 +273,7 @@ impl Service for Server {
             remote.ip(),
             self.handle(req.map(|body| body.map_err(BoxError::from).boxed_unsync())),
         );
-        Box::pin(async move { access_log::wrap(response.await, &path, remote, start, operation) })
+        Box::pin(async move { access_log::wrap(response.await, path, remote, start, operation) })
     }
 }
 
@@ -300,16 +301,14 @@ impl Inner {
                 .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
             return Err(response);
         }
-        let content_type = req
-            .headers()
-            .get(CONTENT_TYPE)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        if !content_type.as_deref().is_some_and(is_grpc_content_type) {
+        let content_type = req.headers().get(CONTENT_TYPE);
+        if !content_type.is_some_and(|v| is_grpc_content_type(v.as_bytes())) {
+            let shown = content_type.map(|v| String::from_utf8_lossy(v.as_bytes()));
             return Err(http_error(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 &Status::internal(format!(
                     "invalid gRPC request content-type {:?} (expected application/grpc or application/grpc+proto)",
-                    content_type.unwrap_or_default()
+                    shown.unwrap_or_default()
                 )),
             ));
         }
@@ -319,7 +318,7 @@ impl Inner {
         // The answer carries grpc-accept-encoding, as every response does.
         let encoding =
             compression::request_encoding(req.headers()).map_err(|s| trailers_only(&s))?;
-        let client_timeout = match req.headers().get("grpc-timeout") {
+        let client_timeout = match req.headers().get(&GRPC_TIMEOUT) {
             None => None,
             Some(v) => Some(
                 parse_grpc_timeout(v.as_bytes())
@@ -355,15 +354,13 @@ impl Inner {
     }
 }
 
-/// `application/grpc`, `application/grpc+proto`, optionally with parameters.
-fn is_grpc_content_type(value: &str) -> bool {
-    let media = value
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    media == "application/grpc" || media == "application/grpc+proto"
+/// `application/grpc`, `application/grpc+proto`, optionally with
+/// parameters; any case (compared in place: no copy per call).
+fn is_grpc_content_type(value: &[u8]) -> bool {
+    let media = value.split(|&b| b == b';').next().unwrap_or_default();
+    let media = media.trim_ascii();
+    media.eq_ignore_ascii_case(b"application/grpc")
+        || media.eq_ignore_ascii_case(b"application/grpc+proto")
 }
 
 /// What a unary call runs and how it answers.
@@ -426,7 +423,7 @@ async fn call_unary(
             if compressed {
                 response
                     .headers_mut()
-                    .insert("grpc-encoding", HeaderValue::from_static("gzip"));
+                    .insert(&GRPC_ENCODING, HeaderValue::from_static("gzip"));
             }
             response
         }
@@ -494,7 +491,7 @@ fn call_streaming(
         // then compressed, smaller ones go with flag 0.
         response
             .headers_mut()
-            .insert("grpc-encoding", HeaderValue::from_static("gzip"));
+            .insert(&GRPC_ENCODING, HeaderValue::from_static("gzip"));
     }
     let sink = Sink::new(tx.clone(), gzip);
     let due = deadline.and_then(|d| Some((Instant::now().checked_add(d)?, d)));
@@ -515,4 +512,32 @@ fn call_streaming(
         let _ = tx.send(HttpFrame::trailers(trailers)).await;
     }));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_grpc_content_type;
+
+    #[test]
+    fn grpc_content_types_are_recognised_in_any_case_with_parameters() {
+        for yes in [
+            "application/grpc",
+            "application/grpc+proto",
+            "Application/GRPC",
+            "application/grpc; charset=utf-8",
+            " application/grpc+proto ;x=y",
+        ] {
+            assert!(is_grpc_content_type(yes.as_bytes()), "{yes}");
+        }
+        for no in [
+            "",
+            "application/grpc+json",
+            "application/grpcx",
+            "application/json",
+            "application/grpc-web",
+            "text/plain; application/grpc",
+        ] {
+            assert!(!is_grpc_content_type(no.as_bytes()), "{no}");
+        }
+    }
 }

@@ -22,6 +22,7 @@ use std::fmt;
 use http::{HeaderMap, HeaderValue};
 
 use super::details::{ErrorDetails, FRAMEWORK_DOMAIN};
+use super::headers::{GRPC_MESSAGE, GRPC_STATUS};
 
 /// The canonical gRPC status codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -157,11 +158,11 @@ impl Status {
     /// error, `grpc-status-details-bin` into `headers`; the message is
     /// capped at [`MAX_GRPC_MESSAGE`] encoded bytes, in both.
     pub(crate) fn write_to(&self, headers: &mut HeaderMap) {
-        headers.insert("grpc-status", HeaderValue::from(self.code as u16));
+        headers.insert(&GRPC_STATUS, HeaderValue::from(self.code as u16));
         let capped = capped_percent_encode(&self.message);
         if !self.message.is_empty() {
             if let Ok(value) = HeaderValue::from_str(&capped) {
-                headers.insert("grpc-message", value);
+                headers.insert(&GRPC_MESSAGE, value);
             }
         }
         if self.code != Code::Ok {
@@ -185,9 +186,9 @@ impl Status {
     /// Reads a status back from trailers (or Trailers-Only headers); `None`
     /// when `grpc-status` is absent. Used by clients and tests.
     pub fn from_headers(headers: &HeaderMap) -> Option<Status> {
-        let code = headers.get("grpc-status")?.to_str().ok()?.parse().ok()?;
+        let code = headers.get(&GRPC_STATUS)?.to_str().ok()?.parse().ok()?;
         let message = headers
-            .get("grpc-message")
+            .get(&GRPC_MESSAGE)
             .map(|v| percent_decode(v.as_bytes()))
             .unwrap_or_default();
         Some(Status::new(Code::from_i32(code), message))

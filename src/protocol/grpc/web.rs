@@ -29,6 +29,7 @@ use http::{HeaderMap, HeaderValue, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Frame as HttpFrame;
 
+use super::headers::GRPC_STATUS;
 use super::server::Server;
 use crate::types::{Body, BoxError};
 use crate::web::chain::Context;
@@ -115,7 +116,7 @@ pub async fn serve(server: &Server, mode: Mode, c: &mut Context) {
         return;
     }
     // Trailers-Only: the status is in the headers, the body empty.
-    let header_trailers = parts.headers.contains_key("grpc-status").then(|| {
+    let header_trailers = parts.headers.contains_key(&GRPC_STATUS).then(|| {
         let mut t = HeaderMap::new();
         for (k, v) in &parts.headers {
             if k.as_str().starts_with("grpc-") {
