@@ -17,6 +17,11 @@
 #   made with curl and its trailer must say `grpc-status: 0`; and each
 #   handwire/peer pair must answer the same body and content type.
 # * p99 latency: wrk's own percentile; for h2load, from its per-request log.
+# * Server CPU per request: the user + system time of the server process over
+#   a round (/proc/PID/stat) over the requests it completed; its median is
+#   reported beside req/s, and the CPU ratio (peer's over handwire's) beside
+#   the req/s ratio: on a busy machine a round that loses the core loses
+#   req/s, not CPU per request. Every contender is warmed up for 1 s first.
 #
 # Workloads: router-demo /hello and /book/42 (request logger on, stdout to
 # /dev/null) vs axum (and /hello also vs examples/bare_hyper: handwire's accept
@@ -51,6 +56,7 @@ missing=()
 command -v wrk >/dev/null || missing+=("wrk (Debian: apt-get install -y wrk)")
 [ "${LOAD_ONLY:-}" = tls ] || command -v h2load >/dev/null || missing+=("h2load (Debian: apt-get install -y nghttp2-client)")
 command -v curl >/dev/null || missing+=("curl (Debian: apt-get install -y curl)")
+command -v ss >/dev/null || missing+=("ss (Debian: apt-get install -y iproute2)")
 if [ "${LOAD_NO_BUILD:-}" != 1 ]; then
 	command -v cargo >/dev/null || missing+=("cargo (or set LOAD_NO_BUILD=1 with release binaries built)")
 fi
@@ -240,11 +246,32 @@ to_ms() { # wrk latency such as 812.00us, 1.23ms, 1.01s -> milliseconds
 		if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n = n; else if (v ~ /s$/) n *= 1000; else if (v ~ /m$/) n *= 60000
 		printf "%.2f", n }'
 }
-# wrk_run OUT URL [wrk options...]: prints "req/s p99_ms"; warns on errors.
+# The server's CPU time per request: the user + system time of the process
+# listening on the URL's port (all its threads: runtime, store, log writer)
+# over the run, divided by the requests completed. Less sensitive than
+# req/s to a busy machine (a round that loses the core to other work loses
+# throughput, not CPU per request), so each row reports both.
+server_pid() { # URL -> pid of the process listening on its port
+	local hostport=${1#*://}
+	hostport=${hostport%%/*}
+	ss -Hltnp "sport = :${hostport##*:}" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# cpu_per_request PID TICKS_BEFORE REQUESTS -> microseconds (0 if unknown)
+cpu_per_request() {
+	awk -v a="$2" -v b="$(cpu_ticks "$1")" -v n="${3:-0}" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { if (n > 0) printf "%.2f", (b - a) * 1000000 / hz / n; else print 0 }'
+}
+# wrk_run OUT URL [wrk options...]: prints "req/s p99_ms"; warns on errors;
+# the server's CPU µs per request goes to OUT.cpu.
 wrk_run() {
 	local out=$1 url=$2
 	shift 2
+	local pid t0
+	pid=$(server_pid "$url")
+	t0=$(cpu_ticks "$pid")
 	"${pin_load[@]}" wrk -t1 -d"${secs}s" --latency "$@" "$url" >"$out"
+	cpu_per_request "$pid" "$t0" "$(awk '/ requests in / {print $1}' "$out")" >"$out.cpu"
 	local rps p99
 	rps=$(awk '/^Requests\/sec/ {print $2}' "$out")
 	p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$out")")
@@ -253,13 +280,18 @@ wrk_run() {
 	fi
 	echo "$rps $p99"
 }
-# h2load_run OUT URL: SayHello for LOAD_SECONDS after 1 s of warm-up.
+# h2load_run OUT URL: the call in $frame for LOAD_SECONDS (the caller warms
+# up: CPU per request counts every request the server answered in the run).
 h2load_run() {
 	local out=$1 url=$2
 	rm -f "$out.log"
-	"${pin_load[@]}" h2load -t1 -c10 -m10 -D "$secs" --warm-up-time=1 \
+	local pid t0
+	pid=$(server_pid "$url")
+	t0=$(cpu_ticks "$pid")
+	"${pin_load[@]}" h2load -t1 -c10 -m10 -D "$secs" \
 		-d "$frame" -H 'content-type: application/grpc' -H 'te: trailers' \
 		--log-file="$out.log" "$url" >"$out"
+	cpu_per_request "$pid" "$t0" "$(awk '/^requests:/ {print $8}' "$out")" >"$out.cpu"
 	local rps p99 fails
 	rps=$(awk '/^finished in/ {gsub(",", "", $4); print $4}' "$out")
 	fails=$(awk '/^requests:/ {print $10 + $12 + $14}' "$out")
@@ -289,11 +321,14 @@ compare() {
 	if ! [[ $title =~ ${LOAD_ROWS:-.} ]]; then return 0; fi
 	echo "== $title"
 	local i r order
-	if [ "$kind" = wrk ]; then # warm-up; h2load has its own
-		for i in "${!urls[@]}"; do
+	for i in "${!urls[@]}"; do # warm-up, 1 s each
+		if [ "$kind" = wrk ]; then
 			"${pin_load[@]}" wrk -t1 -d1s -c50 "${extra[@]}" "${urls[$i]}" >/dev/null
-		done
-	fi
+		else
+			"${pin_load[@]}" h2load -t1 -c10 -m10 -D 1 -d "$frame" -H 'content-type: application/grpc' \
+				-H 'te: trailers' "${urls[$i]}" >/dev/null
+		fi
+	done
 	for i in "${!urls[@]}"; do : >"$tmp/m.$i"; done
 	for r in $(seq "$rounds"); do
 		order=$(seq 0 $((${#urls[@]} - 1)))
@@ -305,21 +340,25 @@ compare() {
 			else
 				m=$(h2load_run "$tmp/out" "${urls[$i]}")
 			fi
+			m="$m $(cat "$tmp/out.cpu")"
 			echo "$m" >>"$tmp/m.$i"
-			printf '  round %d  %-16s %10.0f req/s   p99 %7.2f ms\n' "$r" "${names[$i]}" $m
+			printf '  round %d  %-16s %10.0f req/s   p99 %7.2f ms   server CPU %6.2f us/req\n' "$r" "${names[$i]}" $m
 		done
 	done
-	local hw_rps hw_p99 rps p99 hw_range range
+	local hw_rps hw_p99 rps p99 hw_range range hw_cpu cpu
 	hw_rps=$(awk '{print $1}' "$tmp/m.0" | median)
 	hw_range=$(awk '{print $1}' "$tmp/m.0" | spread)
 	hw_p99=$(awk '{print $2}' "$tmp/m.0" | median)
+	hw_cpu=$(awk '{print $3}' "$tmp/m.0" | median)
 	for i in $(seq 1 $((${#urls[@]} - 1))); do
 		rps=$(awk '{print $1}' "$tmp/m.$i" | median)
 		p99=$(awk '{print $2}' "$tmp/m.$i" | median)
 		range=$(awk '{print $1}' "$tmp/m.$i" | spread)
-		printf '  median: handwire %.0f req/s (p99 %.2f ms), %s %.0f req/s (p99 %.2f ms), ratio %.2f\n' \
-			"$hw_rps" "$hw_p99" "${names[$i]}" "$rps" "$p99" "$(awk -v a="$hw_rps" -v b="$rps" 'BEGIN {print a / b}')"
-		printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$title" "$hw_rps" "${names[$i]}" "$rps" "$hw_p99" "$p99" "$hw_range" "$range" >>"$results"
+		cpu=$(awk '{print $3}' "$tmp/m.$i" | median)
+		printf '  median: handwire %.0f req/s (p99 %.2f ms, %.2f us/req), %s %.0f req/s (p99 %.2f ms, %.2f us/req), ratio %.2f, CPU ratio %.2f\n' \
+			"$hw_rps" "$hw_p99" "$hw_cpu" "${names[$i]}" "$rps" "$p99" "$cpu" \
+			"$(awk -v a="$hw_rps" -v b="$rps" 'BEGIN {print a / b}')" "$(awk -v a="$hw_cpu" -v b="$cpu" 'BEGIN {print (a > 0) ? b / a : 0}')"
+		printf '%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n' "$title" "$hw_rps" "${names[$i]}" "$rps" "$hw_p99" "$p99" "$hw_range" "$range" "$hw_cpu" "$cpu" >>"$results"
 	done
 }
 
@@ -392,7 +431,7 @@ for r in $(seq "$rounds"); do
 		rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
 		stop "$pid"
 		pids=()
-		echo "$m $hwm $rss" >>"$tmp/c.$i"
+		echo "$m $hwm $rss $(cat "$tmp/out.cpu")" >>"$tmp/c.$i"
 		printf '  round %d  %-16s %10.0f req/s   p99 %7.2f ms   VmHWM %6.1f MiB  VmRSS %6.1f MiB\n' \
 			"$r" "${c1k_names[$i]}" $m "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
 	done
@@ -401,10 +440,11 @@ for i in 0 1; do
 	c_rps[$i]=$(awk '{print $1}' "$tmp/c.$i" | median)
 	c_p99[$i]=$(awk '{print $2}' "$tmp/c.$i" | median)
 	c_hwm[$i]=$(awk '{print $3 / 1024}' "$tmp/c.$i" | median)
+	c_cpu[$i]=$(awk '{print $5}' "$tmp/c.$i" | median)
 done
 printf '  median: handwire %.0f req/s, %.1f MiB peak; axum %.0f req/s, %.1f MiB peak\n' \
 	"${c_rps[0]}" "${c_hwm[0]}" "${c_rps[1]}" "${c_hwm[1]}"
-echo "1,000 connections GET /hello|${c_rps[0]}|axum|${c_rps[1]}|${c_p99[0]}|${c_p99[1]}|$(awk '{print $1}' "$tmp/c.0" | spread)|$(awk '{print $1}' "$tmp/c.1" | spread)" >>"$results"
+echo "1,000 connections GET /hello|${c_rps[0]}|axum|${c_rps[1]}|${c_p99[0]}|${c_p99[1]}|$(awk '{print $1}' "$tmp/c.0" | spread)|$(awk '{print $1}' "$tmp/c.1" | spread)|${c_cpu[0]}|${c_cpu[1]}" >>"$results"
 
 fi
 
@@ -490,17 +530,19 @@ fi
 echo
 echo "== summary (markdown; $(date -u '+%Y-%m-%d'), $(nproc) cores, Linux $(uname -r), $pinning, median of $rounds x ${secs}s, synchronous=$sync_level)"
 echo
-echo "load average before / after the run: $load_before / $(cut -d' ' -f1-3 /proc/loadavg); req/s: median (min-max over rounds, thousands)"
+echo "load average before / after the run: $load_before / $(cut -d' ' -f1-3 /proc/loadavg); req/s: median (min-max over rounds, thousands);"
+echo "CPU: the server process' user + system time per request (median of the rounds); CPU ratio = peer's / handwire's (above 1: handwire spends less)"
 echo
-echo "| workload | handwire req/s | peer | peer req/s | handwire/peer | handwire p99 ms | peer p99 ms |"
-echo "|---|---:|---|---:|---:|---:|---:|"
-while IFS='|' read -r title hw peer prps hp99 pp99 hrange prange; do
+echo "| workload | handwire req/s | peer | peer req/s | handwire/peer | handwire p99 ms | peer p99 ms | handwire CPU µs/req | peer CPU µs/req | CPU ratio |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+while IFS='|' read -r title hw peer prps hp99 pp99 hrange prange hcpu pcpu; do
 	awk -v t="$title" -v h="$hw" -v p="$peer" -v r="$prps" -v a="$hp99" -v b="$pp99" -v hr="$hrange" -v pr="$prange" \
-		'BEGIN { printf "| %s | %.0f (%sk) | %s | %.0f (%sk) | %.2f | %.2f | %.2f |\n", t, h, hr, p, r, pr, h / r, a, b }'
+		-v hc="${hcpu:-0}" -v pc="${pcpu:-0}" \
+		'BEGIN { printf "| %s | %.0f (%sk) | %s | %.0f (%sk) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", t, h, hr, p, r, pr, h / r, a, b, hc, pc, (hc > 0) ? pc / hc : 0 }'
 done <"$results"
 [ -n "${cluster_logins:-}" ] && echo "$cluster_logins"
 [ "${LOAD_ONLY:-}" = cluster ] || [ "${LOAD_ONLY:-}" = tls ] && exit 0
-if [ -n "${c_hwm[0]:-}" ]; then printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | |\n' \
+if [ -n "${c_hwm[0]:-}" ]; then printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | | | | |\n' \
 	"${c_hwm[0]}" "${c_hwm[1]}" "$(awk -v a="${c_hwm[0]}" -v b="${c_hwm[1]}" 'BEGIN {print a / b}')"
 fi
 if [ -n "${auth_ratio:-}" ]; then printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | %s idle (%s), %s loaded (%s): x%s | |\n' \
