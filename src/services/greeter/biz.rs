@@ -125,14 +125,14 @@ impl GreeterUsecase {
     /// an unbounded name would let callers grow the database without limit)
     /// is declared in greeter.proto and checked before any method runs.
     pub async fn say_hello(&self, name: &str) -> Result<String, Error> {
-        log(&format!("SayHello name={}", preview(name)));
+        log_args(format_args!("SayHello name={}", Preview(name)));
         self.repo.save_greeting(name.to_owned()).await?;
         Ok(format!("Hello {name}"))
     }
 
     /// `Hello again <name>`; the name follows the SayHello rule.
     pub async fn say_hello_again(&self, name: &str) -> Result<String, Error> {
-        log(&format!("SayHelloAgain name={}", preview(name)));
+        log_args(format_args!("SayHelloAgain name={}", Preview(name)));
         Ok(format!("Hello again {name}"))
     }
 
@@ -335,17 +335,28 @@ pub const MAX_WIRE_USER_BYTES: usize = 200;
 
 /// A value quoted for a log line, cut at 64 characters so a huge request
 /// cannot flood the log.
-fn preview(value: &str) -> String {
-    const MAX: usize = 64;
-    match value.char_indices().nth(MAX) {
-        None => format!("{value:?}"),
-        Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
+struct Preview<'a>(&'a str);
+
+impl fmt::Display for Preview<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MAX: usize = 64;
+        let value = self.0;
+        match value.char_indices().nth(MAX) {
+            None => write!(f, "{value:?}"),
+            Some((cut, _)) => write!(f, "{:?}... ({} bytes)", &value[..cut], value.len()),
+        }
     }
 }
 
 /// One `[greeter]` line through the framework's log sink.
 pub fn log(message: &str) {
-    crate::web::log::message("greeter", format_args!("{message}"));
+    log_args(format_args!("{message}"));
+}
+
+/// One `[greeter]` line written straight into the sink (no message
+/// string made first: SayHello writes one per call).
+fn log_args(args: fmt::Arguments<'_>) {
+    crate::web::log::message("greeter", args);
 }
 
 #[cfg(test)]
