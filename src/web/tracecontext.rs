@@ -27,10 +27,12 @@
 use std::fmt;
 use std::future::Future;
 
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 
-/// The header's name.
-pub const TRACEPARENT: &str = "traceparent";
+/// The header's name, made once: a `&str` name is parsed on every lookup
+/// and insert, and every request of every service reads it and every
+/// response carries it.
+pub static TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
 tokio::task_local! {
     static CURRENT: TraceContext;
@@ -50,7 +52,7 @@ impl TraceContext {
     /// The context of a request with `headers`: its trace continued, or a
     /// new one when the header is absent or malformed.
     pub fn from_headers(headers: &HeaderMap) -> TraceContext {
-        let mut values = headers.get_all(TRACEPARENT).iter();
+        let mut values = headers.get_all(&TRACEPARENT).iter();
         let parsed = match (values.next(), values.next()) {
             (Some(value), None) => value.to_str().ok().and_then(parse),
             // None, or several: W3C Trace Context says to start over.
@@ -248,10 +250,8 @@ where
     let fut = CURRENT.scope(trace, call);
     async move {
         let mut resp = fut.await;
-        resp.headers_mut().insert(
-            http::header::HeaderName::from_static(TRACEPARENT),
-            trace.header_value(),
-        );
+        resp.headers_mut()
+            .insert(&TRACEPARENT, trace.header_value());
         resp
     }
 }
@@ -279,7 +279,7 @@ mod tests {
     fn headers(values: &[&str]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for v in values {
-            h.append(TRACEPARENT, HeaderValue::from_str(v).unwrap());
+            h.append(&TRACEPARENT, HeaderValue::from_str(v).unwrap());
         }
         h
     }

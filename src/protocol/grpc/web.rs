@@ -29,10 +29,11 @@ use http::{HeaderMap, HeaderValue, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Frame as HttpFrame;
 
-use super::headers::GRPC_STATUS;
+use super::headers::{GRPC_STATUS, GRPC_TIMEOUT};
 use super::server::Server;
 use crate::types::{Body, BoxError};
 use crate::web::chain::Context;
+use crate::web::tracecontext::TRACEPARENT;
 
 /// The two encodings of a gRPC-Web body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +99,7 @@ pub async fn serve(server: &Server, mode: Mode, c: &mut Context) {
         HeaderValue::from_static("application/grpc"),
     );
     headers.insert(http::header::TE, HeaderValue::from_static("trailers"));
-    for name in ["grpc-timeout", "traceparent"] {
+    for name in [&GRPC_TIMEOUT, &TRACEPARENT] {
         if let Some(v) = c.headers().get(name) {
             headers.insert(name, v.clone());
         }
