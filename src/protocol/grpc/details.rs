@@ -20,8 +20,7 @@ use base64::Engine as _;
 use http::{HeaderMap, HeaderValue};
 use prost::Message as _;
 
-/// The trailer carrying the encoded [`RpcStatus`].
-pub const HEADER: &str = "grpc-status-details-bin";
+use super::headers::GRPC_STATUS_DETAILS_BIN;
 
 /// The domain of reasons the gRPC framework itself gives (an unknown
 /// method, a deadline): a service's own failures name the service.
@@ -134,20 +133,20 @@ impl ErrorDetails {
         }
     }
 
-    /// Writes the [`HEADER`] trailer for a call ending with `code` and
+    /// Writes the `grpc-status-details-bin` trailer for a call ending with `code` and
     /// `message`. The message is the one `grpc-message` carries, capped the
     /// same way, so the trailer stays small whatever the client sent.
     pub fn write_to(&self, code: i32, message: &str, headers: &mut HeaderMap) {
         let encoded = STANDARD_NO_PAD.encode(self.to_status(code, message).encode_to_vec());
         if let Ok(value) = HeaderValue::from_str(&encoded) {
-            headers.insert(HEADER, value);
+            headers.insert(&GRPC_STATUS_DETAILS_BIN, value);
         }
     }
 
     /// Reads the details back from trailers: `None` when the header is
     /// absent or does not decode. Used by clients and tests.
     pub fn from_headers(headers: &HeaderMap) -> Option<(RpcStatus, ErrorDetails)> {
-        let raw = headers.get(HEADER)?.as_bytes();
+        let raw = headers.get(&GRPC_STATUS_DETAILS_BIN)?.as_bytes();
         let bytes = STANDARD_NO_PAD
             .decode(raw)
             .or_else(|_| STANDARD.decode(raw))
@@ -212,7 +211,7 @@ mod tests {
         };
         let mut headers = HeaderMap::new();
         details.write_to(3, "username must not be empty", &mut headers);
-        let raw = headers[HEADER].to_str().unwrap();
+        let raw = headers[&GRPC_STATUS_DETAILS_BIN].to_str().unwrap();
         assert!(!raw.ends_with('='), "sent without padding: {raw}");
         let (status, back) = ErrorDetails::from_headers(&headers).unwrap();
         assert_eq!(

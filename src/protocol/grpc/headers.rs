@@ -9,6 +9,8 @@ use http::HeaderName;
 pub static GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 /// The status message, percent-encoded.
 pub static GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
+/// The encoded `google.rpc.Status` of an error (its details), base64.
+pub static GRPC_STATUS_DETAILS_BIN: HeaderName = HeaderName::from_static("grpc-status-details-bin");
 /// The encoding of the messages that follow.
 pub static GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
 /// The encodings the sender takes.

@@ -302,7 +302,9 @@ mod tests {
         Status::ok().write_to(&mut headers);
         assert_eq!(headers["grpc-status"], "0");
         assert!(headers.get("grpc-message").is_none());
-        assert!(headers.get(super::super::details::HEADER).is_none());
+        assert!(headers
+            .get(&super::super::headers::GRPC_STATUS_DETAILS_BIN)
+            .is_none());
     }
 
     #[test]
