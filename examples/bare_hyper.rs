@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use handwire::types::{self, Body, BoxFuture};
 use handwire::web::server::{self, Options, Service};
@@ -22,6 +23,7 @@ impl Service for Hello {
         &self,
         _req: Request<Incoming>,
         _remote: SocketAddr,
+        _received_at: Instant,
     ) -> BoxFuture<'static, Response<Body>> {
         Box::pin(async {
             let mut resp = Response::new(types::full("Hello World!"));

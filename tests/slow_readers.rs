@@ -155,6 +155,7 @@ impl Service for Silent {
         &self,
         _: http::Request<Incoming>,
         _: std::net::SocketAddr,
+        _: std::time::Instant,
     ) -> BoxFuture<'static, http::Response<handwire::types::Body>> {
         use http_body_util::BodyExt;
         Box::pin(async { http::Response::new(NeverBody.boxed_unsync()) })

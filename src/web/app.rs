@@ -102,8 +102,9 @@ impl Service for App {
         &self,
         req: Request<Incoming>,
         remote: SocketAddr,
+        received_at: Instant,
     ) -> BoxFuture<'static, Response<Body>> {
-        self.handle(req, remote)
+        self.handle_at(req, remote, received_at)
     }
 
     /// 503 in the service's error shape; gRPC-Web calls get the gRPC answer.
@@ -144,8 +145,50 @@ impl App {
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
+        self.handle_at(req, remote, Instant::now())
+    }
+
+    /// [`handle`](Self::handle) a request whose head arrived at
+    /// `received_at` (what the server passes: its clocks read it already).
+    pub fn handle_at<B>(
+        &self,
+        req: Request<B>,
+        remote: SocketAddr,
+        received_at: Instant,
+    ) -> BoxFuture<'static, Response<Body>>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
         let (parts, body) = req.into_parts();
         let chosen = self.choose(&parts);
+        let operation = self.metered.as_ref().map(|m| {
+            chosen
+                .route_id
+                .and_then(|id| m.routes.get(id))
+                .unwrap_or(&m.unmatched)
+                .clone()
+        });
+        // Every answer is counted, those given before a chain included.
+        let counted = Counted {
+            operation,
+            received_at,
+        };
+        let trace = self.trace;
+        let refused = head_refused(&parts);
+        // Most requests have no body to read (a GET) and nothing to refuse:
+        // their chain is built now and the future is the chain's alone.
+        // With the reading and the early answers inline, the state of every
+        // request's future was several times the chain's, allocated and
+        // copied each time.
+        if refused.is_none() && body.is_end_stream() {
+            let run = run(
+                chosen.context(parts, Bytes::new(), remote, received_at),
+                trace,
+            );
+            return Box::pin(async move { counted.count(run.await) });
+        }
         let read = ReadLimits {
             bounds: Bounds {
                 bytes: self.body_limit,
@@ -156,51 +199,23 @@ impl App {
             on_timeout: self.on_body_timeout,
             on_error: self.on_edge_error,
         };
-        let operation = self.metered.as_ref().map(|m| {
-            chosen
-                .route_id
-                .and_then(|id| m.routes.get(id))
-                .unwrap_or(&m.unmatched)
-                .clone()
-        });
-        let (early, trace) = (self.early.clone(), self.trace);
+        let early = self.early.clone();
         Box::pin(async move {
-            let start = Instant::now();
-            // Every answer is counted, those given before a chain included;
-            // under the operation a self-routing handler named, if any.
-            let count = |resp: Response<Body>| {
-                let named = resp.extensions().get::<Served>().map(|s| &s.0);
-                if let Some(op) = named.or(operation.as_ref()) {
-                    op.observe_http(resp.status(), start.elapsed());
-                }
-                resp
-            };
-            let read = match head_refused(&parts) {
+            let read = match refused {
                 Some((status, reason, message)) => Err((read.on_error)(status, reason, &message)),
                 None => read_body(&parts, body, read).await,
             };
-            let body = match read {
-                Ok(body) => body,
-                Err(answer) => {
-                    let c = Context::new(
-                        parts,
-                        Bytes::new(),
-                        remote,
-                        start,
-                        PathParams::none(),
-                        early,
-                    );
-                    return count(answer_early(c, answer, trace).await);
+            match read {
+                Ok(body) => {
+                    let c = chosen.context(parts, body, remote, received_at);
+                    counted.count(run(c, trace).await)
                 }
-            };
-            let mut c = Context::new(parts, body, remote, start, chosen.params, chosen.chain);
-            if let Some(location) = chosen.redirect_to {
-                c.set(TSR_LOCATION, location);
+                Err(answer) => {
+                    let none = PathParams::none();
+                    let c = Context::new(parts, Bytes::new(), remote, received_at, none, early);
+                    counted.count(answer_early(c, answer, trace).await)
+                }
             }
-            if let Some(allow) = chosen.allow {
-                c.set_header(ALLOW, &allow);
-            }
-            count(run(c, trace).await)
         })
     }
 
@@ -236,6 +251,29 @@ impl App {
     }
 }
 
+/// Counts an answer in its operation's metrics series: the route's, or
+/// the one a self-routing handler named, if any.
+struct Counted {
+    operation: Option<Arc<Operation>>,
+    received_at: Instant,
+}
+
+impl Counted {
+    /// Count `resp`, ended at the chain's last clock reading (the logger's)
+    /// when there was one.
+    fn count(&self, (resp, finished_at): (Response<Body>, Option<Instant>)) -> Response<Body> {
+        let named = resp.extensions().get::<Served>().map(|s| &s.0);
+        if let Some(op) = named.or(self.operation.as_ref()) {
+            let end = finished_at.unwrap_or_else(Instant::now);
+            op.observe_http(
+                resp.status(),
+                end.saturating_duration_since(self.received_at),
+            );
+        }
+        resp
+    }
+}
+
 /// What [`App::choose`] picked for one request.
 struct Chosen {
     chain: Arc<[Handler]>,
@@ -246,6 +284,26 @@ struct Chosen {
     redirect_to: Option<String>,
     /// The route found, for its metrics series.
     route_id: Option<usize>,
+}
+
+impl Chosen {
+    /// The context that runs the chosen chain on this request.
+    fn context(
+        self,
+        parts: http::request::Parts,
+        body: Bytes,
+        remote: SocketAddr,
+        received_at: Instant,
+    ) -> Context {
+        let mut c = Context::new(parts, body, remote, received_at, self.params, self.chain);
+        if let Some(location) = self.redirect_to {
+            c.set(TSR_LOCATION, location);
+        }
+        if let Some(allow) = self.allow {
+            c.set_header(ALLOW, &allow);
+        }
+        c
+    }
 }
 
 /// Why the head is refused, if it is: 414 for a request target over
@@ -314,7 +372,7 @@ where
     if declared_too_large {
         return Err(too_large(limits));
     }
-    // A body that is already complete (GET, or a test's `Full`) needs no clock.
+    // A body that is already complete needs no clock.
     if body.is_end_stream() {
         return Ok(Bytes::new());
     }
@@ -352,8 +410,9 @@ where
 }
 
 /// Run `c`'s chain from the start; then the trace (and the log lines held
-/// behind it) if tracing, and the response.
-async fn run(mut c: Context, trace: bool) -> Response<Body> {
+/// behind it) if tracing, and the response with the chain's last clock
+/// reading ([`Context::finished_at`]).
+async fn run(mut c: Context, trace: bool) -> (Response<Body>, Option<Instant>) {
     if trace {
         c.start_trace();
     }
@@ -369,7 +428,8 @@ async fn run(mut c: Context, trace: bool) -> Response<Body> {
             buf.extend_from_slice(t.held());
         });
     }
-    into_response(c)
+    let finished_at = c.finished_at();
+    (into_response(c), finished_at)
 }
 
 /// Context key under which an answer given before the chain waits for
@@ -385,7 +445,11 @@ struct EarlyAnswer {
 
 /// Give `answer` through `c`'s chain (the global middleware, then
 /// [`early_answer`]): logged, traced and counted like any other answer.
-async fn answer_early(mut c: Context, answer: Response<Body>, trace: bool) -> Response<Body> {
+async fn answer_early(
+    mut c: Context,
+    answer: Response<Body>,
+    trace: bool,
+) -> (Response<Body>, Option<Instant>) {
     let (head, body) = answer.into_parts();
     // The engine's own answers are whole in memory: this does not wait.
     let body = body

@@ -22,7 +22,7 @@
 use std::any::Any;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION};
@@ -188,6 +188,9 @@ pub struct Context {
     /// The request came over TLS ([`crate::web::tls::Secure`]).
     tls: bool,
     received_at: Instant,
+    /// The clock reading of [`latency`](Self::latency), kept for the
+    /// engine's count of the request.
+    finished_at: Option<Instant>,
     params: PathParams,
     /// Gin's `c.Keys`: few entries, so a list beats a hash map (and needs no
     /// allocation until the first `set`).
@@ -219,6 +222,7 @@ impl Context {
             body,
             remote,
             received_at,
+            finished_at: None,
             params,
             keys: Vec::new(),
             handlers,
@@ -237,26 +241,29 @@ impl Context {
 
     /// Run the rest of the chain now; returns when it has finished (or was
     /// aborted), so the caller's remaining code runs afterwards.
+    ///
+    /// The future is not boxed: each handler's own future is (a
+    /// [`BoxFuture`]), which is what lets the chain nest without a type of
+    /// unbounded size, so a second box per step would only cost an
+    /// allocation and a copy.
     #[allow(clippy::should_implement_trait)] // Gin's name, on purpose
-    pub fn next(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            let aborted = self.index_is_aborted();
-            if let Some(t) = &mut self.trace {
-                t.next_called(aborted);
+    pub async fn next(&mut self) {
+        let aborted = self.index_is_aborted();
+        if let Some(t) = &mut self.trace {
+            t.next_called(aborted);
+        }
+        self.index += 1;
+        let handlers = self.handlers.clone();
+        while let Some(h) = usize::try_from(self.index)
+            .ok()
+            .and_then(|i| handlers.get(i))
+        {
+            match self.trace.is_some() {
+                false => h.call(self).await,
+                true => self.traced(h).await,
             }
             self.index += 1;
-            let handlers = self.handlers.clone();
-            while let Some(h) = usize::try_from(self.index)
-                .ok()
-                .and_then(|i| handlers.get(i))
-            {
-                match self.trace.is_some() {
-                    false => h.call(self).await,
-                    true => self.traced(h).await,
-                }
-                self.index += 1;
-            }
-        })
+        }
     }
 
     /// Run `h` (at the current index) between its enter and exit lines.
@@ -407,6 +414,20 @@ impl Context {
     /// body, so a time-out measured from here counts the body's time too.
     pub fn received_at(&self) -> Instant {
         self.received_at
+    }
+
+    /// How long the request has taken since it arrived, read from the
+    /// clock now. The reading is kept: the engine counts the request in
+    /// its metrics with it instead of reading the clock again.
+    pub fn latency(&mut self) -> Duration {
+        let now = Instant::now();
+        self.finished_at = Some(now);
+        now.saturating_duration_since(self.received_at)
+    }
+
+    /// The last reading of [`latency`](Self::latency), if it was read.
+    pub fn finished_at(&self) -> Option<Instant> {
+        self.finished_at
     }
 
     /// The peer address of the connection.

@@ -271,13 +271,22 @@ impl Activity {
 
     /// A request head has arrived; the returned guard ends the request when
     /// dropped (attach it to the response body with [`Tracked`]).
+    ///
+    /// The request's arrival ([`InFlight::received_at`]) is the first byte
+    /// of its head when [`Watched`] saw it start an idle HTTP/1 connection
+    /// (read then for the header clock), else now: one clock read per
+    /// request serves both.
     pub(crate) fn request_started(self: &Arc<Self>, version: http::Version) -> InFlight {
         let mut st = self.lock();
         st.in_flight += 1;
         st.requests += 1;
         st.h2 = version == http::Version::HTTP_2;
+        let received_at = st.first_byte.unwrap_or_else(Instant::now);
         self.moved(st);
-        InFlight(self.clone())
+        InFlight {
+            conn: self.clone(),
+            received_at,
+        }
     }
 
     fn request_finished(&self) {
@@ -575,11 +584,21 @@ impl Drop for TurnWatch<'_> {
 }
 
 /// One request in flight; ends it when dropped.
-pub struct InFlight(Arc<Activity>);
+pub struct InFlight {
+    conn: Arc<Activity>,
+    received_at: Instant,
+}
+
+impl InFlight {
+    /// When the request arrived (see [`Activity::request_started`]).
+    pub fn received_at(&self) -> Instant {
+        self.received_at
+    }
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.request_finished();
+        self.conn.request_finished();
     }
 }
 
@@ -613,7 +632,7 @@ pub const CHUNK: usize = 64 << 10;
 impl Tracked {
     /// `body`, keeping `request` in flight while it lives.
     pub fn new(body: Body, request: InFlight) -> Tracked {
-        let id = request.0.response_started();
+        let id = request.conn.response_started();
         let mut tracked = Tracked {
             inner: body,
             request,
@@ -633,7 +652,7 @@ impl Tracked {
         let lower = usize::try_from(self.inner.size_hint().lower()).unwrap_or(usize::MAX);
         let now = self.rest.len().saturating_add(lower);
         if now != self.held {
-            self.request.0.holds(self.held, now);
+            self.request.conn.holds(self.held, now);
             self.held = now;
         }
     }
@@ -652,9 +671,9 @@ impl Drop for Tracked {
         // hyper stops polling a body that says it has ended (a full body
         // after its one frame), so "sent to its end" is also decided here.
         let complete = self.rest.is_empty() && self.inner.is_end_stream();
-        self.request.0.response_done(self.id, complete);
+        self.request.conn.response_done(self.id, complete);
         if self.held != 0 {
-            self.request.0.holds(self.held, 0);
+            self.request.conn.holds(self.held, 0);
         }
     }
 }
@@ -672,8 +691,8 @@ impl HttpBody for Tracked {
             let rest = std::mem::take(&mut this.rest);
             let piece = this.piece(rest);
             this.count_held();
-            this.request.0.handed(piece.len());
-            this.request.0.response_waits(this.id, true);
+            this.request.conn.handed(piece.len());
+            this.request.conn.response_waits(this.id, true);
             return Poll::Ready(Some(Ok(Frame::data(piece))));
         }
         match Pin::new(&mut this.inner).poll_frame(cx) {
@@ -683,33 +702,33 @@ impl HttpBody for Tracked {
                     Ok(data) => {
                         let piece = this.piece(data);
                         this.count_held();
-                        this.request.0.handed(piece.len());
+                        this.request.conn.handed(piece.len());
                         Frame::data(piece)
                     }
                     Err(frame) => frame,
                 };
                 if !std::mem::take(&mut this.fresh) {
-                    this.request.0.response_waits(this.id, true);
+                    this.request.conn.response_waits(this.id, true);
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(end) => {
                 let complete = end.is_none();
-                this.request.0.response_done(this.id, complete);
+                this.request.conn.response_done(this.id, complete);
                 this.count_held();
                 Poll::Ready(end)
             }
             Poll::Pending => {
                 this.fresh = false;
                 if this.quiet.is_none() {
-                    this.request.0.response_waits(this.id, false);
-                    let idle = this.request.0.idle_timeout;
+                    this.request.conn.response_waits(this.id, false);
+                    let idle = this.request.conn.idle_timeout;
                     this.quiet = Some(Box::pin(tokio::time::sleep(idle)));
                 }
                 match this.quiet.as_mut().map(|q| q.as_mut().poll(cx)) {
                     Some(Poll::Ready(())) => {
-                        this.request.0.response_done(this.id, false);
-                        let idle = this.request.0.idle_timeout;
+                        this.request.conn.response_done(this.id, false);
+                        let idle = this.request.conn.idle_timeout;
                         Poll::Ready(Some(Err(format!(
                             "stream closed: no data for the idle time-out ({idle:?})"
                         )

@@ -273,6 +273,11 @@ pub fn push_trace_id(buf: &mut Vec<u8>) {
 /// boundary, marked with `…`), with control characters escaped so that user
 /// input cannot forge or break log lines.
 pub(crate) fn push_capped(buf: &mut Vec<u8>, text: &str, max: usize) {
+    // Printable ASCII that fits, the usual path or method, is copied whole.
+    if text.len() <= max && text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        buf.extend_from_slice(text.as_bytes());
+        return;
+    }
     let mut used = 0;
     for ch in text.chars() {
         let len = if ch.is_control() { 4 } else { ch.len_utf8() };

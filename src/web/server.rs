@@ -68,13 +68,15 @@ pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// Anything the server can call: one request in, one response out.
 ///
 /// `remote` is the peer address of the connection, for logging and for
-/// per-client limits.
+/// per-client limits; `received_at`, when the request's head arrived (the
+/// start of its latency, read once by the accept loop for its clocks).
 pub trait Service: Send + Sync + 'static {
     /// Answer one request.
     fn call(
         &self,
         req: http::Request<Incoming>,
         remote: SocketAddr,
+        received_at: Instant,
     ) -> BoxFuture<'static, http::Response<Body>>;
 
     /// The answer to a request the governor refuses because the process
@@ -431,7 +433,12 @@ async fn serve_connection(conn: Connection) {
                 answer.map(|resp| resp.map(|body| Tracked::new(body, request))),
             ));
         }
-        req.extensions_mut().insert(share.clone());
+        // What reads a body counts it against the connection's share; a
+        // request with none (a GET) needs no share, nor the extension map
+        // allocated per request to carry it.
+        if !hyper::body::Body::is_end_stream(req.body()) {
+            req.extensions_mut().insert(share.clone());
+        }
         if secure {
             req.extensions_mut().insert(tls::Secure);
         }
@@ -446,7 +453,8 @@ async fn serve_connection(conn: Connection) {
             // faster than the bounds take them back.
             let turn = share.handler_turn(&tracker, arrival).await;
             let mut resp = if let Some(turn) = turn.as_ref().filter(|_| tracker.admits(0)) {
-                let call = tracecontext::enter(trace, || service.call(req, remote));
+                let received_at = request.received_at().into_std();
+                let call = tracecontext::enter(trace, || service.call(req, remote, received_at));
                 let conn: Arc<dyn admission::Busy> = share;
                 admission::scope(turn.class(), Some(conn), tracecontext::serve(trace, call)).await
             } else {

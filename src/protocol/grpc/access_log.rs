@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{HeaderMap, Response};
@@ -48,14 +48,15 @@ impl Call {
     /// Log the line and count the call as ending with `code`.
     fn write(&self, outcome: &str, code: Code) {
         // One clock read for both the metric and the line.
-        let took = self.start.elapsed();
+        let now = Instant::now();
+        let took = now.saturating_duration_since(self.start);
         if let Some(op) = &self.operation {
             let reason = if code == Code::Ok { "" } else { code.name() };
             op.observe(code as u16, reason, took);
         }
         log::stdout().line(|buf| {
             buf.extend_from_slice(b"[grpc] ");
-            timefmt::push_log_timestamp(buf, SystemTime::now());
+            timefmt::push_log_timestamp(buf, now);
             // The digits without `core::fmt`, as the request log writes them.
             buf.extend_from_slice(b" | ");
             buf.extend_from_slice(outcome.as_bytes());

@@ -261,8 +261,8 @@ impl Service for Server {
         &self,
         req: Request<Incoming>,
         remote: SocketAddr,
+        start: Instant,
     ) -> BoxFuture<'static, Response<Body>> {
-        let start = Instant::now();
         let path = req.uri().path().to_owned();
         let operation = self
             .inner

@@ -174,14 +174,14 @@ fn login(c: &mut Context) -> BoxFuture<'_, ()> {
 /// by a middleware are visible to the handlers after it).
 fn store_middle(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
-        c.set(MIDDLE_KEY, MIDDLE_VALUE.to_string());
+        c.set(MIDDLE_KEY, MIDDLE_VALUE);
         c.next().await;
     })
 }
 
 fn global(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
-        let data = c.get::<String>(MIDDLE_KEY).cloned();
+        let data = c.get::<&str>(MIDDLE_KEY).copied();
         c.json(
             StatusCode::OK,
             &json!({ "msg": "read the value stored by the global middleware", "data": data, "code": "90200" }),
