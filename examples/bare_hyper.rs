@@ -6,12 +6,10 @@
 //!
 //! `cargo run --release --example bare_hyper -- 127.0.0.1:8001`
 
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use handwire::types::{self, Body, BoxFuture};
-use handwire::web::server::{self, Options, Service};
+use handwire::web::server::{self, Caller, Options, Service};
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, Request, Response};
 use hyper::body::Incoming;
@@ -19,12 +17,7 @@ use hyper::body::Incoming;
 struct Hello;
 
 impl Service for Hello {
-    fn call(
-        &self,
-        _req: Request<Incoming>,
-        _remote: SocketAddr,
-        _received_at: Instant,
-    ) -> BoxFuture<'static, Response<Body>> {
+    fn call(&self, _req: Request<Incoming>, _caller: Caller) -> BoxFuture<'static, Response<Body>> {
         Box::pin(async {
             let mut resp = Response::new(types::full("Hello World!"));
             resp.headers_mut().insert(

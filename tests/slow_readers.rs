@@ -154,8 +154,7 @@ impl Service for Silent {
     fn call(
         &self,
         _: http::Request<Incoming>,
-        _: std::net::SocketAddr,
-        _: std::time::Instant,
+        _: handwire::web::server::Caller,
     ) -> BoxFuture<'static, http::Response<handwire::types::Body>> {
         use http_body_util::BodyExt;
         Box::pin(async { http::Response::new(NeverBody.boxed_unsync()) })

@@ -30,7 +30,7 @@ use crate::web::log;
 use crate::web::metrics::{Operation, OPERATION_KEY};
 use crate::web::path_params::PathParams;
 use crate::web::router::{self, Lookup, Miss, Router};
-use crate::web::server::Service;
+use crate::web::server::{Caller, Service};
 
 /// Builds the answer to a body that did not arrive within the body
 /// time-out (given as the argument). The engine adds `Connection: close`.
@@ -98,13 +98,8 @@ pub struct App {
 }
 
 impl Service for App {
-    fn call(
-        &self,
-        req: Request<Incoming>,
-        remote: SocketAddr,
-        received_at: Instant,
-    ) -> BoxFuture<'static, Response<Body>> {
-        self.handle_at(req, remote, received_at)
+    fn call(&self, req: Request<Incoming>, caller: Caller) -> BoxFuture<'static, Response<Body>> {
+        self.handle_from(req, caller)
     }
 
     /// 503 in the service's error shape; gRPC-Web calls get the gRPC answer.
@@ -145,22 +140,31 @@ impl App {
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
-        self.handle_at(req, remote, Instant::now())
+        let caller = Caller {
+            remote,
+            received_at: Instant::now(),
+            share: None,
+        };
+        self.handle_from(req, caller)
     }
 
-    /// [`handle`](Self::handle) a request whose head arrived at
-    /// `received_at` (what the server passes: its clocks read it already).
-    pub fn handle_at<B>(
+    /// [`handle`](Self::handle) a request from `caller` (what the server
+    /// passes: the arrival its clocks read, the connection's share).
+    pub fn handle_from<B>(
         &self,
         req: Request<B>,
-        remote: SocketAddr,
-        received_at: Instant,
+        caller: Caller,
     ) -> BoxFuture<'static, Response<Body>>
     where
         B: hyper::body::Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
+        let Caller {
+            remote,
+            received_at,
+            share,
+        } = caller;
         let (parts, body) = req.into_parts();
         let chosen = self.choose(&parts);
         let operation = self.metered.as_ref().map(|m| {
@@ -203,7 +207,7 @@ impl App {
         Box::pin(async move {
             let read = match refused {
                 Some((status, reason, message)) => Err((read.on_error)(status, reason, &message)),
-                None => read_body(&parts, body, read).await,
+                None => read_body(&parts, body, read, share.as_deref()).await,
             };
             match read {
                 Ok(body) => {
@@ -356,6 +360,7 @@ async fn read_body<B>(
     parts: &http::request::Parts,
     body: B,
     limits: ReadLimits,
+    share: Option<&ConnectionShare>,
 ) -> Result<Bytes, Response<Body>>
 where
     B: hyper::body::Body + Send + 'static,
@@ -376,7 +381,6 @@ where
     if body.is_end_stream() {
         return Ok(Bytes::new());
     }
-    let share = parts.extensions.get::<Arc<ConnectionShare>>();
     let account = share.map(|s| s.bodies());
     let closing = |mut resp: Response<Body>| {
         resp.headers_mut()

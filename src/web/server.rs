@@ -65,18 +65,27 @@ pub const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
 /// Longest pause between two `accept` attempts while they fail.
 pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// Where a request comes from, as the accept loop knows it.
+#[derive(Clone)]
+pub struct Caller {
+    /// The peer address of the connection, for logging and for
+    /// per-client limits.
+    pub remote: SocketAddr,
+    /// When the request's head arrived: the start of its latency, read
+    /// once by the connection's clocks.
+    pub received_at: Instant,
+    /// What the connection may cost the process: what reads the request's
+    /// body counts it here (`None`: not counted, as in tests).
+    pub share: Option<Arc<ConnectionShare>>,
+}
+
 /// Anything the server can call: one request in, one response out.
-///
-/// `remote` is the peer address of the connection, for logging and for
-/// per-client limits; `received_at`, when the request's head arrived (the
-/// start of its latency, read once by the accept loop for its clocks).
 pub trait Service: Send + Sync + 'static {
-    /// Answer one request.
+    /// Answer one request from `caller`.
     fn call(
         &self,
         req: http::Request<Incoming>,
-        remote: SocketAddr,
-        received_at: Instant,
+        caller: Caller,
     ) -> BoxFuture<'static, http::Response<Body>>;
 
     /// The answer to a request the governor refuses because the process
@@ -433,12 +442,6 @@ async fn serve_connection(conn: Connection) {
                 answer.map(|resp| resp.map(|body| Tracked::new(body, request))),
             ));
         }
-        // What reads a body counts it against the connection's share; a
-        // request with none (a GET) needs no share, nor the extension map
-        // allocated per request to carry it.
-        if !hyper::body::Body::is_end_stream(req.body()) {
-            req.extensions_mut().insert(share.clone());
-        }
         if secure {
             req.extensions_mut().insert(tls::Secure);
         }
@@ -453,8 +456,12 @@ async fn serve_connection(conn: Connection) {
             // faster than the bounds take them back.
             let turn = share.handler_turn(&tracker, arrival).await;
             let mut resp = if let Some(turn) = turn.as_ref().filter(|_| tracker.admits(0)) {
-                let received_at = request.received_at().into_std();
-                let call = tracecontext::enter(trace, || service.call(req, remote, received_at));
+                let caller = Caller {
+                    remote,
+                    received_at: request.received_at().into_std(),
+                    share: Some(share.clone()),
+                };
+                let call = tracecontext::enter(trace, || service.call(req, caller));
                 let conn: Arc<dyn admission::Busy> = share;
                 admission::scope(turn.class(), Some(conn), tracecontext::serve(trace, call)).await
             } else {

@@ -73,50 +73,65 @@ impl Validator {
         Validator { messages }
     }
 
-    /// Checks the encoded `message`: every broken field, or `Ok` (bytes
-    /// that are not a well-formed message are left to the decoder).
+    /// Checks the encoded `message` against its rules (the wrapped methods
+    /// look their message's rules up once, when they are wrapped).
+    #[cfg(test)]
     pub fn check(&self, message: &str, bytes: &[u8]) -> Result<(), Failure> {
-        let Some(fields) = self.messages.get(message) else {
-            return Ok(());
-        };
-        let mut values: HashMap<u32, Value<'_>> = HashMap::new();
-        if walk(bytes, |number, value| {
-            if fields.iter().any(|f| f.number == number) {
-                values.insert(number, value);
-            }
-        })
-        .is_none()
-        {
-            return Ok(());
+        match self.messages.get(message) {
+            Some(fields) => check_fields(fields, bytes),
+            None => Ok(()),
         }
-        // A field on the wire with another type than declared is the
-        // decoder's to refuse (INTERNAL, as for any malformed message).
-        let mistyped = fields.iter().any(|f| match values.get(&f.number) {
-            Some(Value::Bytes(_)) => f.kind != Type::String,
-            Some(Value::Varint(_)) => f.kind == Type::String,
-            Some(Value::Fixed) => true,
-            None => false,
-        });
-        if mistyped {
-            return Ok(());
-        }
-        let violations: Vec<FieldViolation> = fields
-            .iter()
-            .filter_map(|f| violation(f, values.get(&f.number)))
-            .collect();
-        let Some(first) = violations.first() else {
-            return Ok(());
-        };
-        let message = violations
-            .iter()
-            .map(|v| v.description.as_str())
-            .collect::<Vec<_>>()
-            .join("; ");
-        Err(
-            Failure::new(Code::InvalidArgument, first.reason.clone(), message)
-                .with_violations(violations),
-        )
     }
+}
+
+/// Checks an encoded message against the rules of its `fields`: every
+/// broken field, or `Ok` (bytes that are not a well-formed message are left
+/// to the decoder). A few
+/// fields carry rules, so their values are kept in a short list, not a
+/// map hashed per call.
+fn check_fields(fields: &[Checked], bytes: &[u8]) -> Result<(), Failure> {
+    let mut values: Vec<(u32, Value<'_>)> = Vec::new();
+    if walk(bytes, |number, value| {
+        if fields.iter().any(|f| f.number == number) {
+            // The last occurrence on the wire is the field's value.
+            match values.iter_mut().find(|(n, _)| *n == number) {
+                Some(slot) => slot.1 = value,
+                None => values.push((number, value)),
+            }
+        }
+    })
+    .is_none()
+    {
+        return Ok(());
+    }
+    let get = |number: u32| values.iter().find(|(n, _)| *n == number).map(|(_, v)| v);
+    // A field on the wire with another type than declared is the
+    // decoder's to refuse (INTERNAL, as for any malformed message).
+    let mistyped = fields.iter().any(|f| match get(f.number) {
+        Some(Value::Bytes(_)) => f.kind != Type::String,
+        Some(Value::Varint(_)) => f.kind == Type::String,
+        Some(Value::Fixed) => true,
+        None => false,
+    });
+    if mistyped {
+        return Ok(());
+    }
+    let violations: Vec<FieldViolation> = fields
+        .iter()
+        .filter_map(|f| violation(f, get(f.number)))
+        .collect();
+    let Some(first) = violations.first() else {
+        return Ok(());
+    };
+    let message = violations
+        .iter()
+        .map(|v| v.description.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    Err(
+        Failure::new(Code::InvalidArgument, first.reason.clone(), message)
+            .with_violations(violations),
+    )
 }
 
 /// Wraps each method of `service` in `methods` so its request is checked
@@ -150,12 +165,13 @@ pub fn validated(
             let Some(input) = inputs.get(&format!("{service}.{name}")).cloned() else {
                 return (name, method);
             };
-            if !validator.messages.contains_key(&input) {
+            // The message's rules are found once, here, not per call.
+            let Some(fields) = validator.messages.get(&input) else {
                 return (name, method);
-            }
-            let validator = validator.clone();
+            };
+            let fields: Arc<[Checked]> = fields.as_slice().into();
             let wrapped: UnaryMethod = Arc::new(move |bytes: Bytes| {
-                if let Err(f) = validator.check(&input, &bytes) {
+                if let Err(f) = check_fields(&fields, &bytes) {
                     return Box::pin(async move { Err(f) });
                 }
                 method(bytes)
@@ -228,12 +244,12 @@ fn integer(kind: Type, raw: u64) -> i128 {
 fn violation(f: &Checked, value: Option<&Value<'_>>) -> Option<FieldViolation> {
     let r = &f.rules;
     let name = r.field.as_str();
-    let upper = name.to_ascii_uppercase();
+    // Built only for a broken field: a valid one allocates nothing.
     let broken = |suffix: &str, description: String| {
         Some(FieldViolation {
             field: name.to_owned(),
             description,
-            reason: format!("{upper}_{suffix}"),
+            reason: format!("{}_{suffix}", name.to_ascii_uppercase()),
         })
     };
     if f.kind == Type::String {

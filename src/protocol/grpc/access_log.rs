@@ -37,7 +37,7 @@ use crate::web::{log, numfmt, timefmt};
 struct Call {
     start: Instant,
     remote: SocketAddr,
-    path: String,
+    path: Arc<str>,
     operation: Option<Arc<Operation>>,
     /// The call's trace, taken when it starts: the line is written later,
     /// by the body, outside the call's task-local scope.
@@ -97,7 +97,7 @@ fn code(headers: &HeaderMap) -> Code {
 /// its status is known, and count it in `operation` if given.
 pub fn wrap(
     response: Response<Body>,
-    path: String,
+    path: Arc<str>,
     remote: SocketAddr,
     start: Instant,
     operation: Option<Arc<Operation>>,

@@ -36,7 +36,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,7 +59,7 @@ use crate::web::deadline;
 use crate::web::governor::{ConnectionShare, Hold};
 use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
 use crate::web::middleware::{panic_message, CatchUnwind};
-use crate::web::server::Service;
+use crate::web::server::{Caller, Service};
 
 /// A streaming method: reads requests from [`Streaming`], writes replies to [`Sink`].
 pub type StreamingHandler =
@@ -141,29 +140,40 @@ impl Builder {
 
     /// Freezes the method table.
     pub fn build(self) -> Server {
-        let operations = self.metrics.map(|m| {
-            let mut by_path: HashMap<String, Arc<Operation>> = HashMap::new();
-            let mut paths: Vec<String> = self
-                .services
-                .iter()
-                .flat_map(|(service, methods)| {
-                    methods.keys().map(move |m| format!("/{service}/{m}"))
-                })
-                .collect();
-            paths.sort();
-            for path in paths {
-                let op = m.operation(Kind::Grpc, &path);
-                by_path.insert(path, op);
-            }
-            Operations {
-                by_path,
-                unmatched: m.operation(Kind::Grpc, UNMATCHED),
-            }
+        let mut paths: Vec<(String, Handler)> = self
+            .services
+            .iter()
+            .flat_map(|(service, methods)| {
+                methods
+                    .iter()
+                    .map(move |(m, h)| (format!("/{service}/{m}"), h.clone()))
+            })
+            .collect();
+        // Series made in path order, as the registry lists them.
+        paths.sort_by(|a, b| a.0.cmp(&b.0));
+        let calls = paths
+            .into_iter()
+            .map(|(path, handler)| {
+                let operation = self
+                    .metrics
+                    .as_ref()
+                    .map(|m| m.operation(Kind::Grpc, &path));
+                let known = Known {
+                    path: path.as_str().into(),
+                    handler,
+                    operation,
+                };
+                (path, known)
+            })
+            .collect();
+        let operations = self.metrics.as_ref().map(|m| Operations {
+            unmatched: m.operation(Kind::Grpc, UNMATCHED),
         });
         Server {
             inner: Arc::new(Inner {
                 options: self.options,
                 services: self.services,
+                calls,
                 operations,
             }),
         }
@@ -179,13 +189,25 @@ pub struct Server {
 
 struct Inner {
     options: Options,
+    /// The methods by service, for the words of an unknown call's status.
     services: HashMap<String, HashMap<String, Handler>>,
+    /// Every method by its call path (`/package.Service/Method`): one
+    /// lookup finds what a call needs.
+    calls: HashMap<String, Known>,
     operations: Option<Operations>,
 }
 
-/// Metrics series by call path, and the one for unknown paths.
+/// A method as a call finds it by its path.
+struct Known {
+    /// The path, shared by the access lines of its calls.
+    path: Arc<str>,
+    handler: Handler,
+    /// Its metrics series, when the server has a registry.
+    operation: Option<Arc<Operation>>,
+}
+
+/// The metrics series of calls to unknown paths.
 struct Operations {
-    by_path: HashMap<String, Arc<Operation>>,
     unmatched: Arc<Operation>,
 }
 
@@ -208,71 +230,78 @@ impl Server {
 
     /// Answers one call.
     pub fn handle(&self, req: Request<RequestBody>) -> BoxFuture<'static, Response<Body>> {
-        let inner = self.inner.clone();
-        Box::pin(async move {
-            match inner.route(&req) {
-                Err(response) => response,
-                Ok(call) => {
-                    let max = inner.options.max_message_size;
-                    let share = req.extensions().get::<Arc<ConnectionShare>>().cloned();
-                    let streams = share.as_ref().map(|s| s.streams().clone());
-                    let (rate, grace) = inner.options.min_message_rate;
-                    let streaming = Streaming::new(req.into_body(), max)
-                        .with_encoding(call.encoding)
-                        .with_share(share)
-                        .with_min_rate(rate, grace);
-                    match call.handler {
-                        Handler::Unary(h, service) => {
-                            let deadline =
-                                effective_timeout(inner.options.timeout, call.client_timeout);
-                            let unary = Unary {
-                                method: h,
-                                service,
-                                max_message_size: max,
-                                gzip_replies: call.gzip_replies,
-                            };
-                            call_unary(unary, streaming, deadline).await
-                        }
-                        Handler::Streaming(h) => {
-                            // Long-lived streams are counted for the
-                            // process: past the cap, RESOURCE_EXHAUSTED.
-                            let slot = match streams.map(|s| s.hold(1)) {
-                                Some(None) => return trailers_only(&too_many_streams()),
-                                Some(slot) => slot,
-                                None => None,
-                            };
-                            call_streaming(
-                                h,
-                                streaming,
-                                call.client_timeout,
-                                call.gzip_replies,
-                                slot,
-                            )
-                        }
-                    }
+        Box::pin(answer(self.inner.clone(), req, None))
+    }
+}
+
+/// Answers one call; what reads its messages counts them in `share`.
+async fn answer<B>(
+    inner: Arc<Inner>,
+    req: Request<B>,
+    share: Option<Arc<ConnectionShare>>,
+) -> Response<Body>
+where
+    B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    match inner.route(&req) {
+        Err(response) => response,
+        Ok(call) => {
+            let max = inner.options.max_message_size;
+            let streams = share.as_ref().map(|s| s.streams().clone());
+            let (rate, grace) = inner.options.min_message_rate;
+            let body = req
+                .into_body()
+                .map_err(|e| -> BoxError { e.into() })
+                .boxed_unsync();
+            let streaming = Streaming::new(body, max)
+                .with_encoding(call.encoding)
+                .with_share(share)
+                .with_min_rate(rate, grace);
+            match call.handler {
+                Handler::Unary(h, service) => {
+                    let deadline = effective_timeout(inner.options.timeout, call.client_timeout);
+                    let unary = Unary {
+                        method: h,
+                        service,
+                        max_message_size: max,
+                        gzip_replies: call.gzip_replies,
+                    };
+                    call_unary(unary, streaming, deadline).await
+                }
+                Handler::Streaming(h) => {
+                    // Long-lived streams are counted for the
+                    // process: past the cap, RESOURCE_EXHAUSTED.
+                    let slot = match streams.map(|s| s.hold(1)) {
+                        Some(None) => return trailers_only(&too_many_streams()),
+                        Some(slot) => slot,
+                        None => None,
+                    };
+                    call_streaming(h, streaming, call.client_timeout, call.gzip_replies, slot)
                 }
             }
-        })
+        }
     }
 }
 
 impl Service for Server {
-    fn call(
-        &self,
-        req: Request<Incoming>,
-        remote: SocketAddr,
-        start: Instant,
-    ) -> BoxFuture<'static, Response<Body>> {
-        let path = req.uri().path().to_owned();
-        let operation = self
-            .inner
-            .operations
-            .as_ref()
-            .map(|ops| ops.by_path.get(&path).unwrap_or(&ops.unmatched).clone());
-        let response = crate::web::peer::scope(
-            remote.ip(),
-            self.handle(req.map(|body| body.map_err(BoxError::from).boxed_unsync())),
-        );
+    fn call(&self, req: Request<Incoming>, caller: Caller) -> BoxFuture<'static, Response<Body>> {
+        let Caller {
+            remote,
+            received_at: start,
+            share,
+        } = caller;
+        let (path, operation): (Arc<str>, _) = match self.inner.calls.get(req.uri().path()) {
+            Some(known) => (known.path.clone(), known.operation.clone()),
+            None => (
+                req.uri().path().into(),
+                (self.inner.operations.as_ref()).map(|ops| ops.unmatched.clone()),
+            ),
+        };
+        // The answer's own box: inline, its state (several kilobytes) was
+        // copied whole into the call's future.
+        let answer = Box::pin(answer(self.inner.clone(), req, share));
+        let response = crate::web::peer::scope(remote.ip(), answer);
         Box::pin(async move { access_log::wrap(response.await, path, remote, start, operation) })
     }
 }
@@ -290,7 +319,7 @@ struct Call {
 impl Inner {
     /// The header checks; on success what the call needs.
     #[allow(clippy::result_large_err)]
-    fn route(&self, req: &Request<RequestBody>) -> Result<Call, Response<Body>> {
+    fn route<B>(&self, req: &Request<B>) -> Result<Call, Response<Body>> {
         if req.method() != Method::POST {
             let mut response = http_error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -334,6 +363,9 @@ impl Inner {
     }
 
     fn lookup(&self, path: &str) -> Result<Handler, Status> {
+        if let Some(known) = self.calls.get(path) {
+            return Ok(known.handler.clone());
+        }
         let malformed = || {
             Status::unimplemented(format!(
                 "malformed method name {path:?} (expected /package.Service/Method)"

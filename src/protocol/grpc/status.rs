@@ -158,7 +158,19 @@ impl Status {
     /// error, `grpc-status-details-bin` into `headers`; the message is
     /// capped at [`MAX_GRPC_MESSAGE`] encoded bytes, in both.
     pub(crate) fn write_to(&self, headers: &mut HeaderMap) {
-        headers.insert(&GRPC_STATUS, HeaderValue::from(self.code as u16));
+        // The codes' texts are made once: every call ends with one.
+        const CODES: [&str; 17] = [
+            "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15",
+            "16",
+        ];
+        let code = match CODES.get(self.code as usize) {
+            Some(text) => HeaderValue::from_static(text),
+            None => HeaderValue::from(self.code as u16),
+        };
+        headers.insert(&GRPC_STATUS, code);
+        if self.code == Code::Ok && self.message.is_empty() {
+            return;
+        }
         let capped = capped_percent_encode(&self.message);
         if !self.message.is_empty() {
             if let Ok(value) = HeaderValue::from_str(&capped) {

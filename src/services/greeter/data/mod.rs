@@ -55,8 +55,11 @@ pub use writer::Stats;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 const SCHEMA: &str = "
+-- No AUTOINCREMENT: a new id is the largest plus one, and retention never
+-- deletes the newest row, so ids still only grow, without the update of
+-- sqlite_sequence that AUTOINCREMENT adds to every insert.
 CREATE TABLE IF NOT EXISTS greetings (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         INTEGER PRIMARY KEY,
     name       TEXT    NOT NULL,
     created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );

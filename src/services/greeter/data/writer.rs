@@ -475,7 +475,8 @@ fn apply_in_transaction(
         drop(insert_greeting);
         if let Some(last) = last_greeting {
             // Retention: only the newest GREETINGS_KEPT rows stay (ids only
-            // grow: AUTOINCREMENT).
+            // grow: the newest row, whose id is the largest, is never
+            // deleted, so the next id is larger still).
             conn.prepare_cached("DELETE FROM greetings WHERE id <= ?1")?
                 .execute([last - biz::GREETINGS_KEPT])?;
         }
