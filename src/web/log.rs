@@ -245,8 +245,16 @@ pub const MESSAGE_MAX: usize = 1024;
 pub fn message(tag: &str, args: std::fmt::Arguments<'_>) {
     stdout().line(|buf| {
         let start = buf.len();
-        let _ = write!(buf, "[{tag}] ");
-        let _ = buf.write_fmt(args);
+        buf.push(b'[');
+        buf.extend_from_slice(tag.as_bytes());
+        buf.extend_from_slice(b"] ");
+        // A message without arguments is copied; others are formatted.
+        match args.as_str() {
+            Some(text) => buf.extend_from_slice(text.as_bytes()),
+            None => {
+                let _ = buf.write_fmt(args);
+            }
+        }
         if buf.len() - start > MESSAGE_MAX {
             let mut cut = start + MESSAGE_MAX;
             while cut > start && (buf[cut] & 0xC0) == 0x80 {

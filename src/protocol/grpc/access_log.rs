@@ -75,22 +75,23 @@ impl Call {
     }
 }
 
-/// The `grpc-status` in `headers` as a code name, if present.
-fn outcome(headers: &HeaderMap) -> Option<Cow<'static, str>> {
-    let value = headers.get(&GRPC_STATUS)?.to_str().ok()?;
-    Some(match value.parse::<i32>() {
-        Ok(n) => Cow::Borrowed(Code::from_i32(n).name()),
-        Err(_) => Cow::Owned(format!("grpc-status {value:?}")),
-    })
-}
-
-/// The `grpc-status` in `headers` as a code (`Unknown` when absent or bad).
-fn code(headers: &HeaderMap) -> Code {
-    headers
-        .get(&GRPC_STATUS)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<i32>().ok())
-        .map_or(Code::Unknown, Code::from_i32)
+/// The `grpc-status` in `headers`, read once: its name for the line (if
+/// present) and its code (`Unknown` when absent or bad).
+fn status(headers: &HeaderMap) -> (Option<Cow<'static, str>>, Code) {
+    let Some(value) = headers.get(&GRPC_STATUS) else {
+        return (None, Code::Unknown);
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    match text.parse::<i32>() {
+        Ok(n) => {
+            let code = Code::from_i32(n);
+            (Some(Cow::Borrowed(code.name())), code)
+        }
+        Err(_) => (
+            Some(Cow::Owned(format!("grpc-status {text:?}"))),
+            Code::Unknown,
+        ),
+    }
 }
 
 /// Log `response` (the answer to `path` from `remote`, begun at `start`) once
@@ -109,8 +110,8 @@ pub fn wrap(
         operation,
         trace: tracecontext::current(),
     };
-    if let Some(outcome) = outcome(response.headers()) {
-        call.write(&outcome, code(response.headers())); // Trailers-Only
+    if let (Some(outcome), code) = status(response.headers()) {
+        call.write(&outcome, code); // Trailers-Only
         return response;
     }
     if !response.status().is_success() {
@@ -148,8 +149,8 @@ impl HttpBody for LoggedBody {
         if let Poll::Ready(Some(Ok(frame))) = &polled {
             if let Some(trailers) = frame.trailers_ref() {
                 if let Some(call) = self.call.take() {
-                    let outcome = outcome(trailers).unwrap_or_else(|| "no grpc-status".into());
-                    call.write(&outcome, code(trailers));
+                    let (outcome, code) = status(trailers);
+                    call.write(&outcome.unwrap_or("no grpc-status".into()), code);
                 }
             }
         }

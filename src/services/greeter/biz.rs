@@ -341,6 +341,14 @@ impl fmt::Display for Preview<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const MAX: usize = 64;
         let value = self.0;
+        // Printable ASCII with nothing to escape, the usual name, is quoted
+        // as it is: `{:?}` escapes character by character.
+        let plain = |b: u8| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\';
+        if value.len() <= MAX && value.bytes().all(plain) {
+            f.write_str("\"")?;
+            f.write_str(value)?;
+            return f.write_str("\"");
+        }
         match value.char_indices().nth(MAX) {
             None => write!(f, "{value:?}"),
             Some((cut, _)) => write!(f, "{:?}... ({} bytes)", &value[..cut], value.len()),
@@ -361,6 +369,31 @@ fn log_args(args: fmt::Arguments<'_>) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_logged_name_is_quoted_as_debug_quotes_it_and_cut_at_64_characters() {
+        for name in [
+            "kratos",
+            "",
+            "a b",
+            "quote\"d",
+            "back\\slash",
+            "tab\t",
+            "é",
+            "\u{7f}",
+        ] {
+            assert_eq!(Preview(name).to_string(), format!("{name:?}"), "{name:?}");
+        }
+        let long = "x".repeat(70);
+        assert_eq!(
+            Preview(&long).to_string(),
+            format!("{:?}... (70 bytes)", &long[..64])
+        );
+        assert_eq!(
+            Preview(&long[..64]).to_string(),
+            format!("{:?}", &long[..64])
+        );
+    }
     use super::*;
 
     #[tokio::test]
