@@ -15,7 +15,7 @@ GRPCURL_VENV ?= $(HOME)/.local/share/handwire/grpcurl-venv
 # The venv of the Markdown check in `make lint` (markdown-it-py, CommonMark).
 LINT_VENV := target/lint-venv
 
-.PHONY: help run run-router run-auth reset grpcurl test test-cluster test-grpcurl demo lint lint-docs bench load soak fuzz build clean
+.PHONY: help run run-router run-auth reset grpcurl test test-cluster test-grpcurl demo lint lint-docs bench load instructions soak fuzz build clean
 
 ## List the commands
 help:
@@ -110,6 +110,10 @@ bench:
 ## Loopback load test beside axum / tonic peers, a few minutes (needs wrk, h2load)
 load:
 	bash load/load.sh
+
+## Instructions per request beside the same peers, valgrind-counted (needs valgrind, h2load)
+instructions:
+	bash load/instructions.sh
 
 ## ~3 min soak: mixed load, fails on steady RSS / fd growth (needs wrk, h2load)
 soak:

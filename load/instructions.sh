@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# `make instructions`: user-space instructions per request of each service
+# and its peer, counted by valgrind (callgrind), side by side in one run.
+#
+# Why a second measure beside `make load`: on a shared 2-core machine the
+# req/s and CPU-time ratios of `make load` move by 0.05-0.16 between runs
+# with no code change. An instruction count does not depend on what else
+# the machine runs, so a change of a few percent shows, and shows where
+# (`callgrind_annotate` on the files this leaves in $INSTR_KEEP). It is not
+# a time: a cache miss counts as one instruction and a large `memcpy`
+# (`rep movsb`) as one per byte. Report the two side by side.
+#
+# Each server runs under callgrind; the counters are zeroed once it answers,
+# INSTR_REQUESTS requests (default 20000) are sent (h2load, 10 connections;
+# gRPC with 10 streams each), the counters are dumped and the server is
+# killed. Every thread of the process counts (runtime, store, log writer).
+#
+# Environment: INSTR_REQUESTS, INSTR_PORT_BASE (default 18800),
+# INSTR_NO_BUILD=1 (skip cargo build), INSTR_KEEP=DIR (keep the callgrind
+# files there). Needs valgrind, h2load (nghttp2-client), curl, ss.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+n="${INSTR_REQUESTS:-20000}"
+port="${INSTR_PORT_BASE:-18800}"
+missing=()
+for tool in valgrind callgrind_control callgrind_annotate h2load curl ss; do
+	command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "instructions.sh: missing ${missing[*]} (Debian: valgrind, nghttp2-client, curl, iproute2)" >&2
+	exit 1
+fi
+if [ "${INSTR_NO_BUILD:-}" != 1 ]; then
+	cargo build --release --bin router-demo --bin greeter \
+		--example peer_axum --example peer_tonic --example bare_hyper
+fi
+bin=target/release
+tmp=$(mktemp -d)
+keep="${INSTR_KEEP:-$tmp}"
+mkdir -p "$keep"
+vg_pid=
+cleanup() {
+	[ -n "$vg_pid" ] && kill -9 "$vg_pid" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# The gRPC calls: SayHello{name: "world"} and Health/Check{service: ""}.
+say="$tmp/sayhello.bin"
+printf '\x00\x00\x00\x00\x07\x0a\x05world' >"$say"
+health="$tmp/health.bin"
+printf '\x00\x00\x00\x00\x00' >"$health"
+cat >"$tmp/greeter.yaml" <<EOF
+server:
+  http: {network: tcp, addr: "127.0.0.1:$((port + 1))", timeout: 1s}
+  grpc: {network: tcp, addr: "127.0.0.1:$port", timeout: 1s}
+data:
+  database: {driver: sqlite3, source: ":memory:"}
+  cache: {network: tcp, addr: "127.0.0.1:6379", read_timeout: 0.2s, write_timeout: 0.2s}
+EOF
+
+# count NAME KIND(http|grpc) PATH [FRAME] -- CMD...: instructions per request
+count() {
+	local name=$1 kind=$2 path=$3 frame=${4:-}
+	shift 4
+	[ "$1" = -- ] && shift
+	local out="$keep/callgrind.$name"
+	rm -f "$out" "$out".*
+	valgrind --tool=callgrind --callgrind-out-file="$out" "$@" >/dev/null 2>"$tmp/$name.err" &
+	vg_pid=$!
+	local up=
+	for _ in $(seq 150); do
+		if ss -ltn | grep -q "127.0.0.1:$port "; then up=1 && break; fi
+		sleep 0.2
+	done
+	[ -n "$up" ] || { echo "$name did not start: $(tail -3 "$tmp/$name.err")" >&2; exit 1; }
+	send() { # send COUNT: that many requests, the number that succeeded
+		local load
+		if [ "$kind" = http ]; then
+			load=(h2load --h1 -t1 -c10 -n "$1" "http://127.0.0.1:$port$path")
+		else
+			load=(h2load -t1 -c10 -m10 -n "$1" -d "$frame" -H 'content-type: application/grpc'
+				-H 'te: trailers' "http://127.0.0.1:$port$path")
+		fi
+		"${load[@]}" 2>&1 | grep -oE '[0-9]+ succeeded' | cut -d' ' -f1
+	}
+	# Warm up (lazy statics, caches, the first connections), then count.
+	send 2000 >/dev/null
+	callgrind_control -z "$vg_pid" >/dev/null 2>&1
+	local done
+	done=$(send "$n")
+	callgrind_control -d "$vg_pid" >/dev/null 2>&1
+	kill -9 "$vg_pid" 2>/dev/null || true
+	wait "$vg_pid" 2>/dev/null || true
+	vg_pid=
+	[ "${done:-0}" = "$n" ] || { echo "$name: $done of $n requests succeeded" >&2; exit 1; }
+	local file
+	file=$(ls -t "$out".* | head -1)
+	callgrind_annotate "$file" 2>/dev/null |
+		awk -v n="$n" '/PROGRAM TOTALS/ { gsub(",", "", $1); printf "%.0f\n", $1 / n }'
+}
+
+rows=()
+pair() { # TITLE ours PEER_NAME peer
+	local ratio
+	ratio=$(awk -v a="$2" -v b="$4" 'BEGIN { printf "%.2f", b / a }')
+	rows+=("| $1 | $2 | $3 | $4 | $ratio |")
+	echo "  $1: handwire $2, $3 $4, peer/handwire $ratio"
+}
+
+addr="127.0.0.1:$port"
+rd=$(count router-demo http /hello "" -- "$bin/router-demo" --addr "$addr" --quiet)
+bare=$(count bare_hyper http /hello "" -- "$bin/examples/bare_hyper" "$addr")
+axum=$(count axum http /hello "" -- "$bin/examples/peer_axum" "$addr")
+book=$(count router-demo-book http /book/42 "" -- "$bin/router-demo" --addr "$addr" --quiet)
+pair "router-demo GET /hello" "$rd" axum "$axum"
+pair "router-demo GET /hello" "$rd" "bare hyper" "$bare"
+pair "router-demo GET /book/42 vs /hello" "$book" "/hello" "$rd"
+grpc_say=$(count greeter-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
+	"$bin/greeter" --config "$tmp/greeter.yaml")
+grpc_health=$(count greeter-health grpc /grpc.health.v1.Health/Check "$health" -- \
+	"$bin/greeter" --config "$tmp/greeter.yaml")
+tonic_say=$(count tonic-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
+	"$bin/examples/peer_tonic" "$addr")
+tonic_health=$(count tonic-health grpc /grpc.health.v1.Health/Check "$health" -- \
+	"$bin/examples/peer_tonic" "$addr")
+pair "greeter Health/Check (framing)" "$grpc_health" tonic-health "$tonic_health"
+pair "greeter SayHello, :memory:" "$grpc_say" "tonic (stateless)" "$tonic_say"
+
+echo
+echo "Instructions per request (valgrind callgrind, $n requests after 2,000 to warm up):"
+echo
+echo "| workload | handwire instr/req | peer | peer instr/req | peer/handwire |"
+echo "|---|---:|---|---:|---:|"
+printf '%s\n' "${rows[@]}"
