@@ -16,8 +16,10 @@
 # killed. Every thread of the process counts (runtime, store, log writer).
 #
 # Environment: INSTR_REQUESTS, INSTR_PORT_BASE (default 18800),
-# INSTR_NO_BUILD=1 (skip cargo build), INSTR_KEEP=DIR (keep the callgrind
-# files there). Needs valgrind, h2load (nghttp2-client), curl, ss.
+# INSTR_NO_BUILD=1 (skip cargo build), INSTR_BIN_DIR (default target/release:
+# another build's binaries, e.g. an older commit's, to compare before and
+# after), INSTR_KEEP=DIR (keep the callgrind files there). Needs valgrind,
+# h2load (nghttp2-client), curl, ss.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +37,7 @@ if [ "${INSTR_NO_BUILD:-}" != 1 ]; then
 	cargo build --release --bin router-demo --bin greeter \
 		--example peer_axum --example peer_tonic --example bare_hyper
 fi
-bin=target/release
+bin="${INSTR_BIN_DIR:-target/release}"
 tmp=$(mktemp -d)
 keep="${INSTR_KEEP:-$tmp}"
 mkdir -p "$keep"

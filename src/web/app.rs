@@ -99,7 +99,7 @@ pub struct App {
 
 impl Service for App {
     fn call(&self, req: Request<Incoming>, caller: Caller) -> BoxFuture<'static, Response<Body>> {
-        self.handle_from(req, caller)
+        self.handle(req, caller)
     }
 
     /// 503 in the service's error shape; gRPC-Web calls get the gRPC answer.
@@ -130,30 +130,14 @@ impl App {
     /// chain ([`run`]). A body that is too large, too slow or broken gets
     /// its answer through the global middleware ([`answer_early`]), so the
     /// logger and recovery see it as they see every other answer.
+    ///
+    /// `from` is the [`Caller`] the server passes (the arrival its clocks
+    /// read, the connection's share), or only the remote address, as tests
+    /// give it: the request then arrives now and its body is not counted.
     pub fn handle<B>(
         &self,
         req: Request<B>,
-        remote: SocketAddr,
-    ) -> BoxFuture<'static, Response<Body>>
-    where
-        B: hyper::body::Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<BoxError>,
-    {
-        let caller = Caller {
-            remote,
-            received_at: Instant::now(),
-            share: None,
-        };
-        self.handle_from(req, caller)
-    }
-
-    /// [`handle`](Self::handle) a request from `caller` (what the server
-    /// passes: the arrival its clocks read, the connection's share).
-    pub fn handle_from<B>(
-        &self,
-        req: Request<B>,
-        caller: Caller,
+        from: impl Into<Caller>,
     ) -> BoxFuture<'static, Response<Body>>
     where
         B: hyper::body::Body + Send + 'static,
@@ -164,7 +148,7 @@ impl App {
             remote,
             received_at,
             share,
-        } = caller;
+        } = from.into();
         let (parts, body) = req.into_parts();
         let chosen = self.choose(&parts);
         let operation = self.metered.as_ref().map(|m| {

@@ -89,7 +89,9 @@ mod tests {
             let app = app.clone();
             async move {
                 let req = Request::get(path).body(Empty::<Bytes>::new()).unwrap();
-                let resp = app.handle(req, "127.0.0.1:1".parse().unwrap()).await;
+                let resp = app
+                    .handle(req, "127.0.0.1:1".parse::<std::net::SocketAddr>().unwrap())
+                    .await;
                 let status = resp.status();
                 let body = resp.into_body().collect().await.unwrap().to_bytes();
                 (status, String::from_utf8(body.to_vec()).unwrap())
@@ -120,7 +122,9 @@ mod tests {
         register(&mut e, probe).unwrap();
         let app = e.build();
         let req = Request::get("/readyz").body(Empty::<Bytes>::new()).unwrap();
-        let resp = app.handle(req, "127.0.0.1:1".parse().unwrap()).await;
+        let resp = app
+            .handle(req, "127.0.0.1:1".parse::<std::net::SocketAddr>().unwrap())
+            .await;
         assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
 }

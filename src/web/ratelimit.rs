@@ -378,7 +378,12 @@ mod tests {
             let req = Request::get("/")
                 .body(Empty::<bytes::Bytes>::new())
                 .unwrap();
-            app.handle(req, format!("{from}:4000").parse().unwrap())
+            app.handle(
+                req,
+                format!("{from}:4000")
+                    .parse::<std::net::SocketAddr>()
+                    .unwrap(),
+            )
         };
         for _ in 0..2 {
             assert_eq!(call("192.0.2.1").await.status(), StatusCode::OK);

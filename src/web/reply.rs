@@ -113,7 +113,9 @@ mod tests {
         let req = Request::get(path)
             .body(Empty::<bytes::Bytes>::new())
             .unwrap();
-        let resp = app.handle(req, "127.0.0.1:1".parse().unwrap()).await;
+        let resp = app
+            .handle(req, "127.0.0.1:1".parse::<std::net::SocketAddr>().unwrap())
+            .await;
         let status = resp.status();
         let body = resp.into_body().collect().await.unwrap().to_bytes();
         (status, String::from_utf8_lossy(&body).into_owned())
@@ -171,7 +173,9 @@ mod tests {
         let req = Request::get("/book/x")
             .body(Empty::<bytes::Bytes>::new())
             .unwrap();
-        let resp = app.handle(req, "127.0.0.1:1".parse().unwrap()).await;
+        let resp = app
+            .handle(req, "127.0.0.1:1".parse::<std::net::SocketAddr>().unwrap())
+            .await;
         assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
         assert_eq!(resp.headers()[http::header::SERVER], "plain ran after");
     }

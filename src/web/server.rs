@@ -79,6 +79,17 @@ pub struct Caller {
     pub share: Option<Arc<ConnectionShare>>,
 }
 
+impl From<SocketAddr> for Caller {
+    /// A request from `remote` arriving now, its body not counted.
+    fn from(remote: SocketAddr) -> Caller {
+        Caller {
+            remote,
+            received_at: Instant::now(),
+            share: None,
+        }
+    }
+}
+
 /// Anything the server can call: one request in, one response out.
 pub trait Service: Send + Sync + 'static {
     /// Answer one request from `caller`.

@@ -34,7 +34,8 @@ async fn send(
         req = req.header(*k, *v);
     }
     let req = req.body(Full::new(Bytes::new())).unwrap();
-    app.handle(req, "127.0.0.1:1".parse().unwrap()).await
+    app.handle(req, "127.0.0.1:1".parse::<std::net::SocketAddr>().unwrap())
+        .await
 }
 
 fn header<'a>(resp: &'a Response<Body>, name: &str) -> Option<&'a str> {
