@@ -34,7 +34,7 @@
 //! channel, so each request can be answered as it arrives; they run under the
 //! client's `grpc-timeout` only (the server time-out is a per-request limit).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -166,15 +166,13 @@ impl Builder {
                 (path, known)
             })
             .collect();
-        let operations = self.metrics.as_ref().map(|m| Operations {
-            unmatched: m.operation(Kind::Grpc, UNMATCHED),
-        });
+        let unmatched = (self.metrics.as_ref()).map(|m| m.operation(Kind::Grpc, UNMATCHED));
         Server {
             inner: Arc::new(Inner {
                 options: self.options,
-                services: self.services,
+                services: self.services.into_keys().collect(),
                 calls,
-                operations,
+                unmatched,
             }),
         }
     }
@@ -189,12 +187,14 @@ pub struct Server {
 
 struct Inner {
     options: Options,
-    /// The methods by service, for the words of an unknown call's status.
-    services: HashMap<String, HashMap<String, Handler>>,
+    /// The services' names, for the words of an unknown call's status.
+    services: HashSet<String>,
     /// Every method by its call path (`/package.Service/Method`): one
     /// lookup finds what a call needs.
     calls: HashMap<String, Known>,
-    operations: Option<Operations>,
+    /// The metrics series of calls to unknown paths, when the server has a
+    /// registry.
+    unmatched: Option<Arc<Operation>>,
 }
 
 /// A method as a call finds it by its path.
@@ -204,11 +204,6 @@ struct Known {
     handler: Handler,
     /// Its metrics series, when the server has a registry.
     operation: Option<Arc<Operation>>,
-}
-
-/// The metrics series of calls to unknown paths.
-struct Operations {
-    unmatched: Arc<Operation>,
 }
 
 impl Server {
@@ -223,38 +218,36 @@ impl Server {
 
     /// The fully qualified names of the registered services, sorted.
     pub fn service_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.inner.services.keys().cloned().collect();
+        let mut names: Vec<String> = self.inner.services.iter().cloned().collect();
         names.sort();
         names
     }
 
     /// Answers one call.
     pub fn handle(&self, req: Request<RequestBody>) -> BoxFuture<'static, Response<Body>> {
-        Box::pin(answer(self.inner.clone(), req, None))
+        let found = self
+            .inner
+            .lookup(req.uri().path())
+            .map(|k| k.handler.clone());
+        Box::pin(answer(self.inner.clone(), req, None, found))
     }
 }
 
-/// Answers one call; what reads its messages counts them in `share`.
-async fn answer<B>(
+/// Answers one call to the method `found` for its path (looked up once, by
+/// the caller); what reads its messages counts them in `share`.
+async fn answer(
     inner: Arc<Inner>,
-    req: Request<B>,
+    req: Request<RequestBody>,
     share: Option<Arc<ConnectionShare>>,
-) -> Response<Body>
-where
-    B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    match inner.route(&req) {
+    found: Result<Handler, Status>,
+) -> Response<Body> {
+    match inner.route(&req, found) {
         Err(response) => response,
         Ok(call) => {
             let max = inner.options.max_message_size;
             let streams = share.as_ref().map(|s| s.streams().clone());
             let (rate, grace) = inner.options.min_message_rate;
-            let body = req
-                .into_body()
-                .map_err(|e| -> BoxError { e.into() })
-                .boxed_unsync();
-            let streaming = Streaming::new(body, max)
+            let streaming = Streaming::new(req.into_body(), max)
                 .with_encoding(call.encoding)
                 .with_share(share)
                 .with_min_rate(rate, grace);
@@ -291,16 +284,16 @@ impl Service for Server {
             received_at: start,
             share,
         } = caller;
-        let (path, operation): (Arc<str>, _) = match self.inner.calls.get(req.uri().path()) {
-            Some(known) => (known.path.clone(), known.operation.clone()),
-            None => (
-                req.uri().path().into(),
-                (self.inner.operations.as_ref()).map(|ops| ops.unmatched.clone()),
-            ),
+        let found = self.inner.lookup(req.uri().path());
+        let (path, operation): (Arc<str>, _) = match &found {
+            Ok(known) => (known.path.clone(), known.operation.clone()),
+            Err(_) => (req.uri().path().into(), self.inner.unmatched.clone()),
         };
+        let found = found.map(|known| known.handler.clone());
+        let req = req.map(|body| body.map_err(BoxError::from).boxed_unsync());
         // The answer's own box: inline, its state (several kilobytes) was
         // copied whole into the call's future.
-        let answer = Box::pin(answer(self.inner.clone(), req, share));
+        let answer = Box::pin(answer(self.inner.clone(), req, share, found));
         let response = crate::web::peer::scope(remote.ip(), answer);
         Box::pin(async move { access_log::wrap(response.await, path, remote, start, operation) })
     }
@@ -317,9 +310,14 @@ struct Call {
 }
 
 impl Inner {
-    /// The header checks; on success what the call needs.
+    /// The header checks; on success what the call to the method `found`
+    /// for its path needs.
     #[allow(clippy::result_large_err)]
-    fn route<B>(&self, req: &Request<B>) -> Result<Call, Response<Body>> {
+    fn route(
+        &self,
+        req: &Request<RequestBody>,
+        found: Result<Handler, Status>,
+    ) -> Result<Call, Response<Body>> {
         if req.method() != Method::POST {
             let mut response = http_error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -341,9 +339,7 @@ impl Inner {
                 )),
             ));
         }
-        let handler = self
-            .lookup(req.uri().path())
-            .map_err(|s| trailers_only(&s))?;
+        let handler = found.map_err(|s| trailers_only(&s))?;
         // The answer carries grpc-accept-encoding, as every response does.
         let encoding =
             compression::request_encoding(req.headers()).map_err(|s| trailers_only(&s))?;
@@ -362,27 +358,27 @@ impl Inner {
         })
     }
 
-    fn lookup(&self, path: &str) -> Result<Handler, Status> {
-        if let Some(known) = self.calls.get(path) {
-            return Ok(known.handler.clone());
-        }
-        let malformed = || {
-            Status::unimplemented(format!(
-                "malformed method name {path:?} (expected /package.Service/Method)"
-            ))
-        };
-        let (service, method) = path
+    /// The method a call path names, or why it names none.
+    fn lookup(&self, path: &str) -> Result<&Known, Status> {
+        self.calls.get(path).ok_or_else(|| self.unknown(path))
+    }
+
+    /// Why `path` names no method: malformed, an unknown service, or an
+    /// unknown method of a known one.
+    fn unknown(&self, path: &str) -> Status {
+        let parts = path
             .strip_prefix('/')
             .and_then(|p| p.split_once('/'))
-            .filter(|(s, m)| !s.is_empty() && !m.is_empty() && !m.contains('/'))
-            .ok_or_else(malformed)?;
-        let methods = self
-            .services
-            .get(service)
-            .ok_or_else(|| Status::unimplemented(format!("unknown service {service}")))?;
-        methods.get(method).cloned().ok_or_else(|| {
-            Status::unimplemented(format!("unknown method {method} for service {service}"))
-        })
+            .filter(|(s, m)| !s.is_empty() && !m.is_empty() && !m.contains('/'));
+        let Some((service, method)) = parts else {
+            return Status::unimplemented(format!(
+                "malformed method name {path:?} (expected /package.Service/Method)"
+            ));
+        };
+        if !self.services.contains(service) {
+            return Status::unimplemented(format!("unknown service {service}"));
+        }
+        Status::unimplemented(format!("unknown method {method} for service {service}"))
     }
 }
 

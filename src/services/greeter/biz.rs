@@ -369,6 +369,7 @@ fn log_args(args: fmt::Arguments<'_>) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn a_logged_name_is_quoted_as_debug_quotes_it_and_cut_at_64_characters() {
@@ -394,7 +395,6 @@ mod tests {
             format!("{:?}", &long[..64])
         );
     }
-    use super::*;
 
     #[tokio::test]
     async fn say_hello_again_greets_again() {
