@@ -22,6 +22,7 @@
 # h2load (nghttp2-client), curl, ss.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. load/common.sh
 
 n="${INSTR_REQUESTS:-20000}"
 port="${INSTR_PORT_BASE:-18800}"
@@ -50,17 +51,10 @@ trap cleanup EXIT
 
 # The gRPC calls: SayHello{name: "world"} and Health/Check{service: ""}.
 say="$tmp/sayhello.bin"
-printf '\x00\x00\x00\x00\x07\x0a\x05world' >"$say"
+write_sayhello_frame "$say"
 health="$tmp/health.bin"
-printf '\x00\x00\x00\x00\x00' >"$health"
-cat >"$tmp/greeter.yaml" <<EOF
-server:
-  http: {network: tcp, addr: "127.0.0.1:$((port + 1))", timeout: 1s}
-  grpc: {network: tcp, addr: "127.0.0.1:$port", timeout: 1s}
-data:
-  database: {driver: sqlite3, source: ":memory:"}
-  cache: {network: tcp, addr: "127.0.0.1:6379", read_timeout: 0.2s, write_timeout: 0.2s}
-EOF
+write_health_frame "$health"
+greeter_config "$tmp/greeter.yaml" "$((port + 1))" "$port" ":memory:"
 
 # count NAME KIND(http|grpc) PATH [FRAME] -- CMD...: instructions per request
 count() {

@@ -46,6 +46,7 @@
 # redis-server (skipped, saying so, without them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. load/common.sh
 repo=$PWD
 secs="${LOAD_SECONDS:-5}"
 rounds="${LOAD_ROUNDS:-3}"
@@ -139,16 +140,7 @@ wait_http() { # URL NAME
 	cat "$tmp/$2.err" >&2
 	exit 1
 }
-greeter_config() { # FILE HTTP_PORT GRPC_PORT SOURCE
-	cat >"$1" <<EOF
-server:
-  http: {network: tcp, addr: "127.0.0.1:$2", timeout: 1s}
-  grpc: {network: tcp, addr: "127.0.0.1:$3", timeout: 1s}
-data:
-  database: {driver: sqlite3, source: "$4"}
-  cache: {network: tcp, addr: "127.0.0.1:6379", read_timeout: 0.2s, write_timeout: 0.2s}
-EOF
-}
+
 
 p_demo=$port_base p_axum=$((port_base + 1))
 p_gmem_http=$((port_base + 2)) p_gmem=$((port_base + 3))
@@ -184,10 +176,8 @@ wait_http "http://127.0.0.1:$p_gmem_http/helloworld/up" greeter-mem
 wait_http "http://127.0.0.1:$p_gfile_http/helloworld/up" greeter-file
 
 # ---- checks before measuring ---------------------------------------------------
-# SayHello{name:"world"} as one gRPC message: flag 0, big-endian length 7,
-# then field 1 (tag 0x0a), length 5, "world".
 frame="$tmp/sayhello.bin"
-printf '\x00\x00\x00\x00\x07\x0a\x05world' >"$frame"
+write_sayhello_frame "$frame"
 grpc_check() { # PORT NAME: one real call; the trailer must say grpc-status 0
 	local out="$tmp/$2.grpc"
 	for _ in $(seq 100); do
@@ -208,9 +198,8 @@ grpc_check "$p_gmem" greeter-mem
 grpc_check "$p_gfile" greeter-file
 grpc_check "$p_tonic" peer_tonic
 grpc_check "$p_tonic_db" peer_tonic_db
-# Health/Check{service: ""}: an empty message, one gRPC frame of length 0.
 health_frame="$tmp/health.bin"
-printf '\x00\x00\x00\x00\x00' >"$health_frame"
+write_health_frame "$health_frame"
 frame=$health_frame path=/grpc.health.v1.Health/Check grpc_check "$p_gmem" greeter-mem-health
 frame=$health_frame path=/grpc.health.v1.Health/Check grpc_check "$p_tonic" peer_tonic-health
 cmp -s "$tmp/greeter-mem-health.grpc.body" "$tmp/peer_tonic-health.grpc.body" ||

@@ -17,6 +17,7 @@
 # Needs wrk, h2load (nghttp2-client) and curl. SOAK_NO_BUILD=1 skips cargo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. load/common.sh
 secs="${SOAK_SECONDS:-180}"
 port_base="${SOAK_PORT_BASE:-18560}"
 missing=()
@@ -50,14 +51,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 p_demo=$port_base p_http=$((port_base + 1)) p_grpc=$((port_base + 2)) p_auth=$((port_base + 3))
-cat >"$tmp/greeter.yaml" <<EOF
-server:
-  http: {network: tcp, addr: "127.0.0.1:$p_http", timeout: 1s}
-  grpc: {network: tcp, addr: "127.0.0.1:$p_grpc", timeout: 1s}
-data:
-  database: {driver: sqlite3, source: "$tmp/greeter.db"}
-  cache: {network: tcp, addr: "127.0.0.1:6379", read_timeout: 0.2s, write_timeout: 0.2s}
-EOF
+greeter_config "$tmp/greeter.yaml" "$p_http" "$p_grpc" "$tmp/greeter.db"
 TOKEN_AUTH_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n=+/')
 export TOKEN_AUTH_SECRET
 names=(router-demo greeter token-auth)

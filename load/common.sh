@@ -1,0 +1,23 @@
+# Shared by load.sh, soak.sh and instructions.sh (sourced, not run): the
+# greeter's configuration and the gRPC calls they send.
+
+# greeter_config FILE HTTP_PORT GRPC_PORT SOURCE: a greeter config on
+# loopback with the database at SOURCE (a path or ":memory:").
+greeter_config() {
+	cat >"$1" <<EOF2
+server:
+  http: {network: tcp, addr: "127.0.0.1:$2", timeout: 1s}
+  grpc: {network: tcp, addr: "127.0.0.1:$3", timeout: 1s}
+data:
+  database: {driver: sqlite3, source: "$4"}
+  cache: {network: tcp, addr: "127.0.0.1:6379", read_timeout: 0.2s, write_timeout: 0.2s}
+EOF2
+}
+
+# write_sayhello_frame FILE: SayHello{name:"world"} as one gRPC message: flag 0,
+# big-endian length 7, then field 1 (tag 0x0a), length 5, "world".
+write_sayhello_frame() { printf '\x00\x00\x00\x00\x07\x0a\x05world' >"$1"; }
+
+# write_health_frame FILE: Health/Check{service: ""}: an empty message, one gRPC
+# frame of length 0.
+write_health_frame() { printf '\x00\x00\x00\x00\x00' >"$1"; }
