@@ -85,13 +85,19 @@ tokio::task_local! {
 /// Runs `fut` (one request's handler) with `class` for the admissions it
 /// asks for, demoted to [`Class::Second`] while `conn` is [`Busy`]; the
 /// places it takes are given back when `fut` ends.
-pub async fn scope<F: Future>(class: Class, conn: Option<Arc<dyn Busy>>, fut: F) -> F::Output {
+pub fn scope<F: Future>(
+    class: Class,
+    conn: Option<Arc<dyn Busy>>,
+    fut: F,
+) -> impl Future<Output = F::Output> {
     let request = Request {
         class,
         conn,
         places: RefCell::new(Vec::new()),
     };
-    REQUEST.scope(request, fut).await
+    // The task-local's own future, not an `async fn` around it: that would
+    // hold `fut` twice.
+    REQUEST.scope(request, fut)
 }
 
 /// The class of the request being served now ([`Class::First`] outside

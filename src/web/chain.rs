@@ -95,6 +95,11 @@ where
 /// enough from `isize::MAX` that the loop's `+= 1` cannot overflow (Gin uses 63).
 const ABORT_INDEX: isize = isize::MAX / 2;
 
+/// The content types of [`Context::string`] and [`Context::json`], made
+/// once.
+const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
+const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json; charset=utf-8");
+
 /// A handler's place in the chain, from [`Context::mark`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Mark {
@@ -528,13 +533,24 @@ impl Context {
     /// status and content type; later writes append.
     pub fn data(&mut self, status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) {
         if !self.response.written {
-            self.response.status = status;
-            self.response
-                .headers
-                .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-            self.response.written = true;
+            self.write_head(status, HeaderValue::from_static(content_type));
         }
         self.response.body.push(body.into());
+    }
+
+    /// [`data`](Self::data) with a content type made once, as a constant:
+    /// `from_static` checks every byte of a type it is given at run time.
+    fn data_typed(&mut self, status: StatusCode, content_type: HeaderValue, body: Bytes) {
+        if !self.response.written {
+            self.write_head(status, content_type);
+        }
+        self.response.body.push(body);
+    }
+
+    fn write_head(&mut self, status: StatusCode, content_type: HeaderValue) {
+        self.response.status = status;
+        self.response.headers.insert(CONTENT_TYPE, content_type);
+        self.response.written = true;
     }
 
     /// Answer with `body`, sent as it is produced (a stream of messages),
@@ -550,14 +566,14 @@ impl Context {
 
     /// Write plain text: a `String` or a `&'static str`, taken without a copy.
     pub fn string(&mut self, status: StatusCode, text: impl Into<Bytes>) {
-        self.data(status, "text/plain; charset=utf-8", text);
+        self.data_typed(status, TEXT_PLAIN, text.into());
     }
 
     /// Write `value` as JSON. A value that cannot be serialized gives a 500
     /// with a JSON error instead.
     pub fn json(&mut self, status: StatusCode, value: &impl serde::Serialize) {
         match serde_json::to_vec(value) {
-            Ok(bytes) => self.data(status, "application/json; charset=utf-8", bytes),
+            Ok(bytes) => self.data_typed(status, APPLICATION_JSON, bytes.into()),
             Err(e) => self.data(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "application/json; charset=utf-8",

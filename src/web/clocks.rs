@@ -310,14 +310,18 @@ impl Activity {
         }
     }
 
-    /// A response body was handed over; it now waits for the peer.
-    fn response_started(&self) -> u64 {
+    /// A response body was handed over; it now waits for the peer. Returns
+    /// its id, the clock reading that stamped it, and whether the
+    /// connection is HTTP/1.
+    fn response_started(&self) -> (u64, Instant, bool) {
         let mut st = self.lock();
         let id = st.next_response;
         st.next_response += 1;
-        st.responses.push((id, Some(Instant::now())));
+        let now = Instant::now();
+        st.responses.push((id, Some(now)));
+        let h1 = !st.h2;
         self.moved(st);
-        id
+        (id, now, h1)
     }
 
     /// Response `id` now waits for the peer (`true`) or for its own data.
@@ -348,14 +352,15 @@ impl Activity {
     }
 
     /// Response `id` is over (sent, failed or dropped); `complete`: it was
-    /// sent to its end, which counts as the connection's progress.
-    fn response_done(&self, id: u64, complete: bool) {
+    /// sent to its end, which counts as the connection's progress. `at`:
+    /// a reading of the clock just taken, if the caller has one.
+    fn response_done(&self, id: u64, complete: bool, at: Option<Instant>) {
         let mut st = self.lock();
         let before = st.responses.len();
         st.responses.retain(|(r, _)| *r != id);
         // Called again from `Drop` after the end was seen: count it once.
         let ended_now = st.responses.len() < before;
-        let ended_at = ended_now.then(Instant::now);
+        let ended_at = ended_now.then(|| at.unwrap_or_else(Instant::now));
         st.ended_at = ended_at.or(st.ended_at);
         if let Some(now) = ended_at.filter(|_| complete) {
             st.last_completed = now;
@@ -624,6 +629,16 @@ pub struct Tracked {
     /// and nothing has been handed since: the first frame needs no new
     /// stamp (nor a second clock read).
     fresh: bool,
+    /// The reading of [`Activity::response_started`], which is also the
+    /// response's end while `quick` holds.
+    started_at: Instant,
+    /// An HTTP/1 response not yet polled twice nor left waiting. hyper's
+    /// HTTP/1 dispatcher polls a body as soon as it has buffered the head,
+    /// in the same turn, and drops it at its last frame: a body that ends
+    /// at its first poll ends when it started, give or take microseconds,
+    /// and its end needs no clock read of its own. (HTTP/2 polls a body
+    /// once the stream has window, which may be much later.)
+    quick: bool,
 }
 
 /// Largest piece of a response handed to hyper at once.
@@ -632,7 +647,7 @@ pub const CHUNK: usize = 64 << 10;
 impl Tracked {
     /// `body`, keeping `request` in flight while it lives.
     pub fn new(body: Body, request: InFlight) -> Tracked {
-        let id = request.conn.response_started();
+        let (id, started_at, h1) = request.conn.response_started();
         let mut tracked = Tracked {
             inner: body,
             request,
@@ -641,6 +656,8 @@ impl Tracked {
             rest: Bytes::new(),
             held: 0,
             fresh: true,
+            started_at,
+            quick: h1,
         };
         tracked.count_held();
         tracked
@@ -671,7 +688,8 @@ impl Drop for Tracked {
         // hyper stops polling a body that says it has ended (a full body
         // after its one frame), so "sent to its end" is also decided here.
         let complete = self.rest.is_empty() && self.inner.is_end_stream();
-        self.request.conn.response_done(self.id, complete);
+        let at = (self.quick && complete).then_some(self.started_at);
+        self.request.conn.response_done(self.id, complete, at);
         if self.held != 0 {
             self.request.conn.holds(self.held, 0);
         }
@@ -687,6 +705,8 @@ impl HttpBody for Tracked {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
+        // Polled again: the end is no longer the start.
+        this.quick &= this.fresh;
         if !this.rest.is_empty() {
             let rest = std::mem::take(&mut this.rest);
             let piece = this.piece(rest);
@@ -714,12 +734,14 @@ impl HttpBody for Tracked {
             }
             Poll::Ready(end) => {
                 let complete = end.is_none();
-                this.request.conn.response_done(this.id, complete);
+                let at = (this.quick && complete).then_some(this.started_at);
+                this.request.conn.response_done(this.id, complete, at);
                 this.count_held();
                 Poll::Ready(end)
             }
             Poll::Pending => {
                 this.fresh = false;
+                this.quick = false;
                 if this.quiet.is_none() {
                     this.request.conn.response_waits(this.id, false);
                     let idle = this.request.conn.idle_timeout;
@@ -727,7 +749,7 @@ impl HttpBody for Tracked {
                 }
                 match this.quiet.as_mut().map(|q| q.as_mut().poll(cx)) {
                     Some(Poll::Ready(())) => {
-                        this.request.conn.response_done(this.id, false);
+                        this.request.conn.response_done(this.id, false, None);
                         let idle = this.request.conn.idle_timeout;
                         Poll::Ready(Some(Err(format!(
                             "stream closed: no data for the idle time-out ({idle:?})"
@@ -937,6 +959,59 @@ mod tests {
         // While it waited for data, the write clock did not run.
         drop(body);
         assert!(a.reclaim_rank().is_some());
+    }
+
+    /// One clock read fewer per HTTP/1 request: a whole body that ends at
+    /// its first poll ends at the reading that started it; one polled
+    /// again later, or on HTTP/2 (polled when the window allows), reads
+    /// the clock at its end.
+    #[tokio::test]
+    async fn an_http1_body_ending_at_its_first_poll_ends_at_its_start_reading() {
+        use http_body_util::BodyExt;
+        for (version, whole) in [
+            (http::Version::HTTP_11, true),
+            (http::Version::HTTP_11, false),
+            (http::Version::HTTP_2, true),
+        ] {
+            let a = Activity::new(HEADER, IDLE, WRITE);
+            let request = a.request_started(version);
+            let inner = if whole {
+                crate::types::full("x")
+            } else {
+                TwoFrames(0).boxed_unsync()
+            };
+            let mut body = Tracked::new(inner, request);
+            let started = body.started_at;
+            std::thread::sleep(Duration::from_millis(2));
+            // As hyper does: polled until it says it has ended, then dropped.
+            while !body.is_end_stream() {
+                assert!(body.frame().await.is_some());
+            }
+            drop(body);
+            let ended = a.lock().last_completed;
+            let reused = version == http::Version::HTTP_11 && whole;
+            assert_eq!(ended == started, reused, "{version:?}, whole: {whole}");
+            assert!(ended >= started);
+        }
+    }
+
+    /// A body of two data frames, one a poll.
+    struct TwoFrames(u8);
+
+    impl HttpBody for TwoFrames {
+        type Data = Bytes;
+        type Error = BoxError;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+            self.0 += 1;
+            Poll::Ready((self.0 <= 2).then(|| Ok(Frame::data(Bytes::from_static(b"x")))))
+        }
+
+        fn is_end_stream(&self) -> bool {
+            self.0 >= 2
+        }
     }
 
     /// A body that waits for data that never comes.

@@ -81,17 +81,26 @@ pub fn enlist(write: &Arc<dyn Abandon>) {
     });
 }
 
-/// Run `call` with the deadline `at`. Past it, the writes `call` enlisted
-/// are abandoned: if none of them is stored, `call` is dropped where it
-/// stands and the answer is [`Expired`]; if one is already in its
-/// transaction, `call` runs to the end and its own answer is returned.
-pub async fn run<T>(at: Instant, call: impl Future<Output = T>) -> Result<T, Expired> {
+/// Run the call `make` starts with the deadline `at`. Past it, the writes
+/// the call enlisted are abandoned: if none of them is stored, the call is
+/// dropped where it stands and the answer is [`Expired`]; if one is already
+/// in its transaction, the call runs to the end and its own answer is
+/// returned.
+///
+/// The call is started here, not handed in as a future: a future passed
+/// to an `async fn` is moved into its state, and awaited from a nested
+/// block moved again, so the call's whole state would be held (and copied)
+/// three times over.
+pub async fn run<T, F: Future<Output = T>>(
+    at: Instant,
+    make: impl FnOnce() -> F,
+) -> Result<T, Expired> {
     let state = Arc::new(Call {
         at,
         writes: Mutex::new(Vec::new()),
     });
     CALL.scope(state.clone(), async move {
-        let mut call = std::pin::pin!(call);
+        let mut call = std::pin::pin!(make());
         tokio::select! {
             // The call first, as `tokio::time::timeout` does: an answer
             // ready at the deadline (one given early, or by a time-out of
@@ -135,7 +144,7 @@ mod tests {
     async fn a_write_not_yet_taken_is_abandoned_and_the_call_expires() {
         let write: Arc<dyn Abandon> = Arc::new(Write(AtomicU8::new(0)));
         let w = write.clone();
-        let out = run(soon(), async move {
+        let out = run(soon(), || async move {
             enlist(&w);
             std::future::pending::<()>().await
         })
@@ -148,7 +157,7 @@ mod tests {
     async fn a_write_taken_into_its_transaction_is_answered_by_its_outcome() {
         let write = Arc::new(Write(AtomicU8::new(0)));
         let w: Arc<dyn Abandon> = write.clone();
-        let out = run(soon(), async move {
+        let out = run(soon(), || async move {
             enlist(&w);
             // Taken just before the deadline; the commit ends after it.
             write.0.store(1, Ordering::Release);
@@ -163,12 +172,12 @@ mod tests {
     async fn the_deadline_is_known_inside_the_call_only() {
         let at = soon();
         assert_eq!(current(), None);
-        assert_eq!(run(at, async { current() }).await, Ok(Some(at)));
+        assert_eq!(run(at, || async { current() }).await, Ok(Some(at)));
         // Past already: an answer that is ready is still given (as with
         // `tokio::time::timeout`); one that is not expires at once.
         let past = Instant::now() - Duration::from_millis(1);
-        assert_eq!(run(past, async { 1 }).await, Ok(1));
+        assert_eq!(run(past, || async { 1 }).await, Ok(1));
         let pending = std::future::pending::<()>();
-        assert_eq!(run(past, pending).await, Err(Expired));
+        assert_eq!(run(past, || pending).await, Err(Expired));
     }
 }

@@ -205,7 +205,7 @@ pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
         Box::pin(async move {
             let at = c.received_at() + d;
             let mark = c.mark();
-            if crate::web::deadline::run(at, c.next()).await.is_err() {
+            if crate::web::deadline::run(at, || c.next()).await.is_err() {
                 c.unwound_to(mark, Unwound::TimedOut);
                 c.clear_response();
                 on_timeout(c);

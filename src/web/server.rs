@@ -465,7 +465,11 @@ async fn serve_connection(conn: Connection) {
             // response it did build is refused before it is held (see
             // `budget`): a flood of zero-window streams cannot build pages
             // faster than the bounds take them back.
-            let turn = share.handler_turn(&tracker, arrival).await;
+            // Most requests have their turn on arrival: no future to poll.
+            let turn = match arrival {
+                Arrival::Turn(turn) => Some(turn),
+                arrival => share.handler_turn(&tracker, arrival).await,
+            };
             let mut resp = if let Some(turn) = turn.as_ref().filter(|_| tracker.admits(0)) {
                 let caller = Caller {
                     remote,

@@ -235,42 +235,50 @@ impl Server {
 
 /// Answers one call to the method `found` for its path (looked up once, by
 /// the caller); what reads its messages counts them in `share`.
-async fn answer(
+///
+/// This and [`call_unary`] return one `async move` block instead of being
+/// `async fn`s: an `async fn`'s future holds its arguments twice (as given
+/// and as moved into its body), and each level of nesting did so again.
+#[allow(clippy::manual_async_fn)] // on purpose: the size of its future
+fn answer(
     inner: Arc<Inner>,
     req: Request<RequestBody>,
     share: Option<Arc<ConnectionShare>>,
     found: Result<Handler, Status>,
-) -> Response<Body> {
-    match inner.route(&req, found) {
-        Err(response) => response,
-        Ok(call) => {
-            let max = inner.options.max_message_size;
-            let streams = share.as_ref().map(|s| s.streams().clone());
-            let (rate, grace) = inner.options.min_message_rate;
-            let streaming = Streaming::new(req.into_body(), max)
-                .with_encoding(call.encoding)
-                .with_share(share)
-                .with_min_rate(rate, grace);
-            match call.handler {
-                Handler::Unary(h, service) => {
-                    let deadline = effective_timeout(inner.options.timeout, call.client_timeout);
-                    let unary = Unary {
-                        method: h,
-                        service,
-                        max_message_size: max,
-                        gzip_replies: call.gzip_replies,
-                    };
-                    call_unary(unary, streaming, deadline).await
-                }
-                Handler::Streaming(h) => {
-                    // Long-lived streams are counted for the
-                    // process: past the cap, RESOURCE_EXHAUSTED.
-                    let slot = match streams.map(|s| s.hold(1)) {
-                        Some(None) => return trailers_only(&too_many_streams()),
-                        Some(slot) => slot,
-                        None => None,
-                    };
-                    call_streaming(h, streaming, call.client_timeout, call.gzip_replies, slot)
+) -> impl Future<Output = Response<Body>> + Send {
+    async move {
+        match inner.route(&req, found) {
+            Err(response) => response,
+            Ok(call) => {
+                let max = inner.options.max_message_size;
+                let streams = share.as_ref().map(|s| s.streams().clone());
+                let (rate, grace) = inner.options.min_message_rate;
+                let streaming = Streaming::new(req.into_body(), max)
+                    .with_encoding(call.encoding)
+                    .with_share(share)
+                    .with_min_rate(rate, grace);
+                match call.handler {
+                    Handler::Unary(h, service) => {
+                        let deadline =
+                            effective_timeout(inner.options.timeout, call.client_timeout);
+                        let unary = Unary {
+                            method: h,
+                            service,
+                            max_message_size: max,
+                            gzip_replies: call.gzip_replies,
+                        };
+                        call_unary(unary, streaming, deadline).await
+                    }
+                    Handler::Streaming(h) => {
+                        // Long-lived streams are counted for the
+                        // process: past the cap, RESOURCE_EXHAUSTED.
+                        let slot = match streams.map(|s| s.hold(1)) {
+                            Some(None) => return trailers_only(&too_many_streams()),
+                            Some(slot) => slot,
+                            None => None,
+                        };
+                        call_streaming(h, streaming, call.client_timeout, call.gzip_replies, slot)
+                    }
                 }
             }
         }
@@ -400,62 +408,68 @@ struct Unary {
     gzip_replies: bool,
 }
 
-async fn call_unary(
+fn call_unary(
     unary: Unary,
     mut requests: Streaming,
     deadline: Option<Duration>,
-) -> Response<Body> {
-    let Unary {
-        method,
-        service,
-        max_message_size,
-        gzip_replies,
-    } = unary;
+) -> impl Future<Output = Response<Body>> + Send {
     // The deadline counts from the call's arrival (now), so a grpc-timeout
     // that has already run out (`0n`, `1n`) fails before the handler runs.
     let due = deadline.and_then(|d| Some((Instant::now().checked_add(d)?, d)));
-    let call = async move {
-        let message = requests.message().await?.ok_or_else(|| {
-            Status::unimplemented("unary call carried no request message (expected exactly one)")
-        })?;
-        if requests.message().await?.is_some() {
-            return Err(Status::unimplemented(
-                "unary call carried more than one request message (expected exactly one)",
-            ));
-        }
-        if let Some((at, d)) = due {
-            if Instant::now() >= at {
-                return Err(deadline_exceeded(d));
+    async move {
+        let Unary {
+            method,
+            service,
+            max_message_size,
+            gzip_replies,
+        } = unary;
+        let call = move || async move {
+            let message = requests.message().await?.ok_or_else(|| {
+                Status::unimplemented(
+                    "unary call carried no request message (expected exactly one)",
+                )
+            })?;
+            if requests.message().await?.is_some() {
+                return Err(Status::unimplemented(
+                    "unary call carried more than one request message (expected exactly one)",
+                ));
             }
-        }
-        // The handler runs in this task: a panic becomes INTERNAL instead of
-        // taking the connection down, and the deadline drops it in place.
-        let reply = isolated(method(message))
-            .await
-            .map_err(|f: Failure| f.into_status(&service))?;
-        // The handler's reply is already framed: the limit is on the message.
-        let size = reply.len().saturating_sub(HEADER_LEN);
-        if size > max_message_size {
-            return Err(Status::new(
-                Code::ResourceExhausted,
-                format!("trying to send message larger than max ({size} vs. {max_message_size})"),
-            ));
-        }
-        Ok(reply)
-    };
-    match within(due, call).await {
-        Ok(framed) => {
-            let framed = compression::maybe_compress(framed, gzip_replies);
-            let compressed = framed.first() == Some(&1);
-            let mut response = unary_response(framed);
-            if compressed {
+            if let Some((at, d)) = due {
+                if Instant::now() >= at {
+                    return Err(deadline_exceeded(d));
+                }
+            }
+            // The handler runs in this task: a panic becomes INTERNAL instead of
+            // taking the connection down, and the deadline drops it in place.
+            let reply = isolated(method(message))
+                .await
+                .map_err(|f: Failure| f.into_status(&service))?;
+            // The handler's reply is already framed: the limit is on the message.
+            let size = reply.len().saturating_sub(HEADER_LEN);
+            if size > max_message_size {
+                return Err(Status::new(
+                    Code::ResourceExhausted,
+                    format!(
+                        "trying to send message larger than max ({size} vs. {max_message_size})"
+                    ),
+                ));
+            }
+            Ok(reply)
+        };
+        match within(due, call).await {
+            Ok(framed) => {
+                let framed = compression::maybe_compress(framed, gzip_replies);
+                let compressed = framed.first() == Some(&1);
+                let mut response = unary_response(framed);
+                if compressed {
+                    response
+                        .headers_mut()
+                        .insert(&GRPC_ENCODING, HeaderValue::from_static("gzip"));
+                }
                 response
-                    .headers_mut()
-                    .insert(&GRPC_ENCODING, HeaderValue::from_static("gzip"));
             }
-            response
+            Err(status) => trailers_only(&status),
         }
-        Err(status) => trailers_only(&status),
     }
 }
 
@@ -478,18 +492,20 @@ async fn isolated<T, E: From<Status>>(fut: BoxFuture<'static, Result<T, E>>) -> 
     }
 }
 
-/// `call`, or DEADLINE_EXCEEDED once `due` (instant, and the timeout it came
-/// from) has passed; an already-passed deadline fails without polling `call`.
-/// A write of `call` already inside its committing transaction at the
-/// deadline is answered by its commit instead ([`deadline::run`]).
-async fn within<T>(
+/// The call `make` starts, or DEADLINE_EXCEEDED once `due` (instant, and
+/// the timeout it came from) has passed; an already-passed deadline fails
+/// without starting the call. A write of the call already inside its
+/// committing transaction at the deadline is answered by its commit
+/// instead ([`deadline::run`]). The call is started inside, so its future
+/// is held once.
+async fn within<T, F: Future<Output = Result<T, Status>>>(
     due: Option<(Instant, Duration)>,
-    call: impl Future<Output = Result<T, Status>>,
+    make: impl FnOnce() -> F,
 ) -> Result<T, Status> {
     match due {
-        None => call.await,
+        None => make().await,
         Some((at, d)) if Instant::now() >= at => Err(deadline_exceeded(d)),
-        Some((at, d)) => deadline::run(at, call)
+        Some((at, d)) => deadline::run(at, make)
             .await
             .unwrap_or_else(|_| Err(deadline_exceeded(d))),
     }
@@ -530,7 +546,7 @@ fn call_streaming(
         // A stream is driven by its own task (the response body is read
         // while the handler still runs); a panic ends the call with
         // INTERNAL trailers instead of a stream without a status.
-        let result = within(due, isolated(handler(requests, sink))).await;
+        let result = within(due, || isolated(handler(requests, sink))).await;
         let mut trailers = HeaderMap::new();
         result
             .err()
