@@ -24,7 +24,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::types::{self, Body, BoxError, BoxFuture};
-use crate::web::chain::{Context, Handler};
+use crate::web::chain::{Context, Handler, APPLICATION_JSON};
 use crate::web::governor::ConnectionShare;
 use crate::web::intake::{self, Bounds, Refusal};
 use crate::web::log;
@@ -520,10 +520,7 @@ pub(crate) fn json_response(status: StatusCode, body: &impl serde::Serialize) ->
     let text = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
     let mut resp = Response::new(types::full(Bytes::from(text)));
     *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json; charset=utf-8"),
-    );
+    resp.headers_mut().insert(CONTENT_TYPE, APPLICATION_JSON);
     resp
 }
 

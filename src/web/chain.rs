@@ -95,10 +95,11 @@ where
 /// enough from `isize::MAX` that the loop's `+= 1` cannot overflow (Gin uses 63).
 const ABORT_INDEX: isize = isize::MAX / 2;
 
-/// The content types of [`Context::string`] and [`Context::json`], made
-/// once.
+/// The content types of [`Context::string`] and [`Context::json`] (and of
+/// the engine's own JSON answers), made once.
 const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
-const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json; charset=utf-8");
+pub(crate) const APPLICATION_JSON: HeaderValue =
+    HeaderValue::from_static("application/json; charset=utf-8");
 
 /// A handler's place in the chain, from [`Context::mark`].
 #[derive(Debug, Clone, Copy)]
@@ -532,25 +533,18 @@ impl Context {
     /// `"text/plain; charset=utf-8"`). As in Gin, the first write decides
     /// status and content type; later writes append.
     pub fn data(&mut self, status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) {
-        if !self.response.written {
-            self.write_head(status, HeaderValue::from_static(content_type));
-        }
-        self.response.body.push(body.into());
+        self.data_typed(status, HeaderValue::from_static(content_type), body.into());
     }
 
     /// [`data`](Self::data) with a content type made once, as a constant:
     /// `from_static` checks every byte of a type it is given at run time.
     fn data_typed(&mut self, status: StatusCode, content_type: HeaderValue, body: Bytes) {
         if !self.response.written {
-            self.write_head(status, content_type);
+            self.response.status = status;
+            self.response.headers.insert(CONTENT_TYPE, content_type);
+            self.response.written = true;
         }
         self.response.body.push(body);
-    }
-
-    fn write_head(&mut self, status: StatusCode, content_type: HeaderValue) {
-        self.response.status = status;
-        self.response.headers.insert(CONTENT_TYPE, content_type);
-        self.response.written = true;
     }
 
     /// Answer with `body`, sent as it is produced (a stream of messages),
@@ -574,11 +568,12 @@ impl Context {
     pub fn json(&mut self, status: StatusCode, value: &impl serde::Serialize) {
         match serde_json::to_vec(value) {
             Ok(bytes) => self.data_typed(status, APPLICATION_JSON, bytes.into()),
-            Err(e) => self.data(
+            Err(e) => self.data_typed(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "application/json; charset=utf-8",
+                APPLICATION_JSON,
                 serde_json::json!({ "error": format!("response serialization failed: {e}") })
-                    .to_string(),
+                    .to_string()
+                    .into(),
             ),
         }
     }

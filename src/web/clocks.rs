@@ -629,16 +629,15 @@ pub struct Tracked {
     /// and nothing has been handed since: the first frame needs no new
     /// stamp (nor a second clock read).
     fresh: bool,
-    /// The reading of [`Activity::response_started`], which is also the
-    /// response's end while `quick` holds.
-    started_at: Instant,
-    /// An HTTP/1 response not yet polled twice nor left waiting. hyper's
-    /// HTTP/1 dispatcher polls a body as soon as it has buffered the head,
-    /// in the same turn, and drops it at its last frame: a body that ends
-    /// at its first poll ends when it started, give or take microseconds,
-    /// and its end needs no clock read of its own. (HTTP/2 polls a body
-    /// once the stream has window, which may be much later.)
-    quick: bool,
+    /// The reading of [`Activity::response_started`], kept while it is
+    /// also the response's end: an HTTP/1 response not yet polled twice
+    /// nor left waiting. hyper's HTTP/1 dispatcher polls a body as soon as
+    /// it has buffered the head, in the same turn, and drops it at its last
+    /// frame: a body that ends at its first poll ends when it started, give
+    /// or take microseconds, and its end needs no clock read of its own.
+    /// (HTTP/2 polls a body once the stream has window, which may be much
+    /// later: `None` from the start.)
+    ends_at_start: Option<Instant>,
 }
 
 /// Largest piece of a response handed to hyper at once.
@@ -656,8 +655,7 @@ impl Tracked {
             rest: Bytes::new(),
             held: 0,
             fresh: true,
-            started_at,
-            quick: h1,
+            ends_at_start: h1.then_some(started_at),
         };
         tracked.count_held();
         tracked
@@ -688,7 +686,7 @@ impl Drop for Tracked {
         // hyper stops polling a body that says it has ended (a full body
         // after its one frame), so "sent to its end" is also decided here.
         let complete = self.rest.is_empty() && self.inner.is_end_stream();
-        let at = (self.quick && complete).then_some(self.started_at);
+        let at = self.ends_at_start.filter(|_| complete);
         self.request.conn.response_done(self.id, complete, at);
         if self.held != 0 {
             self.request.conn.holds(self.held, 0);
@@ -706,7 +704,9 @@ impl HttpBody for Tracked {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
         // Polled again: the end is no longer the start.
-        this.quick &= this.fresh;
+        if !this.fresh {
+            this.ends_at_start = None;
+        }
         if !this.rest.is_empty() {
             let rest = std::mem::take(&mut this.rest);
             let piece = this.piece(rest);
@@ -734,14 +734,14 @@ impl HttpBody for Tracked {
             }
             Poll::Ready(end) => {
                 let complete = end.is_none();
-                let at = (this.quick && complete).then_some(this.started_at);
+                let at = this.ends_at_start.filter(|_| complete);
                 this.request.conn.response_done(this.id, complete, at);
                 this.count_held();
                 Poll::Ready(end)
             }
             Poll::Pending => {
                 this.fresh = false;
-                this.quick = false;
+                this.ends_at_start = None;
                 if this.quiet.is_none() {
                     this.request.conn.response_waits(this.id, false);
                     let idle = this.request.conn.idle_timeout;
@@ -981,7 +981,7 @@ mod tests {
                 TwoFrames(0).boxed_unsync()
             };
             let mut body = Tracked::new(inner, request);
-            let started = body.started_at;
+            let started = a.lock().responses[0].1.expect("waiting on the peer");
             std::thread::sleep(Duration::from_millis(2));
             // As hyper does: polled until it says it has ended, then dropped.
             while !body.is_end_stream() {
