@@ -1,5 +1,6 @@
 # Shared by load.sh, soak.sh and instructions.sh (sourced, not run): the
-# greeter's configuration and the gRPC calls they send.
+# greeter's configuration, the gRPC calls they send, and their check for
+# the tools they need.
 
 # greeter_config FILE HTTP_PORT GRPC_PORT SOURCE: a greeter config on
 # loopback with the database at SOURCE (a path or ":memory:").
@@ -21,3 +22,16 @@ write_sayhello_frame() { printf '\x00\x00\x00\x00\x07\x0a\x05world' >"$1"; }
 # write_health_frame FILE: Health/Check{service: ""}: an empty message, one gRPC
 # frame of length 0.
 write_health_frame() { printf '\x00\x00\x00\x00\x00' >"$1"; }
+
+# need TOOL HINT: note TOOL (with HINT: how to get it) as missing unless it
+# is on PATH; then missing_tools NAME stops the script, listing them all.
+missing=()
+need() { command -v "$1" >/dev/null || missing+=("$1 ($2)"); }
+
+# missing_tools SCRIPT: exit 1 naming every tool need() found missing.
+missing_tools() {
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "$1: missing tool(s):" >&2
+	printf '  - %s\n' "${missing[@]}" >&2
+	exit 1
+}

@@ -26,14 +26,13 @@ cd "$(dirname "$0")/.."
 
 n="${INSTR_REQUESTS:-20000}"
 port="${INSTR_PORT_BASE:-18800}"
-missing=()
-for tool in valgrind callgrind_control callgrind_annotate h2load curl ss; do
-	command -v "$tool" >/dev/null || missing+=("$tool")
+for tool in valgrind callgrind_control callgrind_annotate; do
+	need "$tool" "Debian: apt-get install -y valgrind"
 done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "instructions.sh: missing ${missing[*]} (Debian: valgrind, nghttp2-client, curl, iproute2)" >&2
-	exit 1
-fi
+need h2load "Debian: apt-get install -y nghttp2-client"
+need curl "Debian: apt-get install -y curl"
+need ss "Debian: apt-get install -y iproute2"
+missing_tools instructions.sh
 if [ "${INSTR_NO_BUILD:-}" != 1 ]; then
 	cargo build --release --bin router-demo --bin greeter \
 		--example peer_axum --example peer_tonic --example bare_hyper

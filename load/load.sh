@@ -53,19 +53,14 @@ rounds="${LOAD_ROUNDS:-3}"
 port_base="${LOAD_PORT_BASE:-18500}"
 
 # ---- tools ------------------------------------------------------------------
-missing=()
-command -v wrk >/dev/null || missing+=("wrk (Debian: apt-get install -y wrk)")
-[ "${LOAD_ONLY:-}" = tls ] || command -v h2load >/dev/null || missing+=("h2load (Debian: apt-get install -y nghttp2-client)")
-command -v curl >/dev/null || missing+=("curl (Debian: apt-get install -y curl)")
-command -v ss >/dev/null || missing+=("ss (Debian: apt-get install -y iproute2)")
+need wrk "Debian: apt-get install -y wrk"
+[ "${LOAD_ONLY:-}" = tls ] || need h2load "Debian: apt-get install -y nghttp2-client"
+need curl "Debian: apt-get install -y curl"
+need ss "Debian: apt-get install -y iproute2"
 if [ "${LOAD_NO_BUILD:-}" != 1 ]; then
-	command -v cargo >/dev/null || missing+=("cargo (or set LOAD_NO_BUILD=1 with release binaries built)")
+	need cargo "or set LOAD_NO_BUILD=1 with release binaries built"
 fi
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "load.sh: missing tool(s):" >&2
-	printf '  - %s\n' "${missing[@]}" >&2
-	exit 1
-fi
+missing_tools load.sh
 if ! curl --version | grep -q HTTP2; then
 	echo "load.sh: this curl has no HTTP/2 support (needed for the grpc-status check)" >&2
 	exit 1

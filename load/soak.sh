@@ -20,18 +20,13 @@ cd "$(dirname "$0")/.."
 . load/common.sh
 secs="${SOAK_SECONDS:-180}"
 port_base="${SOAK_PORT_BASE:-18560}"
-missing=()
-command -v wrk >/dev/null || missing+=("wrk (Debian: apt-get install -y wrk)")
-command -v h2load >/dev/null || missing+=("h2load (Debian: apt-get install -y nghttp2-client)")
-command -v curl >/dev/null || missing+=("curl (Debian: apt-get install -y curl)")
+need wrk "Debian: apt-get install -y wrk"
+need h2load "Debian: apt-get install -y nghttp2-client"
+need curl "Debian: apt-get install -y curl"
 if [ "${SOAK_NO_BUILD:-}" != 1 ]; then
-	command -v cargo >/dev/null || missing+=("cargo (or set SOAK_NO_BUILD=1 with release binaries built)")
+	need cargo "or set SOAK_NO_BUILD=1 with release binaries built"
 fi
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "soak.sh: missing tool(s):" >&2
-	printf '  - %s\n' "${missing[@]}" >&2
-	exit 1
-fi
+missing_tools soak.sh
 if [ "$secs" -lt 60 ]; then
 	echo "soak.sh: SOAK_SECONDS must be at least 60 (the growth rule compares with the 30 s sample)" >&2
 	exit 1
