@@ -229,17 +229,25 @@ impl Activity {
     }
 
     /// A response handed `bytes` of data to hyper: held until written.
+    ///
+    /// Counted as held before it is published as in hyper: the socket's
+    /// writer ([`sent`](Self::sent), on another thread with HTTP/2) takes
+    /// back what it sees in hyper, and must never take back bytes not yet
+    /// counted, or the connection's and the process' counts would dip
+    /// below zero (wrapping: a connection that holds nothing evicted as
+    /// one holding the most). The release here pairs with the acquire
+    /// there.
     fn handed(&self, bytes: usize) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.in_hyper.fetch_add(bytes, Relaxed);
+        use std::sync::atomic::Ordering::Release;
         self.holds(0, bytes);
+        self.in_hyper.fetch_add(bytes, Release);
     }
 
     /// The socket took `bytes`: what hyper held for the peer is that much
     /// less (headers and framing make this an estimate, never below 0).
     fn sent(&self, bytes: usize) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let Ok(before) = self.in_hyper.fetch_update(Relaxed, Relaxed, |held| {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire};
+        let Ok(before) = self.in_hyper.fetch_update(AcqRel, Acquire, |held| {
             (held > 0).then(|| held.saturating_sub(bytes))
         }) else {
             return;
