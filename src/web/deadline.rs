@@ -23,6 +23,7 @@
 //! fired late.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -81,26 +82,22 @@ pub fn enlist(write: &Arc<dyn Abandon>) {
     });
 }
 
-/// Run the call `make` starts with the deadline `at`. Past it, the writes
-/// the call enlisted are abandoned: if none of them is stored, the call is
-/// dropped where it stands and the answer is [`Expired`]; if one is already
-/// in its transaction, the call runs to the end and its own answer is
-/// returned.
+/// Run `call` with the deadline `at`. Past it, the writes the call
+/// enlisted are abandoned: if none of them is stored, the answer is
+/// [`Expired`] and the caller drops the call where it stands; if one is
+/// already in its transaction, the call runs to the end and its own answer
+/// is returned.
 ///
-/// The call is started here, not handed in as a future: a future passed
+/// The call is pinned by the caller and lent here: a future passed by value
 /// to an `async fn` is moved into its state, and awaited from a nested
-/// block moved again, so the call's whole state would be held (and copied)
-/// three times over.
-pub async fn run<T, F: Future<Output = T>>(
-    at: Instant,
-    make: impl FnOnce() -> F,
-) -> Result<T, Expired> {
+/// block moved again, so its whole state would be held (and copied) two and
+/// three times over. Lent, it is held once, where the caller pinned it.
+pub async fn run<F: Future>(at: Instant, mut call: Pin<&mut F>) -> Result<F::Output, Expired> {
     let state = Arc::new(Call {
         at,
         writes: Mutex::new(Vec::new()),
     });
     CALL.scope(state.clone(), async move {
-        let mut call = std::pin::pin!(make());
         tokio::select! {
             // The call first, as `tokio::time::timeout` does: an answer
             // ready at the deadline (one given early, or by a time-out of
@@ -121,6 +118,7 @@ pub async fn run<T, F: Future<Output = T>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::pin::pin;
     use std::sync::atomic::{AtomicU8, Ordering};
     use std::time::Duration;
 
@@ -144,11 +142,11 @@ mod tests {
     async fn a_write_not_yet_taken_is_abandoned_and_the_call_expires() {
         let write: Arc<dyn Abandon> = Arc::new(Write(AtomicU8::new(0)));
         let w = write.clone();
-        let out = run(soon(), || async move {
+        let call = pin!(async move {
             enlist(&w);
             std::future::pending::<()>().await
-        })
-        .await;
+        });
+        let out = run(soon(), call).await;
         assert_eq!(out, Err(Expired));
         assert!(write.abandon(), "it stays abandoned");
     }
@@ -157,14 +155,14 @@ mod tests {
     async fn a_write_taken_into_its_transaction_is_answered_by_its_outcome() {
         let write = Arc::new(Write(AtomicU8::new(0)));
         let w: Arc<dyn Abandon> = write.clone();
-        let out = run(soon(), || async move {
+        let call = pin!(async move {
             enlist(&w);
             // Taken just before the deadline; the commit ends after it.
             write.0.store(1, Ordering::Release);
             tokio::time::sleep(Duration::from_millis(60)).await;
             "committed"
-        })
-        .await;
+        });
+        let out = run(soon(), call).await;
         assert_eq!(out, Ok("committed"));
     }
 
@@ -172,12 +170,12 @@ mod tests {
     async fn the_deadline_is_known_inside_the_call_only() {
         let at = soon();
         assert_eq!(current(), None);
-        assert_eq!(run(at, || async { current() }).await, Ok(Some(at)));
+        assert_eq!(run(at, pin!(async { current() })).await, Ok(Some(at)));
         // Past already: an answer that is ready is still given (as with
         // `tokio::time::timeout`); one that is not expires at once.
         let past = Instant::now() - Duration::from_millis(1);
-        assert_eq!(run(past, || async { 1 }).await, Ok(1));
-        let pending = std::future::pending::<()>();
-        assert_eq!(run(past, || pending).await, Err(Expired));
+        assert_eq!(run(past, pin!(async { 1 })).await, Ok(1));
+        let pending = pin!(std::future::pending::<()>());
+        assert_eq!(run(past, pending).await, Err(Expired));
     }
 }

@@ -205,7 +205,12 @@ pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
         Box::pin(async move {
             let at = c.received_at() + d;
             let mark = c.mark();
-            if crate::web::deadline::run(at, || c.next()).await.is_err() {
+            let expired = {
+                let next = std::pin::pin!(c.next());
+                crate::web::deadline::run(at, next).await.is_err()
+            };
+            // The rest of the chain was dropped at the end of the block.
+            if expired {
                 c.unwound_to(mark, Unwound::TimedOut);
                 c.clear_response();
                 on_timeout(c);

@@ -72,7 +72,10 @@ impl PathParams {
     /// The value of parameter `name`; `path` must be the path given to
     /// [`from_lookup`](Self::from_lookup).
     pub fn get<'a>(&'a self, path: &'a str, name: &str) -> Option<&'a str> {
-        let index = self.names.as_ref()?.iter().position(|n| **n == *name)?;
+        // Names are a few bytes: compared in place, not through `memcmp`.
+        let same =
+            |n: &str| n.len() == name.len() && n.bytes().zip(name.bytes()).all(|(a, b)| a == b);
+        let index = self.names.as_ref()?.iter().position(|n| same(n))?;
         let slot = if index < INLINE {
             self.inline.get(index)?
         } else {

@@ -36,6 +36,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -229,58 +230,53 @@ impl Server {
             .inner
             .lookup(req.uri().path())
             .map(|k| k.handler.clone());
-        Box::pin(answer(self.inner.clone(), req, None, found))
+        answer(&self.inner, req, None, found)
     }
 }
 
 /// Answers one call to the method `found` for its path (looked up once, by
-/// the caller); what reads its messages counts them in `share`.
-///
-/// This and [`call_unary`] return one `async move` block instead of being
-/// `async fn`s: an `async fn`'s future holds its arguments twice (as given
-/// and as moved into its body), and each level of nesting did so again.
-#[allow(clippy::manual_async_fn)] // on purpose: the size of its future
+/// the caller); what reads its messages counts them in `share`. The header
+/// checks run now, so a refused call's future is its answer alone, and a
+/// unary call's is [`call_unary`]'s: the request's head is not part of it.
 fn answer(
-    inner: Arc<Inner>,
+    inner: &Inner,
     req: Request<RequestBody>,
     share: Option<Arc<ConnectionShare>>,
     found: Result<Handler, Status>,
-) -> impl Future<Output = Response<Body>> + Send {
-    async move {
-        match inner.route(&req, found) {
-            Err(response) => response,
-            Ok(call) => {
-                let max = inner.options.max_message_size;
-                let streams = share.as_ref().map(|s| s.streams().clone());
-                let (rate, grace) = inner.options.min_message_rate;
-                let streaming = Streaming::new(req.into_body(), max)
-                    .with_encoding(call.encoding)
-                    .with_share(share)
-                    .with_min_rate(rate, grace);
-                match call.handler {
-                    Handler::Unary(h, service) => {
-                        let deadline =
-                            effective_timeout(inner.options.timeout, call.client_timeout);
-                        let unary = Unary {
-                            method: h,
-                            service,
-                            max_message_size: max,
-                            gzip_replies: call.gzip_replies,
-                        };
-                        call_unary(unary, streaming, deadline).await
-                    }
-                    Handler::Streaming(h) => {
-                        // Long-lived streams are counted for the
-                        // process: past the cap, RESOURCE_EXHAUSTED.
-                        let slot = match streams.map(|s| s.hold(1)) {
-                            Some(None) => return trailers_only(&too_many_streams()),
-                            Some(slot) => slot,
-                            None => None,
-                        };
-                        call_streaming(h, streaming, call.client_timeout, call.gzip_replies, slot)
-                    }
+) -> BoxFuture<'static, Response<Body>> {
+    let call = match inner.route(&req, found) {
+        Err(response) => return Box::pin(std::future::ready(response)),
+        Ok(call) => call,
+    };
+    let max = inner.options.max_message_size;
+    let streams = share.as_ref().map(|s| s.streams().clone());
+    let (rate, grace) = inner.options.min_message_rate;
+    let streaming = Streaming::new(req.into_body(), max)
+        .with_encoding(call.encoding)
+        .with_share(share)
+        .with_min_rate(rate, grace);
+    match call.handler {
+        Handler::Unary(h, service) => {
+            let deadline = effective_timeout(inner.options.timeout, call.client_timeout);
+            let unary = Unary {
+                method: h,
+                service,
+                max_message_size: max,
+                gzip_replies: call.gzip_replies,
+            };
+            Box::pin(call_unary(unary, streaming, deadline))
+        }
+        Handler::Streaming(h) => {
+            // Long-lived streams are counted for the process: past the
+            // cap, RESOURCE_EXHAUSTED.
+            let answer = match streams.map(|s| s.hold(1)) {
+                Some(None) => trailers_only(&too_many_streams()),
+                Some(slot) => {
+                    call_streaming(h, streaming, call.client_timeout, call.gzip_replies, slot)
                 }
-            }
+                None => call_streaming(h, streaming, call.client_timeout, call.gzip_replies, None),
+            };
+            Box::pin(std::future::ready(answer))
         }
     }
 }
@@ -299,9 +295,11 @@ impl Service for Server {
         };
         let found = found.map(|known| known.handler.clone());
         let req = req.map(|body| body.map_err(BoxError::from).boxed_unsync());
-        // The answer's own box: inline, its state (several kilobytes) was
-        // copied whole into the call's future.
-        let answer = Box::pin(answer(self.inner.clone(), req, share, found));
+        // The answer's own box, under a kilobyte for a unary call (glibc's
+        // thread cache serves blocks up to 1,032 bytes; a larger one takes
+        // the slow path of `malloc` and `free`, and a free of one consolidates
+        // the fast bins): inline, its state would be copied into this future.
+        let answer = answer(&self.inner, req, share, found);
         let response = crate::web::peer::scope(remote.ip(), answer);
         Box::pin(async move { access_log::wrap(response.await, path, remote, start, operation) })
     }
@@ -422,8 +420,10 @@ fn call_unary(
             service,
             max_message_size,
             gzip_replies,
-        } = unary;
-        let call = move || async move {
+        } = &unary;
+        // The call borrows what this future holds and is pinned here, then
+        // lent to the deadline: its state is held once.
+        let call = std::pin::pin!(async {
             let message = requests.message().await?.ok_or_else(|| {
                 Status::unimplemented(
                     "unary call carried no request message (expected exactly one)",
@@ -443,9 +443,10 @@ fn call_unary(
             // taking the connection down, and the deadline drops it in place.
             let reply = isolated(method(message))
                 .await
-                .map_err(|f: Failure| f.into_status(&service))?;
+                .map_err(|f: Failure| f.into_status(service))?;
             // The handler's reply is already framed: the limit is on the message.
             let size = reply.len().saturating_sub(HEADER_LEN);
+            let max_message_size = *max_message_size;
             if size > max_message_size {
                 return Err(Status::new(
                     Code::ResourceExhausted,
@@ -455,10 +456,10 @@ fn call_unary(
                 ));
             }
             Ok(reply)
-        };
+        });
         match within(due, call).await {
             Ok(framed) => {
-                let framed = compression::maybe_compress(framed, gzip_replies);
+                let framed = compression::maybe_compress(framed, *gzip_replies);
                 let compressed = framed.first() == Some(&1);
                 let mut response = unary_response(framed);
                 if compressed {
@@ -492,20 +493,19 @@ async fn isolated<T, E: From<Status>>(fut: BoxFuture<'static, Result<T, E>>) -> 
     }
 }
 
-/// The call `make` starts, or DEADLINE_EXCEEDED once `due` (instant, and
-/// the timeout it came from) has passed; an already-passed deadline fails
-/// without starting the call. A write of the call already inside its
-/// committing transaction at the deadline is answered by its commit
-/// instead ([`deadline::run`]). The call is started inside, so its future
-/// is held once.
+/// The call, or DEADLINE_EXCEEDED once `due` (instant, and the timeout it
+/// came from) has passed; an already-passed deadline fails without polling
+/// the call. A write of the call already inside its committing transaction
+/// at the deadline is answered by its commit instead ([`deadline::run`]).
+/// The call is pinned by the caller and lent, so its future is held once.
 async fn within<T, F: Future<Output = Result<T, Status>>>(
     due: Option<(Instant, Duration)>,
-    make: impl FnOnce() -> F,
+    call: Pin<&mut F>,
 ) -> Result<T, Status> {
     match due {
-        None => make().await,
+        None => call.await,
         Some((at, d)) if Instant::now() >= at => Err(deadline_exceeded(d)),
-        Some((at, d)) => deadline::run(at, make)
+        Some((at, d)) => deadline::run(at, call)
             .await
             .unwrap_or_else(|_| Err(deadline_exceeded(d))),
     }
@@ -546,7 +546,10 @@ fn call_streaming(
         // A stream is driven by its own task (the response body is read
         // while the handler still runs); a panic ends the call with
         // INTERNAL trailers instead of a stream without a status.
-        let result = within(due, || isolated(handler(requests, sink))).await;
+        // Started at its first poll, so a deadline already past never
+        // starts it.
+        let call = std::pin::pin!(async move { isolated(handler(requests, sink)).await });
+        let result = within(due, call).await;
         let mut trailers = HeaderMap::new();
         result
             .err()

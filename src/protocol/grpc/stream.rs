@@ -131,8 +131,15 @@ impl Streaming {
                 if frame.compressed {
                     let max = self.max_message_size;
                     let share = self.share.as_deref();
-                    let message =
-                        compression::decompress(self.encoding, &frame.message, max, share).await;
+                    // Boxed: inline, inflating (rare) would make every
+                    // call's future larger by its state.
+                    let message = Box::pin(compression::decompress(
+                        self.encoding,
+                        &frame.message,
+                        max,
+                        share,
+                    ))
+                    .await;
                     return message.map(Some);
                 }
                 return Ok(Some(frame.message));
@@ -143,10 +150,12 @@ impl Streaming {
             }
             let next = match self.rate_due() {
                 None => self.body.frame().await,
+                // Only while a message is partly received; the timer is
+                // boxed so that the usual call's future does not hold one.
                 Some(due) => tokio::select! {
                     biased;
                     next = self.body.frame() => next,
-                    _ = tokio::time::sleep_until(due.at) => return Err(due.refusal()),
+                    _ = Box::pin(tokio::time::sleep_until(due.at)) => return Err(due.refusal()),
                 },
             };
             match next {
