@@ -15,6 +15,12 @@
 # gRPC with 10 streams each), the counters are dumped and the server is
 # killed. Every thread of the process counts (runtime, store, log writer).
 #
+# Two floors stand beside the peers: examples/bare_hyper.rs on this crate's
+# accept loop (trace context, clocks, governor) and the same answers from
+# hyper-util's builder alone (`--hyper-only`), for `/hello` and for a
+# Health/Check with nothing but what the wire needs. What a peer costs over
+# a floor bounds the ratio any server on that floor can reach against it.
+#
 # Environment: INSTR_REQUESTS, INSTR_PORT_BASE (default 18800),
 # INSTR_NO_BUILD=1 (skip cargo build), INSTR_BIN_DIR (default target/release:
 # another build's binaries, e.g. an older commit's, to compare before and
@@ -107,10 +113,12 @@ pair() { # TITLE ours PEER_NAME peer
 addr="127.0.0.1:$port"
 rd=$(count router-demo http /hello "" -- "$bin/router-demo" --addr "$addr" --quiet)
 bare=$(count bare_hyper http /hello "" -- "$bin/examples/bare_hyper" "$addr")
+plain=$(count hyper-only http /hello "" -- "$bin/examples/bare_hyper" "$addr" --hyper-only)
 axum=$(count axum http /hello "" -- "$bin/examples/peer_axum" "$addr")
 book=$(count router-demo-book http /book/42 "" -- "$bin/router-demo" --addr "$addr" --quiet)
 pair "router-demo GET /hello" "$rd" axum "$axum"
 pair "router-demo GET /hello" "$rd" "bare hyper" "$bare"
+pair "router-demo GET /hello" "$rd" "hyper alone" "$plain"
 pair "router-demo GET /book/42 vs /hello" "$book" "/hello" "$rd"
 grpc_say=$(count greeter-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
 	"$bin/greeter" --config "$tmp/greeter.yaml")
@@ -120,7 +128,15 @@ tonic_say=$(count tonic-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
 	"$bin/examples/peer_tonic" "$addr")
 tonic_health=$(count tonic-health grpc /grpc.health.v1.Health/Check "$health" -- \
 	"$bin/examples/peer_tonic" "$addr")
+bare_health=$(count bare-health grpc /grpc.health.v1.Health/Check "$health" -- \
+	"$bin/examples/bare_hyper" "$addr")
+plain_health=$(count hyper-only-health grpc /grpc.health.v1.Health/Check "$health" -- \
+	"$bin/examples/bare_hyper" "$addr" --hyper-only)
 pair "greeter Health/Check (framing)" "$grpc_health" tonic-health "$tonic_health"
+# The floor: a unary call answered on the same accept loop with nothing but
+# what the wire needs (see examples/bare_hyper.rs).
+pair "greeter Health/Check (framing)" "$grpc_health" "bare hyper (h2)" "$bare_health"
+pair "greeter Health/Check (framing)" "$grpc_health" "hyper alone (h2)" "$plain_health"
 pair "greeter SayHello, :memory:" "$grpc_say" "tonic (stateless)" "$tonic_say"
 
 echo
@@ -129,3 +145,10 @@ echo
 echo "| workload | handwire instr/req | peer | peer instr/req | peer/handwire |"
 echo "|---|---:|---|---:|---:|"
 printf '%s\n' "${rows[@]}"
+echo
+# What the floors leave to any framing on hyper and h2 against tonic-health.
+awk -v t="$tonic_health" -v b="$bare_health" -v p="$plain_health" 'BEGIN {
+	printf "Floors of a unary call: %d instructions on this accept loop (bare hyper), %d on hyper\n", b, p
+	printf "alone. tonic-health costs %.2f and %.2f times those: by this count no server on this\n", t / b, t / p
+	printf "accept loop can be more than %.2f times tonic-health, nor one on hyper more than %.2f.\n", t / b, t / p
+}'
