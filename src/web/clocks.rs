@@ -507,8 +507,16 @@ impl Activity {
             return Plan::Evicted;
         }
         let Some((at, _)) = self.due(&st) else {
-            st.armed = None;
-            return Plan::Change;
+            // Requests in flight and no response waiting: nothing can run
+            // out before a response waits, the write time-out from then at
+            // the earliest. Armed there, not left unarmed: the responses of
+            // a busy connection start waiting one after another, and each
+            // would find no timer and wake this task (twice a call on a
+            // loaded HTTP/2 connection). A deadline earlier than this still
+            // wakes it ([`Activity::moved`]); when it fires, it looks again.
+            let arm = Instant::now() + self.write_timeout;
+            st.armed = Some(arm);
+            return Plan::Timer(arm);
         };
         let awaits_head = st.requests > 0 && !st.h2 && st.in_flight == 0 && st.first_byte.is_none();
         let early = st.idle_since + self.header_read_timeout;
@@ -559,7 +567,6 @@ impl Activity {
                         }
                     }
                 }
-                Plan::Change => changed.await,
             }
         }
     }
@@ -571,8 +578,6 @@ enum Plan {
     Evicted,
     /// The timer, at this instant, or a change before it.
     Timer(Instant),
-    /// A change: no clock runs.
-    Change,
 }
 
 impl Drop for Activity {
