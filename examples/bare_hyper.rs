@@ -63,7 +63,10 @@ async fn serving(req: Request<Incoming>) -> Response<Body> {
     resp
 }
 
-/// One message, then the trailers of a successful call.
+/// One message, then the trailers of a successful call: the crate's own
+/// unary body, which is not public, written again here so that the floor
+/// uses nothing of the gRPC server's. No exact size hint, as a gRPC body
+/// has none: an exact one would add a `content-length` header.
 struct Unary {
     data: Option<Bytes>,
     trailers: bool,
