@@ -179,14 +179,26 @@ fn push_hex(buf: &mut Vec<u8>, bytes: &[u8]) {
     write_hex(&mut buf[start..], bytes);
 }
 
-/// `bytes` as lowercase hex into `out`, two digits a byte.
+/// `bytes` as lowercase hex into `out`, two digits a byte, both from one
+/// table entry: every response's `traceparent` and every log line's
+/// `trace_id` go through here.
 fn write_hex(out: &mut [u8], bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 0x0f)];
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(*b)]);
     }
 }
+
+/// The two lowercase hex digits of each byte.
+static HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut table = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = [DIGITS[i >> 4], DIGITS[i & 0x0f]];
+        i += 1;
+    }
+    table
+};
 
 fn hex(bytes: &[u8]) -> String {
     let mut buf = Vec::with_capacity(bytes.len() * 2);
