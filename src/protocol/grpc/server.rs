@@ -269,13 +269,14 @@ fn answer(
         Handler::Streaming(h) => {
             // Long-lived streams are counted for the process: past the
             // cap, RESOURCE_EXHAUSTED.
-            let answer = match streams.map(|s| s.hold(1)) {
-                Some(None) => trailers_only(&too_many_streams()),
-                Some(slot) => {
-                    call_streaming(h, streaming, call.client_timeout, call.gzip_replies, slot)
+            let slot = match streams.map(|s| s.hold(1)) {
+                Some(None) => {
+                    return Box::pin(std::future::ready(trailers_only(&too_many_streams())))
                 }
-                None => call_streaming(h, streaming, call.client_timeout, call.gzip_replies, None),
+                Some(slot) => slot,
+                None => None,
             };
+            let answer = call_streaming(h, streaming, call.client_timeout, call.gzip_replies, slot);
             Box::pin(std::future::ready(answer))
         }
     }
