@@ -60,6 +60,10 @@ write_sayhello_frame "$say"
 health="$tmp/health.bin"
 write_health_frame "$health"
 greeter_config "$tmp/greeter.yaml" "$((port + 1))" "$port" ":memory:"
+# The durable row: the same greeter storing on a file (WAL, synchronous=FULL,
+# group commit). Only user space is counted: the kernel's writes and fsyncs
+# are not instructions here (`make load` has them in its CPU column).
+greeter_config "$tmp/greeter-file.yaml" "$((port + 1))" "$port" "$tmp/greeter.db"
 
 # count NAME KIND(http|grpc) PATH [FRAME] -- CMD...: instructions per request
 count() {
@@ -116,12 +120,16 @@ bare=$(count bare_hyper http /hello "" -- "$bin/examples/bare_hyper" "$addr")
 plain=$(count hyper-only http /hello "" -- "$bin/examples/bare_hyper" "$addr" --hyper-only)
 axum=$(count axum http /hello "" -- "$bin/examples/peer_axum" "$addr")
 book=$(count router-demo-book http /book/42 "" -- "$bin/router-demo" --addr "$addr" --quiet)
+axum_book=$(count axum-book http /book/42 "" -- "$bin/examples/peer_axum" "$addr")
 pair "router-demo GET /hello" "$rd" axum "$axum"
 pair "router-demo GET /hello" "$rd" "bare hyper" "$bare"
 pair "router-demo GET /hello" "$rd" "hyper alone" "$plain"
 pair "router-demo GET /book/42 vs /hello" "$book" "/hello" "$rd"
+pair "router-demo GET /book/42" "$book" axum "$axum_book"
 grpc_say=$(count greeter-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
 	"$bin/greeter" --config "$tmp/greeter.yaml")
+grpc_file=$(count greeter-say-file grpc /helloworld.v1.Greeter/SayHello "$say" -- \
+	"$bin/greeter" --config "$tmp/greeter-file.yaml")
 grpc_health=$(count greeter-health grpc /grpc.health.v1.Health/Check "$health" -- \
 	"$bin/greeter" --config "$tmp/greeter.yaml")
 tonic_say=$(count tonic-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
@@ -138,6 +146,7 @@ pair "greeter Health/Check (framing)" "$grpc_health" tonic-health "$tonic_health
 pair "greeter Health/Check (framing)" "$grpc_health" "bare hyper (h2)" "$bare_health"
 pair "greeter Health/Check (framing)" "$grpc_health" "hyper alone (h2)" "$plain_health"
 pair "greeter SayHello, :memory:" "$grpc_say" "tonic (stateless)" "$tonic_say"
+pair "greeter SayHello, file DB (user space)" "$grpc_file" "tonic (stateless)" "$tonic_say"
 
 echo
 echo "Instructions per request (valgrind callgrind, $n requests after 2,000 to warm up):"
@@ -146,6 +155,10 @@ echo "| workload | handwire instr/req | peer | peer instr/req | peer/handwire |"
 echo "|---|---:|---|---:|---:|"
 printf '%s\n' "${rows[@]}"
 echo
+# The parameter route over the static one, in each server.
+awk -v b="$book" -v h="$rd" -v ab="$axum_book" -v ah="$axum" 'BEGIN {
+	printf "GET /book/42 over GET /hello: router-demo +%.1f %%, axum +%.1f %%.\n\n", 100 * (b / h - 1), 100 * (ab / ah - 1)
+}'
 # What the floors leave to any framing on hyper and h2 against tonic-health.
 awk -v t="$tonic_health" -v b="$bare_health" -v p="$plain_health" 'BEGIN {
 	printf "Floors of a unary call: %d instructions on this accept loop (bare hyper), %d on hyper\n", b, p

@@ -44,7 +44,28 @@ struct Call {
     at: Instant,
     /// Held to the end of the call: a write that was stored stays a
     /// reason to answer with the call's own outcome.
-    writes: Mutex<Vec<Arc<dyn Abandon>>>,
+    writes: Mutex<Writes>,
+}
+
+/// The writes a call enlisted. Most calls make one, held without a list
+/// (a list is a block allocated and freed per call).
+#[derive(Default)]
+struct Writes {
+    first: Option<Arc<dyn Abandon>>,
+    more: Vec<Arc<dyn Abandon>>,
+}
+
+impl Writes {
+    fn push(&mut self, write: Arc<dyn Abandon>) {
+        match self.first {
+            None => self.first = Some(write),
+            Some(_) => self.more.push(write),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Arc<dyn Abandon>> {
+        self.first.iter().chain(&self.more)
+    }
 }
 
 impl Call {
@@ -95,7 +116,7 @@ pub fn enlist(write: &Arc<dyn Abandon>) {
 pub async fn run<F: Future>(at: Instant, mut call: Pin<&mut F>) -> Result<F::Output, Expired> {
     let state = Arc::new(Call {
         at,
-        writes: Mutex::new(Vec::new()),
+        writes: Mutex::new(Writes::default()),
     });
     CALL.scope(state.clone(), async move {
         tokio::select! {
@@ -164,6 +185,25 @@ mod tests {
         });
         let out = run(soon(), call).await;
         assert_eq!(out, Ok("committed"));
+    }
+
+    #[tokio::test]
+    async fn every_enlisted_write_is_abandoned_and_one_already_taken_decides() {
+        let writes: Vec<Arc<Write>> = (0..3).map(|_| Arc::new(Write(AtomicU8::new(0)))).collect();
+        let enlisted: Vec<Arc<dyn Abandon>> = writes.iter().map(|w| w.clone() as _).collect();
+        let taken = writes[1].clone();
+        let call = pin!(async move {
+            for w in &enlisted {
+                enlist(w);
+            }
+            // The second is taken; the others are still waiting.
+            taken.0.store(1, Ordering::Release);
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            "the second's outcome"
+        });
+        assert_eq!(run(soon(), call).await, Ok("the second's outcome"));
+        let states: Vec<u8> = writes.iter().map(|w| w.0.load(Ordering::Acquire)).collect();
+        assert_eq!(states, [2, 1, 2], "the first and the third were left out");
     }
 
     #[tokio::test]

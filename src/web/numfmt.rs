@@ -58,16 +58,21 @@ pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration, width: usize) {
         len += 1;
     }
     if frac > 0 {
-        text[len] = b'.';
-        len += 1;
+        // The fraction's digits right to left (a division by the constant
+        // 10 is a multiplication), then without its trailing zeros.
+        let mut fraction = [b'0'; 9];
         let mut rest = frac;
-        let mut scale = 10u32.pow(frac_digits - 1);
-        while rest > 0 && scale > 0 {
-            text[len] = b'0' + (rest / scale) as u8;
-            len += 1;
-            rest %= scale;
-            scale /= 10;
+        for digit in fraction[..frac_digits as usize].iter_mut().rev() {
+            *digit = b'0' + (rest % 10) as u8;
+            rest /= 10;
         }
+        let mut kept = frac_digits as usize;
+        while fraction[kept - 1] == b'0' {
+            kept -= 1;
+        }
+        text[len] = b'.';
+        text[len + 1..len + 1 + kept].copy_from_slice(&fraction[..kept]);
+        len += 1 + kept;
     }
     text[len..len + unit.len()].copy_from_slice(unit.as_bytes());
     len += unit.len();

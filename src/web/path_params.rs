@@ -44,8 +44,12 @@ impl PathParams {
     /// The parameters of a lookup of `path` on a route whose names are
     /// `names` (as [`names_of`] found them in the route's pattern).
     pub fn from_lookup(names: &Arc<[Box<str>]>, path: &str, params: &Params<'_, '_>) -> PathParams {
+        // A static route (most of them) has nothing to walk.
+        if names.is_empty() {
+            return PathParams::none();
+        }
         let mut out = PathParams {
-            names: (!names.is_empty()).then(|| Arc::clone(names)),
+            names: Some(Arc::clone(names)),
             ..PathParams::default()
         };
         let base = path.as_ptr() as usize;
@@ -89,18 +93,26 @@ impl PathParams {
     }
 }
 
-/// The parameter names of a route pattern, in order: `/book/:id/*rest` →
-/// `["id", "rest"]`.
+/// The parameter names of a route pattern, in order, as the router reads
+/// them: `/book/:id/*rest` → `["id", "rest"]`. A wildcard may follow
+/// literal text in its segment (`/user_:name` → `["name"]`) and runs to the
+/// segment's end; `\:` is a literal colon.
 pub fn names_of(pattern: &str) -> Arc<[Box<str>]> {
-    pattern
-        .split('/')
-        .filter_map(|segment| {
-            segment
-                .strip_prefix(':')
-                .or_else(|| segment.strip_prefix('*'))
-        })
-        .map(Box::from)
-        .collect()
+    let mut names = Vec::new();
+    let mut rest = pattern;
+    while let Some(at) = rest.find(['\\', ':', '*']) {
+        if rest[at..].starts_with('\\') {
+            // The escaped character is literal text.
+            let skip = rest[at + 1..].chars().next().map_or(0, char::len_utf8);
+            rest = &rest[at + 1 + skip..];
+            continue;
+        }
+        let wildcard = &rest[at + 1..];
+        let end = wildcard.find('/').unwrap_or(wildcard.len());
+        names.push(Box::from(&wildcard[..end]));
+        rest = &wildcard[end..];
+    }
+    names.into()
 }
 
 #[cfg(test)]
@@ -149,5 +161,19 @@ mod tests {
             &[Box::from("id"), Box::from("rest")]
         );
         assert!(names_of("/hello").is_empty());
+    }
+
+    #[test]
+    fn a_parameter_after_literal_text_in_its_segment_is_found_by_name() {
+        assert_eq!(
+            lookup("/user_:name/about", "/user_gopher/about", &["name"]),
+            [Some("gopher".into())]
+        );
+        // An escaped colon is text, not a parameter.
+        assert_eq!(
+            lookup("/a\\:b/:c", "/a:b/x", &["c", "b"]),
+            [Some("x".into()), None]
+        );
+        assert_eq!(&*names_of("/v\\:1/:id"), &[Box::from("id")]);
     }
 }

@@ -86,28 +86,34 @@ impl Validator {
 
 /// Checks an encoded message against the rules of its `fields`: every
 /// broken field, or `Ok` (bytes that are not a well-formed message are left
-/// to the decoder). A few
-/// fields carry rules, so their values are kept in a short list, not a
-/// map hashed per call.
+/// to the decoder). A few fields carry rules, so their values are kept in
+/// slots by the field's place in `fields`: on the stack for up to
+/// [`INLINE_FIELDS`], so a valid call allocates nothing.
 fn check_fields(fields: &[Checked], bytes: &[u8]) -> Result<(), Failure> {
-    let mut values: Vec<(u32, Value<'_>)> = Vec::new();
-    if walk(bytes, |number, value| {
-        if fields.iter().any(|f| f.number == number) {
-            // The last occurrence on the wire is the field's value.
-            match values.iter_mut().find(|(n, _)| *n == number) {
-                Some(slot) => slot.1 = value,
-                None => values.push((number, value)),
+    let mut inline = [None; INLINE_FIELDS];
+    let mut spilled = Vec::new();
+    let values: &mut [Option<Value<'_>>] = match inline.get_mut(..fields.len()) {
+        Some(slots) => slots,
+        None => {
+            spilled.resize(fields.len(), None);
+            &mut spilled
+        }
+    };
+    let walked = walk(bytes, |number, value| {
+        // The last occurrence on the wire is the field's value.
+        for (f, slot) in fields.iter().zip(values.iter_mut()) {
+            if f.number == number {
+                *slot = Some(value);
             }
         }
-    })
-    .is_none()
-    {
+    });
+    if walked.is_none() {
         return Ok(());
     }
-    let get = |number: u32| values.iter().find(|(n, _)| *n == number).map(|(_, v)| v);
+    let checked = || fields.iter().zip(values.iter());
     // A field on the wire with another type than declared is the
     // decoder's to refuse (INTERNAL, as for any malformed message).
-    let mistyped = fields.iter().any(|f| match get(f.number) {
+    let mistyped = checked().any(|(f, value)| match value {
         Some(Value::Bytes(_)) => f.kind != Type::String,
         Some(Value::Varint(_)) => f.kind == Type::String,
         Some(Value::Fixed) => true,
@@ -116,9 +122,8 @@ fn check_fields(fields: &[Checked], bytes: &[u8]) -> Result<(), Failure> {
     if mistyped {
         return Ok(());
     }
-    let violations: Vec<FieldViolation> = fields
-        .iter()
-        .filter_map(|f| violation(f, get(f.number)))
+    let violations: Vec<FieldViolation> = checked()
+        .filter_map(|(f, value)| violation(f, value.as_ref()))
         .collect();
     let Some(first) = violations.first() else {
         return Ok(());
@@ -180,6 +185,9 @@ pub fn validated(
         })
         .collect()
 }
+
+/// Checked fields of a message whose values are kept on the stack.
+const INLINE_FIELDS: usize = 8;
 
 /// A field's value on the wire.
 #[derive(Debug, Clone, Copy)]

@@ -145,3 +145,33 @@ fn rules_the_parser_cannot_enforce_are_startup_errors_naming_the_line() {
         "{err}"
     );
 }
+
+#[test]
+fn a_message_with_more_checked_fields_than_the_stack_holds_is_checked_whole() {
+    // Ten required strings: more than `INLINE_FIELDS`, so the values spill.
+    let fields: String = (1..=10)
+        .map(|n| format!("  string f{n} = {n} [(buf.validate.field).required = true];\n"))
+        .collect();
+    let proto = format!(
+        "syntax = \"proto3\";\npackage w.v1;\nimport \"buf/validate/validate.proto\";\nmessage Wide {{\n{fields}}}\n"
+    );
+    let files = parse_files(&[("w.proto", &proto), VALIDATE_FILE]).unwrap();
+    let pool = Pool::new(files.iter().map(|f| &f.descriptor));
+    let validator = Validator::new(&files, &pool);
+    assert!(validator.messages[".w.v1.Wide"].len() > INLINE_FIELDS);
+    // Fields 1..=10 set to "x", except 3 and 10: length-delimited, tag n.
+    let mut bytes = Vec::new();
+    for n in (1..=10u8).filter(|n| *n != 3 && *n != 10) {
+        bytes.extend_from_slice(&[n << 3 | 2, 1, b'x']);
+    }
+    let failure = validator.check(".w.v1.Wide", &bytes).unwrap_err();
+    let reasons: Vec<_> = failure
+        .violations
+        .iter()
+        .map(|v| v.reason.as_str())
+        .collect();
+    assert_eq!(reasons, ["F3_EMPTY", "F10_EMPTY"]);
+    // The last occurrence of a field on the wire is its value.
+    bytes.extend_from_slice(&[3 << 3 | 2, 0, 3 << 3 | 2, 1, b'y', 10 << 3 | 2, 1, b'z']);
+    assert!(validator.check(".w.v1.Wide", &bytes).is_ok());
+}
