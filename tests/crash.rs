@@ -1,7 +1,7 @@
 //! Crash consistency: concurrent writers against the real `greeter` and
 //! `token-auth` binaries on a file database, `kill -9` in the middle of the
 //! load, a restart on the same file, and then every write the server
-//! acknowledged must be there: greeter registrations, token-auth
+//! acknowledged must be there: greeter registrations and greetings, token-auth
 //! registrations and revocations (refresh tokens listed as they rotate). Bounded to a few seconds each.
 
 mod support;
@@ -124,6 +124,84 @@ async fn every_acknowledged_greeter_registration_survives_kill_9() {
         acked.len()
     );
     kill_9(child);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_greeting_survives_kill_9() {
+    let dir = TempDir::new("crash-greetings");
+    let db = dir.0.join("greeter.db");
+    let config = dir.0.join("config.yaml");
+    std::fs::write(
+        &config,
+        support::greeter::config_text(db.to_str().unwrap(), "5s", "5s"),
+    )
+    .unwrap();
+    let (child, http) = greeter(&config);
+
+    // 24 writers, enough for batches that store many rows a statement; in
+    // all fewer greetings than the newest the greeter keeps
+    // (`GREETINGS_KEPT`, 1,000), so retention deletes none of them.
+    const WRITERS: usize = 24;
+    const PER_WRITER: usize = 40;
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let acked = Arc::clone(&acked);
+        writers.push(tokio::spawn(async move {
+            for i in 0..PER_WRITER {
+                let name = format!("w{w}-g{i}");
+                let reply = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    Client::new(Proto::H1).try_request(
+                        Method::GET,
+                        &format!("http://{http}/helloworld/{name}"),
+                        &[],
+                        "",
+                    ),
+                )
+                .await;
+                match reply {
+                    Ok(Ok(r)) if r.status == StatusCode::OK => acked.lock().unwrap().push(name),
+                    _ => break,
+                }
+            }
+        }));
+    }
+    // The kill lands while greetings are being stored, batched.
+    let t0 = Instant::now();
+    while acked.lock().unwrap().len() < 300 && t0.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    kill_9(child);
+    for w in writers {
+        let _ = tokio::time::timeout(Duration::from_secs(5), w).await;
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.len() >= 300,
+        "only {} greetings before the kill",
+        acked.len()
+    );
+    println!(
+        "greeter: {} greetings acknowledged before kill -9",
+        acked.len()
+    );
+
+    // The file as the next process finds it.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut stmt = conn.prepare("SELECT name FROM greetings").unwrap();
+    let stored: HashSet<String> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let lost: Vec<&String> = acked.iter().filter(|n| !stored.contains(*n)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} acknowledged greetings lost: {lost:?}",
+        lost.len(),
+        acked.len()
+    );
 }
 
 const SECRET: &str = "crash-test secret, long enough: 0123456789abcdef";

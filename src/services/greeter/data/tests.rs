@@ -585,3 +585,51 @@ async fn only_the_newest_greetings_stay_and_a_batch_shares_one_created_at() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_greeting_refused_inside_a_many_row_insert_fails_alone_and_the_rest_are_stored() {
+    let data = Data::open_async(":memory:".into()).await.unwrap();
+    let store = Arc::new(GreeterStore::new(data.clone()));
+    let before = data.stats();
+    // A row the database refuses, as a constraint would.
+    let release = hold_store_thread(&data, |c| {
+        c.execute_batch(
+            "CREATE TRIGGER refuse_bad BEFORE INSERT ON greetings WHEN NEW.name = 'bad' \
+             BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+        )
+        .unwrap()
+    })
+    .await;
+    // 21 greetings in one batch: a 16-row, a 4-row and a one-row insert,
+    // with two refused rows wherever they land.
+    let names: Vec<String> = (0..21)
+        .map(|i| match i {
+            5 | 18 => "bad".to_string(),
+            i => format!("g{i}"),
+        })
+        .collect();
+    let tasks = spawn_greetings(&store, names.clone());
+    queued(&data, before, 21).await;
+    drop(release);
+    let mut refused = 0;
+    for (name, task) in names.iter().zip(tasks) {
+        match task.await.unwrap() {
+            Ok(()) => assert_ne!(name, "bad"),
+            Err(e) => {
+                assert_eq!(name, "bad", "{e:?}");
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(refused, 2);
+    let stats = data.stats();
+    assert_eq!(stats.commits - before.commits, 1, "{stats:?}");
+    assert_eq!(stats.committed_writes - before.committed_writes, 19);
+    let rows: i64 = data
+        .read("counting greetings", |c| {
+            c.query_row("SELECT COUNT(*) FROM greetings", [], |r| r.get(0))
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows, 19);
+}
