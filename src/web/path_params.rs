@@ -8,6 +8,7 @@
 //! parameters need no heap at all, as in the matcher itself; only a value
 //! that percent-decoding changed is stored as its own text.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::web::router::Params;
@@ -15,24 +16,28 @@ use crate::web::router::Params;
 /// Up to this many parameters live inline.
 const INLINE: usize = 3;
 
-/// One value: a range of the request path, or decoded text.
-#[derive(Debug, Default)]
-enum Slot {
-    #[default]
-    Empty,
-    Raw(u32, u32),
-    Decoded(Box<str>),
-}
+/// The start of a range that stands for decoded text: its end is the
+/// text's index in [`More::decoded`]. No path starts a value there (a
+/// request head is at most hyper's 128 KiB buffer).
+const DECODED: u32 = u32::MAX;
 
-/// The parameters of one matched route.
+/// The parameters of one matched route: 56 bytes, moved with the context.
 #[derive(Debug, Default)]
 pub struct PathParams {
     /// The route's parameter names, in route order (shared by every request
     /// of the route).
     names: Option<Arc<[Box<str>]>>,
+    /// The first values, each a byte range of the path (or [`DECODED`]).
+    ranges: [(u32, u32); INLINE],
     len: usize,
-    inline: [Slot; INLINE],
-    spill: Vec<Slot>,
+    /// Values past the third, and text percent-decoding changed: rare.
+    more: Option<Box<More>>,
+}
+
+#[derive(Debug, Default)]
+struct More {
+    ranges: Vec<(u32, u32)>,
+    decoded: Vec<Box<str>>,
 }
 
 impl PathParams {
@@ -42,7 +47,9 @@ impl PathParams {
     }
 
     /// The parameters of a lookup of `path` on a route whose names are
-    /// `names` (as [`names_of`] found them in the route's pattern).
+    /// `names` (as [`names_of`] found them in the route's pattern). `path`
+    /// must be the path that was looked up: a value the lookup borrowed is
+    /// kept as its range of it.
     pub fn from_lookup(names: &Arc<[Box<str>]>, path: &str, params: &Params<'_, '_>) -> PathParams {
         // A static route (most of them) has nothing to walk.
         if names.is_empty() {
@@ -53,23 +60,25 @@ impl PathParams {
             ..PathParams::default()
         };
         let base = path.as_ptr() as usize;
-        for (_, value) in params.iter() {
-            let start = (value.as_ptr() as usize).wrapping_sub(base);
-            let slot = match path.get(start..start + value.len()) {
-                // A borrowed value is a slice of `path` itself; decoded text
-                // lives elsewhere, so its address falls outside the path.
-                Some(same) if std::ptr::eq(same.as_ptr(), value.as_ptr()) => {
-                    Slot::Raw(start as u32, (start + value.len()) as u32)
+        params.for_each_value(|value| {
+            let range = match value {
+                // A slice of `path` itself; `get` checks the range again.
+                Cow::Borrowed(value) => {
+                    let start = (value.as_ptr() as usize).wrapping_sub(base);
+                    (start as u32, start.wrapping_add(value.len()) as u32)
                 }
-                _ => Slot::Decoded(value.into()),
+                Cow::Owned(text) => {
+                    let more = out.more.get_or_insert_with(Box::default);
+                    more.decoded.push(text.as_str().into());
+                    (DECODED, (more.decoded.len() - 1) as u32)
+                }
             };
-            if out.len < INLINE {
-                out.inline[out.len] = slot;
-            } else {
-                out.spill.push(slot);
+            match out.ranges.get_mut(out.len) {
+                Some(slot) => *slot = range,
+                None => out.more.get_or_insert_with(Box::default).ranges.push(range),
             }
             out.len += 1;
-        }
+        });
         out
     }
 
@@ -80,16 +89,17 @@ impl PathParams {
         let same =
             |n: &str| n.len() == name.len() && n.bytes().zip(name.bytes()).all(|(a, b)| a == b);
         let index = self.names.as_ref()?.iter().position(|n| same(n))?;
-        let slot = if index < INLINE {
-            self.inline.get(index)?
-        } else {
-            self.spill.get(index - INLINE)?
-        };
-        match slot {
-            Slot::Empty => None,
-            Slot::Raw(start, end) => path.get(*start as usize..*end as usize),
-            Slot::Decoded(text) => Some(text),
+        if index >= self.len {
+            return None;
         }
+        let (start, end) = match self.ranges.get(index) {
+            Some(range) => *range,
+            None => *self.more.as_ref()?.ranges.get(index - INLINE)?,
+        };
+        if start == DECODED {
+            return self.more.as_ref()?.decoded.get(end as usize).map(|t| &**t);
+        }
+        path.get(start as usize..end as usize)
     }
 }
 
@@ -152,6 +162,24 @@ mod tests {
             ),
             [Some("4".into()), Some("/x/y".into()), Some("1".into())]
         );
+    }
+
+    #[test]
+    fn decoded_values_past_the_inline_ones_keep_their_places() {
+        assert_eq!(
+            lookup(
+                "/a/:p1/:p2/:p3/:p4",
+                "/a/1/x%20y/3/caf%C3%A9",
+                &["p4", "p2", "p3", "p1"]
+            ),
+            [
+                Some("café".into()),
+                Some("x y".into()),
+                Some("3".into()),
+                Some("1".into())
+            ]
+        );
+        assert_eq!(std::mem::size_of::<PathParams>(), 56);
     }
 
     #[test]

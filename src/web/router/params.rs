@@ -72,6 +72,21 @@ impl<'r, 'p> Params<'r, 'p> {
         self.all().map(|param| (&**param.name, &*param.value))
     }
 
+    /// Each value in route order, as stored: borrowed from the path (decoded
+    /// to the same text) or decoded text of its own. For the engine, which
+    /// keeps a borrowed value as its range of the path.
+    #[inline]
+    pub(crate) fn for_each_value(&self, mut each: impl FnMut(&Cow<'p, str>)) {
+        match &self.storage {
+            Storage::Inline { len, items } => {
+                for param in items[..*len].iter().flatten() {
+                    each(&param.value);
+                }
+            }
+            Storage::Heap(params) => params.iter().for_each(|param| each(&param.value)),
+        }
+    }
+
     /// How many parameters were captured.
     #[inline]
     pub fn len(&self) -> usize {
