@@ -8,6 +8,7 @@ mod support;
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -34,9 +35,10 @@ fn greeter(config: &std::path::Path) -> (Child, SocketAddr) {
     (child, addrs[0])
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_acknowledged_greeter_registration_survives_kill_9() {
-    let dir = TempDir::new("crash-greeter");
+/// A directory holding a greeter config whose database is a file in it:
+/// the directory (removed when dropped), the database's path, the config's.
+fn greeter_on_a_file(tag: &str) -> (TempDir, PathBuf, PathBuf) {
+    let dir = TempDir::new(tag);
     let db = dir.0.join("greeter.db");
     let config = dir.0.join("config.yaml");
     std::fs::write(
@@ -44,6 +46,23 @@ async fn every_acknowledged_greeter_registration_survives_kill_9() {
         support::greeter::config_text(db.to_str().unwrap(), "5s", "5s"),
     )
     .unwrap();
+    (dir, db, config)
+}
+
+/// Every acknowledged write (`acked`) is among those `stored`.
+fn assert_none_lost(acked: &[String], stored: &HashSet<String>, what: &str) {
+    let lost: Vec<&String> = acked.iter().filter(|n| !stored.contains(*n)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} acknowledged {what} lost: {lost:?}",
+        lost.len(),
+        acked.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_greeter_registration_survives_kill_9() {
+    let (_dir, _db, config) = greeter_on_a_file("crash-greeter");
     let (child, http) = greeter(&config);
 
     let acked = Arc::new(Mutex::new(Vec::new()));
@@ -116,26 +135,13 @@ async fn every_acknowledged_greeter_registration_survives_kill_9() {
             break;
         }
     }
-    let lost: Vec<&String> = acked.iter().filter(|n| !stored.contains(*n)).collect();
-    assert!(
-        lost.is_empty(),
-        "{} of {} acknowledged registrations lost: {lost:?}",
-        lost.len(),
-        acked.len()
-    );
+    assert_none_lost(&acked, &stored, "registrations");
     kill_9(child);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_greeting_survives_kill_9() {
-    let dir = TempDir::new("crash-greetings");
-    let db = dir.0.join("greeter.db");
-    let config = dir.0.join("config.yaml");
-    std::fs::write(
-        &config,
-        support::greeter::config_text(db.to_str().unwrap(), "5s", "5s"),
-    )
-    .unwrap();
+    let (_dir, db, config) = greeter_on_a_file("crash-greetings");
     let (child, http) = greeter(&config);
 
     // 24 writers, enough for batches that store many rows a statement; in
@@ -195,13 +201,7 @@ async fn every_acknowledged_greeting_survives_kill_9() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    let lost: Vec<&String> = acked.iter().filter(|n| !stored.contains(*n)).collect();
-    assert!(
-        lost.is_empty(),
-        "{} of {} acknowledged greetings lost: {lost:?}",
-        lost.len(),
-        acked.len()
-    );
+    assert_none_lost(&acked, &stored, "greetings");
 }
 
 const SECRET: &str = "crash-test secret, long enough: 0123456789abcdef";
