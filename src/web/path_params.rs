@@ -67,19 +67,34 @@ impl PathParams {
                     let start = (value.as_ptr() as usize).wrapping_sub(base);
                     (start as u32, start.wrapping_add(value.len()) as u32)
                 }
-                Cow::Owned(text) => {
-                    let more = out.more.get_or_insert_with(Box::default);
-                    more.decoded.push(text.as_str().into());
-                    (DECODED, (more.decoded.len() - 1) as u32)
-                }
+                Cow::Owned(text) => out.decoded(text),
             };
             match out.ranges.get_mut(out.len) {
                 Some(slot) => *slot = range,
-                None => out.more.get_or_insert_with(Box::default).ranges.push(range),
+                None => out.spill(range),
             }
             out.len += 1;
         });
         out
+    }
+
+    /// Keep `text` (a value percent-decoding changed) in the side list;
+    /// the range that stands for it. Out of line: rare, and it keeps the
+    /// walk of the values small enough to inline.
+    #[cold]
+    fn decoded(&mut self, text: &str) -> (u32, u32) {
+        let more = self.more.get_or_insert_with(Box::default);
+        more.decoded.push(text.into());
+        (DECODED, (more.decoded.len() - 1) as u32)
+    }
+
+    /// The range of a value past the inline ones.
+    #[cold]
+    fn spill(&mut self, range: (u32, u32)) {
+        self.more
+            .get_or_insert_with(Box::default)
+            .ranges
+            .push(range);
     }
 
     /// The value of parameter `name`; `path` must be the path given to
