@@ -100,8 +100,13 @@ fn check_fields(fields: &[Checked], bytes: &[u8]) -> Result<(), Failure> {
         }
     };
     let walked = walk(bytes, |number, value| {
+        // Most fields on the wire carry no rule: one scan of the few that
+        // do (a flood of unchecked fields costs that scan each).
+        let Some(first) = fields.iter().position(|f| f.number == number) else {
+            return;
+        };
         // The last occurrence on the wire is the field's value.
-        for (f, slot) in fields.iter().zip(values.iter_mut()) {
+        for (f, slot) in fields[first..].iter().zip(&mut values[first..]) {
             if f.number == number {
                 *slot = Some(value);
             }
@@ -202,7 +207,9 @@ enum Value<'a> {
 fn walk<'a>(mut bytes: &'a [u8], mut each: impl FnMut(u32, Value<'a>)) -> Option<()> {
     while !bytes.is_empty() {
         let key = varint(&mut bytes)?;
-        let number = u32::try_from(key >> 3).ok()?;
+        // Field number 0 does not exist (the decoder refuses it): a run of
+        // zero bytes is not walked to its end.
+        let number = u32::try_from(key >> 3).ok().filter(|n| *n != 0)?;
         let value = match key & 7 {
             0 => Value::Varint(varint(&mut bytes)?),
             1 => {
