@@ -457,32 +457,21 @@ fn apply_in_transaction(
             last_greeting: None,
             insert_greeting: None,
         };
-        let mut at = 0;
-        while at < ops.len() {
-            let greetings = ops[at..]
-                .iter()
-                .take_while(|op| matches!(op, Op::SaveGreeting { .. }))
-                .count();
-            let Some(rows) = GREETINGS_PER_INSERT.into_iter().find(|&n| greetings >= n) else {
-                applied.one(conn, ops[at], &created_at)?;
-                at += 1;
-                continue;
-            };
-            let run = &ops[at..at + rows];
-            at += rows;
-            match insert_greetings(conn, run, &created_at) {
-                Ok(()) => {
-                    applied.last_greeting = Some(conn.last_insert_rowid());
-                    applied.outcomes.extend(run.iter().map(|_| Ok(Done::Saved)));
-                }
-                // A refused row undid that statement alone: the rows are
-                // stored one by one instead, each with its own outcome.
-                Err(e) if is_constraint(&e) && !conn.is_autocommit() => {
-                    for op in run {
-                        applied.one(conn, op, &created_at)?;
+        // Runs of consecutive greetings are stored many rows a statement
+        // (the largest size that fits, again and again), the rest one by one.
+        let greeting = |op: &&Op| matches!(op, Op::SaveGreeting { .. });
+        for group in ops.chunk_by(|a, b| greeting(a) && greeting(b)) {
+            let mut rest = group;
+            if greeting(&group[0]) {
+                for (rows, sql) in greeting_inserts() {
+                    while let Some((run, tail)) = rest.split_at_checked(*rows) {
+                        applied.many(conn, sql, run, &created_at)?;
+                        rest = tail;
                     }
                 }
-                Err(e) => return Err(e),
+            }
+            for op in rest {
+                applied.one(conn, op, &created_at)?;
             }
         }
         let Applied {
@@ -540,6 +529,31 @@ impl<'c> Applied<'c> {
         }
         Ok(())
     }
+
+    /// Apply the greetings `run` by `sql`, one statement (see
+    /// [`insert_greetings`]). A refused row undoes that statement alone: the
+    /// rows are then stored one by one, each with its own outcome.
+    fn many(
+        &mut self,
+        conn: &'c Connection,
+        sql: &str,
+        run: &[&Op],
+        created_at: &str,
+    ) -> rusqlite::Result<()> {
+        match insert_greetings(conn, sql, run, created_at) {
+            Ok(()) => {
+                self.last_greeting = Some(conn.last_insert_rowid());
+                self.outcomes.extend(run.iter().map(|_| Ok(Done::Saved)));
+            }
+            Err(e) if is_constraint(&e) && !conn.is_autocommit() => {
+                for op in run {
+                    self.one(conn, op, created_at)?;
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
 }
 
 /// The statement that stores one greeting with its `created_at`.
@@ -551,43 +565,44 @@ const INSERT_GREETING: &str = "INSERT INTO greetings (name, created_at) VALUES (
 /// batch's one `created_at` is bound once a statement, not once a row.
 const GREETINGS_PER_INSERT: [usize; 2] = [16, 4];
 
-/// `INSERT … VALUES (?1, ?{n+1}), (?2, ?{n+1}), …`: `n` greetings sharing
-/// the last parameter as `created_at`; made once for each size.
-fn insert_greetings_sql(n: usize) -> &'static str {
+/// For each size `n` of [`GREETINGS_PER_INSERT`], the statement
+/// `INSERT … VALUES (?1, ?{n+1}), (?2, ?{n+1}), …` storing `n` greetings
+/// that share the last parameter as `created_at`; made once.
+fn greeting_inserts() -> &'static [(usize, String)] {
     static SQL: std::sync::OnceLock<Vec<(usize, String)>> = std::sync::OnceLock::new();
-    let all = SQL.get_or_init(|| {
+    SQL.get_or_init(|| {
         GREETINGS_PER_INSERT
             .iter()
             .map(|&n| {
                 let rows: Vec<String> = (1..=n).map(|i| format!("(?{i}, ?{})", n + 1)).collect();
-                (
-                    n,
-                    format!(
-                        "INSERT INTO greetings (name, created_at) VALUES {}",
-                        rows.join(", ")
-                    ),
-                )
+                let sql = format!(
+                    "INSERT INTO greetings (name, created_at) VALUES {}",
+                    rows.join(", ")
+                );
+                (n, sql)
             })
             .collect()
-    });
-    all.iter()
-        .find(|(size, _)| *size == n)
-        .map_or(INSERT_GREETING, |(_, sql)| sql)
+    })
 }
 
-/// Store the greetings `run` (all `SaveGreeting`, one of the sizes of
-/// [`GREETINGS_PER_INSERT`]) by one statement.
-fn insert_greetings(conn: &Connection, run: &[&Op], created_at: &str) -> rusqlite::Result<()> {
+/// Store the greetings `run` (all `SaveGreeting`) by `sql`, the statement
+/// of [`greeting_inserts`] for its length.
+fn insert_greetings(
+    conn: &Connection,
+    sql: &str,
+    run: &[&Op],
+    created_at: &str,
+) -> rusqlite::Result<()> {
     let names = run.iter().map(|op| match op {
         Op::SaveGreeting { name } => Some(name.as_str()),
         // Not a greeting: bound as NULL, which the NOT NULL column refuses,
         // and the run is stored one by one.
         _ => None,
     });
-    let mut insert = conn.prepare_cached(insert_greetings_sql(run.len()))?;
-    insert.execute(rusqlite::params_from_iter(
-        names.chain(std::iter::once(Some(created_at))),
-    ))?;
+    conn.prepare_cached(sql)?
+        .execute(rusqlite::params_from_iter(
+            names.chain(std::iter::once(Some(created_at))),
+        ))?;
     Ok(())
 }
 
