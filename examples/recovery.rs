@@ -58,8 +58,8 @@ async fn main() {
 
     println!("== 3. recovery before the logger: the 500 is not logged\n");
     let mut e = Engine::bare();
-    e.use_middleware(named("recovery", middleware::recovery));
-    e.use_middleware(named("logger", middleware::logger));
+    e.use_middleware(middleware::recovery());
+    e.use_middleware(middleware::logger());
     e.get("/boom", boom()).expect("route registers");
     e.get("/fine", fine()).expect("route registers");
     support::serve_and_send(e, &["GET /boom", "GET /fine"]).await;

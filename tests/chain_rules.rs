@@ -14,7 +14,7 @@ use serde_json::json;
 use handwire::types::BoxFuture;
 use handwire::web::middleware;
 use handwire::web::Engine;
-use handwire::web::{handler, Context, Handler};
+use handwire::web::{after_rest, handler, handler_now, Context, Handler};
 use support::app::start;
 use support::http::{get, send, Client, Proto, BOTH};
 
@@ -172,6 +172,116 @@ async fn middleware_without_next_still_continues_chain() {
     assert_eq!(r.text(), "h");
     // "quiet" returns before "h" runs: the loop in next(), not "quiet", runs h.
     assert_eq!(take(&log), ["a>", "quiet", "h", "<a"]);
+}
+
+/// Middleware whose code all runs after the rest: logs `<name (aborted=..)`.
+fn after(log: &Log, name: &'static str) -> Handler {
+    let log = log.clone();
+    after_rest(name, move |c| {
+        push(&log, format!("<{name} (aborted={})", c.is_aborted()))
+    })
+}
+
+/// A handler that never awaits: logs `name`, aborts if asked to.
+fn now(log: &Log, name: &'static str, abort: bool) -> Handler {
+    let log = log.clone();
+    handler_now(name, move |c| {
+        push(&log, name);
+        if abort {
+            c.abort();
+        }
+    })
+}
+
+#[tokio::test]
+async fn handlers_that_never_await_follow_the_same_next_and_abort_rules() {
+    // The same chains as the awaiting rules above, built of the two kinds
+    // the loop runs without a future: a `handler_now` is a handler that
+    // returns without next() (the implicit next); an `after_rest` is one
+    // whose whole code follows `next().await`, so its code runs on the
+    // way out, innermost first, in order with the awaiting ones.
+    let log = new_log();
+    let mut e = Engine::bare();
+    e.handle(
+        Method::GET,
+        "/",
+        vec![
+            after(&log, "a"),
+            wrap(&log, "b"),
+            after(&log, "c"),
+            now(&log, "quiet", false),
+            endpoint(&log, "h"),
+        ],
+    )
+    .unwrap();
+    e.handle(
+        Method::GET,
+        "/abort",
+        vec![
+            after(&log, "a"),
+            wrap(&log, "b"),
+            after(&log, "c"),
+            now(&log, "guard", true),
+            endpoint(&log, "h"),
+        ],
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    for proto in BOTH {
+        let r = get(proto, srv.addr, "/").await;
+        assert_eq!(r.text(), "h");
+        assert_eq!(
+            take(&log),
+            [
+                "b>",
+                "quiet",
+                "h",
+                "<c (aborted=false)",
+                "<b",
+                "<a (aborted=false)"
+            ]
+        );
+        let r = get(proto, srv.addr, "/abort").await;
+        assert_eq!((r.status, r.body.len()), (StatusCode::OK, 0));
+        assert_eq!(
+            take(&log),
+            [
+                "b>",
+                "guard",
+                "<c (aborted=true)",
+                "<b",
+                "<a (aborted=true)"
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_handler_called_on_its_own_runs_as_its_kind_says() {
+    // `Handler::call` gives every kind a future: an `after_rest` runs the
+    // rest of the chain first, as the chain's loop would.
+    let log = new_log();
+    let mut e = Engine::bare();
+    let (first, quiet) = (after(&log, "first"), now(&log, "quiet", false));
+    e.handle(
+        Method::GET,
+        "/",
+        vec![
+            handler(move |c| {
+                let (first, quiet) = (first.clone(), quiet.clone());
+                Box::pin(async move {
+                    quiet.call(c).await;
+                    first.call(c).await;
+                })
+            }),
+            endpoint(&log, "h"),
+        ],
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    let r = get(Proto::H1, srv.addr, "/").await;
+    assert_eq!(r.text(), "h");
+    assert_eq!(take(&log), ["quiet", "h", "<first (aborted=false)"]);
 }
 
 #[tokio::test]
@@ -661,7 +771,7 @@ async fn a_panic_cuts_short_the_middleware_inside_recovery_not_those_outside() {
     let log = new_log();
     let mut e = Engine::bare();
     e.use_middleware(wrap(&log, "outside"));
-    e.use_middleware(handler(middleware::recovery));
+    e.use_middleware(middleware::recovery());
     e.use_middleware(wrap(&log, "inside"));
     e.get(
         "/panic",

@@ -13,7 +13,7 @@ use http::StatusCode;
 /// The app, with tracing on or off.
 pub fn index_app(trace: bool) -> Arc<App> {
     let mut e = Engine::bare();
-    e.use_middleware(named("recovery", middleware::recovery));
+    e.use_middleware(middleware::recovery());
     e.use_middleware(named("global_middleware", |c| {
         Box::pin(async move {
             c.set("middle", "value");

@@ -29,29 +29,67 @@ use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, Method, StatusCode, Uri};
 
 use crate::types::BoxFuture;
+use crate::web::keys::Keys;
 use crate::web::path_params::PathParams;
 use crate::web::trace::{Trace, Unwound};
 use crate::web::urlenc;
 
-/// The function inside a [`Handler`].
+/// The function inside an awaiting [`Handler`].
 pub type HandlerFn = dyn for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync;
+
+/// The function inside a [`Handler`] that never awaits ([`handler_now`],
+/// [`after_rest`]).
+pub type HandlerFnNow = dyn Fn(&mut Context) + Send + Sync;
 
 /// One step of a chain: middleware and route handlers have the same type.
 ///
-/// A handler borrows the context for as long as its future runs, so it can
-/// call `c.next().await` in the middle of its own code. It may carry a name
-/// (given at registration with [`named`]), which the route table and the
-/// chain trace print; an unnamed one is shown by its index.
+/// Three kinds, one chain. An awaiting handler ([`handler`], [`named`])
+/// borrows the context for as long as its future runs, so it can call
+/// `c.next().await` in the middle of its own code. A handler that never
+/// awaits ([`handler_now`]) is called and returns: no future, no
+/// allocation; it cannot call `next()`, and the chain goes on after it as
+/// after any handler that did not call `next()`. Middleware whose code all
+/// comes after the rest of the chain ([`after_rest`], the logger) is the
+/// same as one beginning with `c.next().await`, run by the loop without a
+/// future of its own. A handler may carry a name (given at registration),
+/// which the route table and the chain trace print; an unnamed one is
+/// shown by its index.
 #[derive(Clone)]
 pub struct Handler {
-    run: Arc<HandlerFn>,
+    run: Run,
     name: Option<&'static str>,
 }
 
+/// What a [`Handler`] runs, by kind.
+#[derive(Clone)]
+enum Run {
+    /// Its own future, which may await and call `next()` anywhere.
+    Await(Arc<HandlerFn>),
+    /// Called and returned: the loop goes on to the next handler.
+    Now(Arc<HandlerFnNow>),
+    /// Called when the rest of the chain has ended: `c.next().await; f(c)`.
+    AfterRest(Arc<HandlerFnNow>),
+}
+
 impl Handler {
-    /// Run this handler on `c`.
+    /// Run this handler on `c`. The chain's loop calls the two kinds that
+    /// never await without this future; it is for running one handler
+    /// on its own.
     pub fn call<'a>(&self, c: &'a mut Context) -> BoxFuture<'a, ()> {
-        (self.run)(c)
+        match &self.run {
+            Run::Await(f) => f(c),
+            Run::Now(f) => {
+                let f = f.clone();
+                Box::pin(async move { f(c) })
+            }
+            Run::AfterRest(f) => {
+                let f = f.clone();
+                Box::pin(async move {
+                    c.next().await;
+                    f(c);
+                })
+            }
+        }
     }
 
     /// The name given at registration, if any.
@@ -78,7 +116,7 @@ where
     F: for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync + 'static,
 {
     Handler {
-        run: Arc::new(f),
+        run: Run::Await(Arc::new(f)),
         name: None,
     }
 }
@@ -89,6 +127,40 @@ where
     F: for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync + 'static,
 {
     handler(f).with_name(name)
+}
+
+/// A [`Handler`] called `name` that never awaits: Gin's plain
+/// `func(c *gin.Context)` that does not call `c.Next()`. The loop calls it
+/// and goes on to the next handler (unless it aborted).
+///
+/// ```
+/// use handwire::web::{handler_now, Handler};
+/// use http::StatusCode;
+/// let h: Handler = handler_now("hi", |c| c.string(StatusCode::OK, "hi"));
+/// ```
+pub fn handler_now<F>(name: &'static str, f: F) -> Handler
+where
+    F: Fn(&mut Context) + Send + Sync + 'static,
+{
+    Handler {
+        run: Run::Now(Arc::new(f)),
+        name: Some(name),
+    }
+}
+
+/// Middleware called `name` whose code all runs after the rest of the
+/// chain: the same as `named(name, |c| Box::pin(async move {
+/// c.next().await; f(c) }))`, with the rest run by the chain's loop and
+/// `f` called when it ends (after an abort too, like any code after
+/// `next()`), innermost first.
+pub fn after_rest<F>(name: &'static str, f: F) -> Handler
+where
+    F: Fn(&mut Context) + Send + Sync + 'static,
+{
+    Handler {
+        run: Run::AfterRest(Arc::new(f)),
+        name: Some(name),
+    }
 }
 
 /// Index value that means "aborted": far past any real chain length, and far
@@ -198,9 +270,9 @@ pub struct Context {
     /// engine's count of the request.
     finished_at: Option<Instant>,
     params: PathParams,
-    /// Gin's `c.Keys`: few entries, so a list beats a hash map (and needs no
-    /// allocation until the first `set`).
-    keys: Vec<(&'static str, Box<dyn Any + Send + Sync>)>,
+    /// Gin's `c.Keys`: few entries, so a list beats a hash map; the first
+    /// is held inline, and a `&'static str` value unboxed ([`Keys`]).
+    keys: Keys,
     handlers: Arc<[Handler]>,
     index: isize,
     /// The walk of the chain, when tracing is on (`None`: one branch per
@@ -230,7 +302,7 @@ impl Context {
             received_at,
             finished_at: None,
             params,
-            keys: Vec::new(),
+            keys: Keys::default(),
             handlers,
             index: -1,
             trace: None,
@@ -248,10 +320,12 @@ impl Context {
     /// Run the rest of the chain now; returns when it has finished (or was
     /// aborted), so the caller's remaining code runs afterwards.
     ///
-    /// The future is not boxed: each handler's own future is (a
+    /// The future is not boxed: each awaiting handler's own future is (a
     /// [`BoxFuture`]), which is what lets the chain nest without a type of
     /// unbounded size, so a second box per step would only cost an
-    /// allocation and a copy.
+    /// allocation and a copy. The two kinds that never await are called
+    /// here with no future at all; the [`after_rest`] ones this loop
+    /// passes are called when the loop ends, innermost first.
     #[allow(clippy::should_implement_trait)] // Gin's name, on purpose
     pub async fn next(&mut self) {
         let aborted = self.index_is_aborted();
@@ -260,25 +334,67 @@ impl Context {
         }
         self.index += 1;
         let handlers = self.handlers.clone();
+        // The handlers this loop runs are `first..=last`: one that calls
+        // `next()` runs the rest in its own loop, and `abort()` jumps past
+        // the end, so either way this loop stops after it.
+        let first = self.index;
+        let mut last = None;
         while let Some(h) = usize::try_from(self.index)
             .ok()
             .and_then(|i| handlers.get(i))
         {
-            match self.trace.is_some() {
-                false => h.call(self).await,
-                true => self.traced(h).await,
+            last = Some(self.index);
+            let tracing = self.trace.is_some();
+            match &h.run {
+                Run::Await(f) if !tracing => f(self).await,
+                Run::Await(_) => self.traced(h).await,
+                Run::Now(f) => {
+                    self.trace_enter(h);
+                    f(self);
+                    self.trace_exit();
+                }
+                Run::AfterRest(_) => {
+                    self.trace_enter(h);
+                    if let Some(t) = &mut self.trace {
+                        t.next_called(false);
+                    }
+                }
             }
             self.index += 1;
+        }
+        let Some(last) = last else {
+            return;
+        };
+        for i in (first..=last).rev() {
+            let run = usize::try_from(i).ok().and_then(|i| handlers.get(i));
+            if let Some(Handler {
+                run: Run::AfterRest(f),
+                ..
+            }) = run
+            {
+                f(self);
+                self.trace_exit();
+            }
         }
     }
 
     /// Run `h` (at the current index) between its enter and exit lines.
     async fn traced(&mut self, h: &Handler) {
+        self.trace_enter(h);
+        h.call(self).await;
+        self.trace_exit();
+    }
+
+    /// While tracing, the handler at the current index starts.
+    fn trace_enter(&mut self, h: &Handler) {
         let index = self.index;
         if let Some(t) = &mut self.trace {
             t.enter(index, h.name());
         }
-        h.call(self).await;
+    }
+
+    /// While tracing, the innermost running handler ends.
+    fn trace_exit(&mut self) {
         let aborted = self.is_aborted();
         if let Some(t) = &mut self.trace {
             t.exit(aborted);
@@ -481,19 +597,12 @@ impl Context {
 
     /// Store `value` under `key` for the handlers that follow.
     pub fn set<V: Any + Send + Sync>(&mut self, key: &'static str, value: V) {
-        let value: Box<dyn Any + Send + Sync> = Box::new(value);
-        match self.keys.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => self.keys.push((key, value)),
-        }
+        self.keys.set(key, value);
     }
 
     /// Read a value stored under `key`, if it has type `V`.
     pub fn get<V: Any>(&self, key: &str) -> Option<&V> {
-        self.keys
-            .iter()
-            .find(|(k, _)| *k == key)
-            .and_then(|(_, v)| v.downcast_ref::<V>())
+        self.keys.get(key)
     }
 
     // ---- response ---------------------------------------------------------

@@ -83,8 +83,8 @@ impl Engine {
     /// An engine with the default middleware: request logger, then recovery.
     pub fn new() -> Engine {
         let mut e = Engine::bare();
-        e.use_middleware(named("logger", middleware::logger));
-        e.use_middleware(named("recovery", middleware::recovery));
+        e.use_middleware(middleware::logger());
+        e.use_middleware(middleware::recovery());
         e
     }
 

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use http::{Method, StatusCode, Uri};
 
 use crate::types::BoxFuture;
-use crate::web::chain::{handler, Context, Handler};
+use crate::web::chain::{after_rest, handler, named, Context, Handler};
 use crate::web::numfmt::{push_ip, push_latency, push_status};
 use crate::web::trace::Unwound;
 use crate::web::{log, timefmt, tracecontext, urlenc};
@@ -47,31 +47,36 @@ pub const REDACTED_PARAMS: [&str; 6] = [
 ///
 /// With `--trace` the line is held and written after the request's trace,
 /// since this outer handler is the last to finish.
-pub fn logger(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        // From the request's arrival, not from here: the engine reads the
-        // body before the chain runs, and Gin's latency (its handlers read
-        // the body) includes it. It also spares a clock read per request.
-        c.next().await;
-        let latency = c.latency();
-        let at = c.received_at() + latency;
-        let (status, ip) = (c.response_status(), c.client_ip());
-        let request = Logged {
-            at,
-            status,
-            latency,
-            ip,
-            method: c.method(),
-            uri: c.uri(),
-        };
-        if c.is_tracing() {
-            let mut line = Vec::new();
-            push_request_line(&mut line, &request);
-            c.hold_after_trace(line);
-        } else {
-            log_request(log::stdout(), &request);
-        }
-    })
+///
+/// All its code runs after the rest of the chain ([`after_rest`]), so the
+/// chain's loop runs it with no future of its own.
+pub fn logger() -> Handler {
+    after_rest("logger", log_after_rest)
+}
+
+/// The logger's code, run when the rest of the chain has ended.
+fn log_after_rest(c: &mut Context) {
+    // From the request's arrival, not from here: the engine reads the
+    // body before the chain runs, and Gin's latency (its handlers read
+    // the body) includes it. It also spares a clock read per request.
+    let latency = c.latency();
+    let at = c.received_at() + latency;
+    let (status, ip) = (c.response_status(), c.client_ip());
+    let request = Logged {
+        at,
+        status,
+        latency,
+        ip,
+        method: c.method(),
+        uri: c.uri(),
+    };
+    if c.is_tracing() {
+        let mut line = Vec::new();
+        push_request_line(&mut line, &request);
+        c.hold_after_trace(line);
+    } else {
+        log_request(log::stdout(), &request);
+    }
 }
 
 /// One request as the logger writes it.
@@ -166,7 +171,11 @@ pub fn push_redacted_target(buf: &mut Vec<u8>, uri: &Uri, max: usize) {
 /// the connection and the server keep going. The abort and the 500 are
 /// recovery's own: with `--trace` they are its lines, and the handler that
 /// panicked exits `[panicked: …]`.
-pub fn recovery(c: &mut Context) -> BoxFuture<'_, ()> {
+pub fn recovery() -> Handler {
+    named("recovery", recover)
+}
+
+fn recover(c: &mut Context) -> BoxFuture<'_, ()> {
     Box::pin(async move {
         let mark = c.mark();
         let outcome = CatchUnwind(std::pin::pin!(c.next())).await;

@@ -48,6 +48,7 @@ pub(crate) mod engine;
 pub(crate) mod governor;
 pub(crate) mod health;
 pub(crate) mod intake;
+pub(crate) mod keys;
 pub mod launch;
 pub mod log;
 pub mod metrics;
@@ -71,7 +72,9 @@ pub(crate) mod urlenc;
 // `router::Router`); everything else a user of the framework needs is here.
 pub use app::{App, BodyTimeoutAnswer, EdgeAnswer, HEADER_BYTES_MAX, HEADER_FIELDS_MAX, URI_MAX};
 pub use budget::ConnectionBudget;
-pub use chain::{handler, named, Context, Handler, HandlerFn};
+pub use chain::{
+    after_rest, handler, handler_now, named, Context, Handler, HandlerFn, HandlerFnNow,
+};
 pub use cors::{Cors, CorsConfig};
 pub use engine::{Engine, Group, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT};
 pub use governor::{HANDLERS_AT_START, HANDLERS_PER_CONNECTION};

@@ -29,9 +29,13 @@ pub(crate) fn push_status(buf: &mut Vec<u8>, status: StatusCode) {
 /// `{:>width$?}` of a `Duration`: `84.741µs`, `1.234567ms`, `2s`,
 /// right-aligned in `width` characters (the request log's 12; the gRPC
 /// access line's 0), as `Duration`'s `Debug` writes it.
+///
+/// Written right to left into a line of spaces (the unit, the fraction
+/// without its trailing zeros, the point, the integer), so the padding and
+/// the text reach `buf` in one copy.
 pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration, width: usize) {
     let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
-    let (int, frac, frac_digits, unit): (u64, u32, u32, &str) = if secs > 0 {
+    let (int, mut frac, mut frac_digits, unit): (u64, u32, u32, &str) = if secs > 0 {
         (secs, nanos, 9, "s")
     } else if nanos >= 1_000_000 {
         (u64::from(nanos / 1_000_000), nanos % 1_000_000, 6, "ms")
@@ -40,46 +44,69 @@ pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration, width: usize) {
     } else {
         (u64::from(nanos), 0, 0, "ns")
     };
-    let mut text = [0u8; 40];
-    let mut len = 0;
-    let mut digits = [0u8; 20];
+    // 20 integer digits, a point, 9 fraction digits and 3 unit bytes at
+    // most, and room for a 12-character pad in front of the longest text.
+    let mut text = [b' '; 48];
+    let mut at = text.len();
+    for &byte in unit.as_bytes().iter().rev() {
+        at -= 1;
+        text[at] = byte;
+    }
+    if frac > 0 {
+        while frac % 10 == 0 {
+            frac /= 10;
+            frac_digits -= 1;
+        }
+        for _ in 0..frac_digits {
+            at -= 1;
+            text[at] = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        at -= 1;
+        text[at] = b'.';
+    }
     let mut n = int;
-    let mut count = 0;
     loop {
-        digits[count] = b'0' + (n % 10) as u8;
-        count += 1;
+        at -= 1;
+        text[at] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
             break;
         }
     }
-    for i in (0..count).rev() {
-        text[len] = digits[i];
-        len += 1;
-    }
-    if frac > 0 {
-        // The fraction's digits right to left (a division by the constant
-        // 10 is a multiplication), then without its trailing zeros.
-        let mut fraction = [b'0'; 9];
-        let mut rest = frac;
-        for digit in fraction[..frac_digits as usize].iter_mut().rev() {
-            *digit = b'0' + (rest % 10) as u8;
-            rest /= 10;
-        }
-        let mut kept = frac_digits as usize;
-        while fraction[kept - 1] == b'0' {
-            kept -= 1;
-        }
-        text[len] = b'.';
-        text[len + 1..len + 1 + kept].copy_from_slice(&fraction[..kept]);
-        len += 1 + kept;
-    }
-    text[len..len + unit.len()].copy_from_slice(unit.as_bytes());
-    len += unit.len();
-    let chars = len - usize::from(unit == "µs"); // µ is two bytes, one character
-    buf.resize(buf.len() + width.saturating_sub(chars), b' ');
-    buf.extend_from_slice(&text[..len]);
+    let chars = text.len() - at - usize::from(unit == "µs"); // µ: two bytes, one character
+    push_padded(buf, &text, at, width.saturating_sub(chars));
 }
+
+/// Append `text[at..]` with `pad` spaces in front, taken from the spaces
+/// before `at` when there are enough.
+fn push_padded(buf: &mut Vec<u8>, text: &[u8], at: usize, pad: usize) {
+    match at.checked_sub(pad) {
+        Some(start) => buf.extend_from_slice(&text[start..]),
+        None => {
+            buf.resize(buf.len() + pad, b' ');
+            buf.extend_from_slice(&text[at..]);
+        }
+    }
+}
+
+/// Each octet's decimal digits followed by a `.`, and how many digits.
+static OCTETS: [([u8; 4], u8); 256] = {
+    let mut table = [([0u8; 4], 0u8); 256];
+    let mut i = 0;
+    while i < 256 {
+        let n = i as u8;
+        table[i] = if n >= 100 {
+            ([b'0' + n / 100, b'0' + n / 10 % 10, b'0' + n % 10, b'.'], 3)
+        } else if n >= 10 {
+            ([b'0' + n / 10, b'0' + n % 10, b'.', 0], 2)
+        } else {
+            ([b'0' + n, b'.', 0, 0], 1)
+        };
+        i += 1;
+    }
+    table
+};
 
 /// `{:>width$}` of the client IP (the request log's 15; the gRPC access
 /// line's 0).
@@ -88,26 +115,18 @@ pub(crate) fn push_ip(buf: &mut Vec<u8>, ip: IpAddr, width: usize) {
         let _ = write!(buf, "{ip:>width$}");
         return;
     };
-    let mut text = [0u8; 15];
-    let mut len = 0;
-    for (i, octet) in v4.octets().into_iter().enumerate() {
-        if i > 0 {
-            text[len] = b'.';
-            len += 1;
-        }
-        if octet >= 100 {
-            text[len] = b'0' + octet / 100;
-            len += 1;
-        }
-        if octet >= 10 {
-            text[len] = b'0' + octet / 10 % 10;
-            len += 1;
-        }
-        text[len] = b'0' + octet % 10;
-        len += 1;
+    // The text starts after 16 spaces, room for the request log's pad.
+    const AT: usize = 16;
+    let mut text = [b' '; AT + 16];
+    let mut end = AT;
+    for octet in v4.octets() {
+        let (digits, len) = OCTETS[usize::from(octet)];
+        text[end..end + 4].copy_from_slice(&digits);
+        end += usize::from(len) + 1;
     }
-    buf.resize(buf.len() + width.saturating_sub(len), b' ');
-    buf.extend_from_slice(&text[..len]);
+    let end = end - 1; // the last octet's `.`
+    let pad = width.saturating_sub(end - AT);
+    push_padded(buf, &text[..end], AT, pad);
 }
 
 #[cfg(test)]
@@ -151,6 +170,8 @@ mod tests {
             "0.0.0.0",
             "255.255.255.255",
             "10.20.3.4",
+            "100.9.10.255",
+            "1.2.3.4",
             "::1",
             "2001:db8::1",
         ];

@@ -284,7 +284,7 @@ mod tests {
     async fn a_panic_is_the_handlers_exit_and_the_abort_and_500_are_recoverys_lines() {
         let handlers = vec![
             pass("outer"),
-            named("recovery", middleware::recovery),
+            middleware::recovery(),
             named("mw", |c| {
                 Box::pin(async move {
                     c.next().await;

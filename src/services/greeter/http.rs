@@ -16,7 +16,7 @@ use http::StatusCode;
 use crate::protocol::gateway::{self, error_body, fail, Gateway};
 use crate::protocol::grpc::{web, Server};
 use crate::web::app::{json_response, App};
-use crate::web::chain::{handler, named, Context};
+use crate::web::chain::{handler, Context};
 use crate::web::cors::Cors;
 use crate::web::engine::Engine;
 use crate::web::health::{self, Probe};
@@ -80,11 +80,11 @@ pub fn app(
     grpc_web: Server,
 ) -> Result<Arc<App>, InsertError> {
     let mut e = Engine::bare();
-    e.use_middleware(named("logger", middleware::logger));
+    e.use_middleware(middleware::logger());
     if let Some(cors) = cors {
         e.use_middleware(Arc::new(cors).middleware());
     }
-    e.use_middleware(named("recovery", middleware::recovery));
+    e.use_middleware(middleware::recovery());
     e.metrics(metrics)?;
     health::register(&mut e, ready)?;
     e.on_edge_error(edge_response);

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::types::BoxFuture;
 use crate::web::bind::{bind, Validate};
-use crate::web::chain::{named, Context, Handler};
+use crate::web::chain::{handler_now, named, Context, Handler};
 use crate::web::engine::Engine;
 use crate::web::router::InsertError;
 
@@ -62,21 +62,20 @@ impl Validate for Login {
 /// Build the demo engine with every route (the table in docs/router-demo.md).
 pub fn engine(opts: DemoOptions) -> Result<Engine, InsertError> {
     let mut e = Engine::new();
-    e.use_middleware(named("global_middleware", store_middle));
+    e.use_middleware(handler_now("global_middleware", store_middle));
 
     e.get("/api/gin-test", text("Hello, gin-test!"))?;
     e.get("/hello", text("Hello World!"))?;
-    e.get("/book/:id", named("book_handler", book))?;
-    e.get("/user", named("user_handler", user))?;
-    e.get("/food/:name", named("food_handler", food))?;
-    e.get("/login", named("login_handler", login))?;
-    e.post("/login", named("login_handler", login))?;
+    e.get("/book/:id", handler_now("book_handler", book))?;
+    e.get("/user", handler_now("user_handler", user))?;
+    e.get("/food/:name", handler_now("food_handler", food))?;
+    e.get("/login", handler_now("login_handler", login))?;
+    e.post("/login", handler_now("login_handler", login))?;
     let target: Arc<str> = opts.redirect_target.into();
     e.get(
         "/remove",
-        named("redirect_handler", move |c| {
-            let target = target.clone();
-            Box::pin(async move { c.redirect(StatusCode::MOVED_PERMANENTLY, &target) })
+        handler_now("redirect_handler", move |c| {
+            c.redirect(StatusCode::MOVED_PERMANENTLY, &target)
         }),
     )?;
     e.get("/users", envelope("user list"))?;
@@ -89,111 +88,94 @@ pub fn engine(opts: DemoOptions) -> Result<Engine, InsertError> {
     v2.post("/login", hello_with_default("jack"))?;
     v2.post("/submit", hello_with_default("lily"))?;
 
-    e.get("/Global", named("global_handler", global))?;
+    e.get("/Global", handler_now("global_handler", global))?;
     e.handle(
         Method::GET,
         "/index",
         vec![
             named("token_check", require_token),
-            named("index_handler", index),
+            handler_now("index_handler", index),
         ],
     )?;
     Ok(e)
 }
 
 fn text(body: &'static str) -> Handler {
-    named("text_handler", move |c| {
-        Box::pin(async move { c.string(StatusCode::OK, body) })
-    })
+    handler_now("text_handler", move |c| c.string(StatusCode::OK, body))
 }
 
 fn envelope(msg: &'static str) -> Handler {
-    named("envelope_handler", move |c| {
-        Box::pin(async move {
-            c.json(
-                StatusCode::OK,
-                &json!({ "msg": msg, "data": null, "code": "90200" }),
-            )
-        })
+    handler_now("envelope_handler", move |c| {
+        c.json(
+            StatusCode::OK,
+            &json!({ "msg": msg, "data": null, "code": "90200" }),
+        )
     })
 }
 
 fn hello_with_default(default: &'static str) -> Handler {
-    named("hello_handler", move |c| {
-        Box::pin(async move {
-            let name = c.default_query("name", default);
-            c.string(StatusCode::OK, format!("hello {name}\n"));
-        })
+    handler_now("hello_handler", move |c| {
+        let name = c.default_query("name", default);
+        c.string(StatusCode::OK, format!("hello {name}\n"));
     })
 }
 
-fn book(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        // One block of the exact size, which the body then owns as it is:
-        // `format!` grows its buffer, and a body made from a `String` with
-        // spare capacity takes a second block to share it.
-        const TEXT: &str = "You are reading book ";
-        let id = c.param("id").unwrap_or_default();
-        let mut text = String::with_capacity(TEXT.len() + id.len());
-        text.push_str(TEXT);
-        text.push_str(id);
-        c.string(StatusCode::OK, text);
-    })
+fn book(c: &mut Context) {
+    // One block of the exact size, which the body then owns as it is:
+    // `format!` grows its buffer, and a body made from a `String` with
+    // spare capacity takes a second block to share it.
+    const TEXT: &str = "You are reading book ";
+    let id = c.param("id").unwrap_or_default();
+    let mut text = String::with_capacity(TEXT.len() + id.len());
+    text.push_str(TEXT);
+    text.push_str(id);
+    c.string(StatusCode::OK, text);
 }
 
-fn user(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        let name = c.query("name").unwrap_or_default();
-        c.string(StatusCode::OK, format!("The user name is {name}"));
-    })
+fn user(c: &mut Context) {
+    let name = c.query("name").unwrap_or_default();
+    c.string(StatusCode::OK, format!("The user name is {name}"));
 }
 
-fn food(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        let weight = c.query("weight").unwrap_or_default();
-        let name = c.param("name").unwrap_or_default();
-        let text = format!("The food {name} weighs {weight}");
-        c.string(StatusCode::OK, text);
-    })
+fn food(c: &mut Context) {
+    let weight = c.query("weight").unwrap_or_default();
+    let name = c.param("name").unwrap_or_default();
+    let text = format!("The food {name} weighs {weight}");
+    c.string(StatusCode::OK, text);
 }
 
 /// 200 either way (the status is not the error channel here): `code` 90200
 /// with the data, or 90400 with the validation message.
-fn login(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        let body = match bind::<Login>(c) {
-            Ok(l) => json!({
-                "code": 90200,
-                "data": { "username": l.username, "password": l.password },
-                "msg": "login success",
-            }),
-            Err(e) => json!({
-                "code": 90400,
-                "data": null,
-                "msg": format!("login failed: {e}"),
-            }),
-        };
-        c.json(StatusCode::OK, &body);
-    })
+fn login(c: &mut Context) {
+    let body = match bind::<Login>(c) {
+        Ok(l) => json!({
+            "code": 90200,
+            "data": { "username": l.username, "password": l.password },
+            "msg": "login success",
+        }),
+        Err(e) => json!({
+            "code": 90400,
+            "data": null,
+            "msg": format!("login failed: {e}"),
+        }),
+    };
+    c.json(StatusCode::OK, &body);
 }
 
 /// Global middleware: stores a value that `/Global` reads back (keys set
-/// by a middleware are visible to the handlers after it).
-fn store_middle(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        c.set(MIDDLE_KEY, MIDDLE_VALUE);
-        c.next().await;
-    })
+/// by a middleware are visible to the handlers after it). It never awaits
+/// and has nothing to do after the rest, so it does not call `next()`: the
+/// chain goes on when it returns (Gin's implicit next).
+fn store_middle(c: &mut Context) {
+    c.set(MIDDLE_KEY, MIDDLE_VALUE);
 }
 
-fn global(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        let data = c.get::<&str>(MIDDLE_KEY).copied();
-        c.json(
-            StatusCode::OK,
-            &json!({ "msg": "read the value stored by the global middleware", "data": data, "code": "90200" }),
-        );
-    })
+fn global(c: &mut Context) {
+    let data = c.get::<&str>(MIDDLE_KEY).copied();
+    c.json(
+        StatusCode::OK,
+        &json!({ "msg": "read the value stored by the global middleware", "data": data, "code": "90200" }),
+    );
 }
 
 /// Route middleware of `/index`: no or empty `token` header
@@ -212,11 +194,9 @@ fn require_token(c: &mut Context) -> BoxFuture<'_, ()> {
     })
 }
 
-fn index(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        c.json(
-            StatusCode::OK,
-            &json!({ "msg": "token accepted", "data": "welcome to the index page", "code": "90200" }),
-        )
-    })
+fn index(c: &mut Context) {
+    c.json(
+        StatusCode::OK,
+        &json!({ "msg": "token accepted", "data": "welcome to the index page", "code": "90200" }),
+    )
 }
