@@ -30,12 +30,13 @@ pub(crate) fn push_status(buf: &mut Vec<u8>, status: StatusCode) {
 /// right-aligned in `width` characters (the request log's 12; the gRPC
 /// access line's 0), as `Duration`'s `Debug` writes it.
 ///
-/// Written right to left into a line of spaces (the unit, the fraction
-/// without its trailing zeros, the point, the integer), so the padding and
-/// the text reach `buf` in one copy.
+/// The lengths come first, so the digits are stored straight into `buf`:
+/// text built byte by byte on the stack and then copied costs a stalled
+/// load per copy (a store forwarded to a wider load), which a profile of
+/// `GET /hello` showed at about 60 ns for this field.
 pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration, width: usize) {
     let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
-    let (int, mut frac, mut frac_digits, unit): (u64, u32, u32, &str) = if secs > 0 {
+    let (int, mut frac, mut frac_digits, unit): (u64, u32, usize, &str) = if secs > 0 {
         (secs, nanos, 9, "s")
     } else if nanos >= 1_000_000 {
         (u64::from(nanos / 1_000_000), nanos % 1_000_000, 6, "ms")
@@ -44,49 +45,39 @@ pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration, width: usize) {
     } else {
         (u64::from(nanos), 0, 0, "ns")
     };
-    // 20 integer digits, a point, 9 fraction digits and 3 unit bytes at
-    // most, and room for a 12-character pad in front of the longest text.
-    let mut text = [b' '; 48];
-    let mut at = text.len();
-    for &byte in unit.as_bytes().iter().rev() {
-        at -= 1;
-        text[at] = byte;
+    if frac == 0 {
+        frac_digits = 0;
     }
-    if frac > 0 {
-        while frac % 10 == 0 {
-            frac /= 10;
-            frac_digits -= 1;
-        }
-        for _ in 0..frac_digits {
-            at -= 1;
-            text[at] = b'0' + (frac % 10) as u8;
-            frac /= 10;
-        }
-        at -= 1;
-        text[at] = b'.';
+    while frac_digits > 0 && frac % 10 == 0 {
+        frac /= 10;
+        frac_digits -= 1;
     }
-    let mut n = int;
-    loop {
-        at -= 1;
-        text[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+    let int_digits = int.checked_ilog10().map_or(1, |l| l as usize + 1);
+    let point = usize::from(frac_digits > 0);
+    let bytes = int_digits + point + frac_digits + unit.len();
+    let chars = bytes - usize::from(unit == "µs"); // µ: two bytes, one character
+    let out = grow_padded(buf, width.saturating_sub(chars), bytes);
+    write_digits(&mut out[..int_digits], int);
+    if point == 1 {
+        out[int_digits] = b'.';
+        let at = int_digits + 1;
+        write_digits(&mut out[at..at + frac_digits], u64::from(frac));
     }
-    let chars = text.len() - at - usize::from(unit == "µs"); // µ: two bytes, one character
-    push_padded(buf, &text, at, width.saturating_sub(chars));
+    out[bytes - unit.len()..].copy_from_slice(unit.as_bytes());
 }
 
-/// Append `text[at..]` with `pad` spaces in front, taken from the spaces
-/// before `at` when there are enough.
-fn push_padded(buf: &mut Vec<u8>, text: &[u8], at: usize, pad: usize) {
-    match at.checked_sub(pad) {
-        Some(start) => buf.extend_from_slice(&text[start..]),
-        None => {
-            buf.resize(buf.len() + pad, b' ');
-            buf.extend_from_slice(&text[at..]);
-        }
+/// Grow `buf` by `pad` spaces and `len` more bytes, and give those bytes.
+fn grow_padded(buf: &mut Vec<u8>, pad: usize, len: usize) -> &mut [u8] {
+    let start = buf.len() + pad;
+    buf.resize(start + len, b' ');
+    &mut buf[start..]
+}
+
+/// `n`'s last `out.len()` decimal digits into `out`, zero-filled.
+fn write_digits(out: &mut [u8], mut n: u64) {
+    for digit in out.iter_mut().rev() {
+        *digit = b'0' + (n % 10) as u8;
+        n /= 10;
     }
 }
 
@@ -109,24 +100,25 @@ static OCTETS: [([u8; 4], u8); 256] = {
 };
 
 /// `{:>width$}` of the client IP (the request log's 15; the gRPC access
-/// line's 0).
+/// line's 0), stored straight into `buf` as [`push_latency`] is: each
+/// octet as one 4-byte entry of a table (its digits and a `.`), the
+/// bytes past the text cut off at the end.
 pub(crate) fn push_ip(buf: &mut Vec<u8>, ip: IpAddr, width: usize) {
     let IpAddr::V4(v4) = ip else {
         let _ = write!(buf, "{ip:>width$}");
         return;
     };
-    // The text starts after 16 spaces, room for the request log's pad.
-    const AT: usize = 16;
-    let mut text = [b' '; AT + 16];
-    let mut end = AT;
-    for octet in v4.octets() {
-        let (digits, len) = OCTETS[usize::from(octet)];
-        text[end..end + 4].copy_from_slice(&digits);
-        end += usize::from(len) + 1;
+    let entries = v4.octets().map(|o| OCTETS[usize::from(o)]);
+    let len = 3 + entries.iter().map(|e| usize::from(e.1)).sum::<usize>();
+    let start = buf.len() + width.saturating_sub(len);
+    // An entry is 4 bytes wherever its digits end: 3 spare at most.
+    let out = grow_padded(buf, width.saturating_sub(len), len + 3);
+    let mut at = 0;
+    for (text, digits) in entries {
+        out[at..at + 4].copy_from_slice(&text);
+        at += usize::from(digits) + 1;
     }
-    let end = end - 1; // the last octet's `.`
-    let pad = width.saturating_sub(end - AT);
-    push_padded(buf, &text[..end], AT, pad);
+    buf.truncate(start + len);
 }
 
 #[cfg(test)]
