@@ -469,15 +469,13 @@ async fn answer_early(
 }
 
 /// The last handler of the early chain: writes the held [`EarlyAnswer`].
-pub(crate) fn early_answer(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        let held = c
-            .get::<EarlyAnswer>(EARLY_ANSWER)
-            .map(|a| (a.status, a.headers.clone(), a.body.clone()));
-        if let Some((status, headers, body)) = held {
-            c.set_response(status, headers, body);
-        }
-    })
+pub(crate) fn early_answer(c: &mut Context) {
+    let held = c
+        .get::<EarlyAnswer>(EARLY_ANSWER)
+        .map(|a| (a.status, a.headers.clone(), a.body.clone()));
+    if let Some((status, headers, body)) = held {
+        c.set_response(status, headers, body);
+    }
 }
 
 /// The operation a handler named under [`OPERATION_KEY`], carried from its
@@ -551,23 +549,21 @@ pub(crate) fn request_timeout(limit: Duration) -> Response<Body> {
     )
 }
 
-pub(crate) fn default_not_found(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move { c.string(StatusCode::NOT_FOUND, "404 page not found") })
+pub(crate) fn default_not_found(c: &mut Context) {
+    c.string(StatusCode::NOT_FOUND, "404 page not found")
 }
 
-pub(crate) fn default_method_not_allowed(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move { c.string(StatusCode::METHOD_NOT_ALLOWED, "405 method not allowed") })
+pub(crate) fn default_method_not_allowed(c: &mut Context) {
+    c.string(StatusCode::METHOD_NOT_ALLOWED, "405 method not allowed")
 }
 
 /// Gin's RedirectTrailingSlash, as [`router::redirect_answer`] words it:
 /// 301 for GET, 307 for other methods so that the client repeats the
 /// method and body.
-pub(crate) fn trailing_slash_redirect(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        let location = c.get::<String>(TSR_LOCATION).map_or("", String::as_str);
-        let (status, location) = router::redirect_answer(c.method(), location, c.uri().query());
-        c.redirect(status, &location);
-    })
+pub(crate) fn trailing_slash_redirect(c: &mut Context) {
+    let location = c.get::<String>(TSR_LOCATION).map_or("", String::as_str);
+    let (status, location) = router::redirect_answer(c.method(), location, c.uri().query());
+    c.redirect(status, &location);
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::web::app::{
     default_method_not_allowed, default_not_found, early_answer, edge_json, request_timeout,
     trailing_slash_redirect, Metered, Route,
 };
-use crate::web::chain::{named, Handler};
+use crate::web::chain::{handler_now, Handler};
 use crate::web::intake::{DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
 use crate::web::log;
 use crate::web::metrics::{Kind, Metrics, UNMATCHED};
@@ -95,8 +95,11 @@ impl Engine {
             router: Router::new(),
             routes: Vec::new(),
             global: Vec::new(),
-            no_route: vec![named("not_found", default_not_found)],
-            no_method: vec![named("method_not_allowed", default_method_not_allowed)],
+            no_route: vec![handler_now("not_found", default_not_found)],
+            no_method: vec![handler_now(
+                "method_not_allowed",
+                default_method_not_allowed,
+            )],
             body_limit: DEFAULT_BODY_LIMIT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             on_body_timeout: request_timeout,
@@ -277,10 +280,10 @@ impl Engine {
         });
         Arc::new(App {
             metered,
-            early: with_global(vec![named("early_answer", early_answer)]),
+            early: with_global(vec![handler_now("early_answer", early_answer)]),
             not_found: with_global(self.no_route.clone()),
             method_not_allowed: with_global(self.no_method.clone()),
-            redirect: with_global(vec![named("redirect", trailing_slash_redirect)]),
+            redirect: with_global(vec![handler_now("redirect", trailing_slash_redirect)]),
             router: self.router,
             body_limit: self.body_limit,
             body_timeout: self.body_timeout,
@@ -349,6 +352,7 @@ fn join_paths(prefix: &str, rel: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::web::chain::named;
     use bytes::Bytes;
     use http::header::CONTENT_TYPE;
     use http::{Request, StatusCode};
