@@ -77,14 +77,7 @@ impl<'r, 'p> Params<'r, 'p> {
     /// keeps a borrowed value as its range of the path.
     #[inline]
     pub(crate) fn for_each_value(&self, mut each: impl FnMut(&Cow<'p, str>)) {
-        match &self.storage {
-            Storage::Inline { len, items } => {
-                for param in items[..*len].iter().flatten() {
-                    each(&param.value);
-                }
-            }
-            Storage::Heap(params) => params.iter().for_each(|param| each(&param.value)),
-        }
+        self.all().for_each(|param| each(&param.value));
     }
 
     /// How many parameters were captured.
