@@ -334,16 +334,16 @@ impl Context {
         }
         self.index += 1;
         let handlers = self.handlers.clone();
-        // The handlers this loop runs are `first..=last`: one that calls
-        // `next()` runs the rest in its own loop, and `abort()` jumps past
-        // the end, so either way this loop stops after it.
+        // The handlers this loop runs are the `ran` from `first`: one that
+        // calls `next()` runs the rest in its own loop, and `abort()` jumps
+        // past the end, so either way this loop stops after it.
         let first = self.index;
-        let mut last = None;
+        let mut ran = 0;
         while let Some(h) = usize::try_from(self.index)
             .ok()
             .and_then(|i| handlers.get(i))
         {
-            last = Some(self.index);
+            ran += 1;
             let tracing = self.trace.is_some();
             match &h.run {
                 Run::Await(f) if !tracing => f(self).await,
@@ -362,16 +362,12 @@ impl Context {
             }
             self.index += 1;
         }
-        let Some(last) = last else {
-            return;
-        };
-        for i in (first..=last).rev() {
-            let run = usize::try_from(i).ok().and_then(|i| handlers.get(i));
-            if let Some(Handler {
-                run: Run::AfterRest(f),
-                ..
-            }) = run
-            {
+        let ran = usize::try_from(first)
+            .ok()
+            .and_then(|first| handlers.get(first..first + ran))
+            .unwrap_or_default();
+        for h in ran.iter().rev() {
+            if let Run::AfterRest(f) = &h.run {
                 f(self);
                 self.trace_exit();
             }
