@@ -110,15 +110,16 @@ pub(crate) fn push_ip(buf: &mut Vec<u8>, ip: IpAddr, width: usize) {
     };
     let entries = v4.octets().map(|o| OCTETS[usize::from(o)]);
     let len = 3 + entries.iter().map(|e| usize::from(e.1)).sum::<usize>();
-    let start = buf.len() + width.saturating_sub(len);
+    let pad = width.saturating_sub(len);
+    let end = buf.len() + pad + len;
     // An entry is 4 bytes wherever its digits end: 3 spare at most.
-    let out = grow_padded(buf, width.saturating_sub(len), len + 3);
+    let out = grow_padded(buf, pad, len + 3);
     let mut at = 0;
     for (text, digits) in entries {
         out[at..at + 4].copy_from_slice(&text);
         at += usize::from(digits) + 1;
     }
-    buf.truncate(start + len);
+    buf.truncate(end);
 }
 
 #[cfg(test)]
