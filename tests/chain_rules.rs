@@ -14,7 +14,7 @@ use serde_json::json;
 use handwire::types::BoxFuture;
 use handwire::web::middleware;
 use handwire::web::Engine;
-use handwire::web::{after_rest, handler, handler_now, Context, Handler};
+use handwire::web::{after_rest, catching, handler, handler_now, named, Context, Handler};
 use support::app::start;
 use support::http::{get, send, Client, Proto, BOTH};
 
@@ -775,6 +775,65 @@ async fn a_panic_cuts_short_the_middleware_inside_recovery_not_those_outside() {
         (StatusCode::INTERNAL_SERVER_ERROR, 0)
     );
     assert_eq!(take(&log), ["outside>", "inside>", "<outside"]);
+}
+
+#[tokio::test]
+async fn recovery_catches_a_panic_whether_the_rest_awaits_or_not() {
+    // Recovery is the chain's catching kind: with a rest that never awaits
+    // it runs the rest as a plain call inside `catch_unwind`; with one that
+    // awaits, inside a future. The rules are the same either way: the 500
+    // is recovery's, what ran inside it is cut short (an `after_rest`
+    // included), what is outside it finishes, and `on_panic` gets the text.
+    let log = new_log();
+    let caught = log.clone();
+    let mut e = Engine::bare();
+    e.use_middleware(after(&log, "outside"));
+    e.use_middleware(catching("catcher", move |c, message| {
+        push(&caught, format!("caught: {message}"));
+        c.abort_with_status(StatusCode::INTERNAL_SERVER_ERROR);
+    }));
+    e.use_middleware(after(&log, "inside"));
+    e.get(
+        "/now",
+        handler_now("exploding", |_c| panic!("never awaited")),
+    )
+    .unwrap();
+    e.get(
+        "/awaited",
+        named("exploding", |_c| {
+            Box::pin(async move {
+                tokio::task::yield_now().await;
+                panic!("after an await");
+            })
+        }),
+    )
+    .unwrap();
+    e.get("/fine", now(&log, "fine", false)).unwrap();
+    let srv = start(e.build()).await;
+    for (path, message) in [("/now", "never awaited"), ("/awaited", "after an await")] {
+        for proto in BOTH {
+            let r = get(proto, srv.addr, path).await;
+            assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{path}");
+            assert_eq!(
+                take(&log),
+                [
+                    format!("caught: {message}"),
+                    "<outside (aborted=true)".into()
+                ],
+                "{path}"
+            );
+        }
+    }
+    let r = get(Proto::H1, srv.addr, "/fine").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        take(&log),
+        [
+            "fine",
+            "<inside (aborted=false)",
+            "<outside (aborted=false)"
+        ]
+    );
 }
 
 #[tokio::test]

@@ -21,6 +21,7 @@
 
 use std::any::Any;
 use std::net::{IpAddr, SocketAddr};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,7 @@ use crate::types::BoxFuture;
 use crate::web::keys::Keys;
 use crate::web::path_params::PathParams;
 use crate::web::trace::{Trace, Unwound};
+use crate::web::unwind::{panic_message, CatchUnwind};
 use crate::web::urlenc;
 
 /// The function inside an awaiting [`Handler`].
@@ -41,9 +43,12 @@ pub type HandlerFn = dyn for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send
 /// [`after_rest`]).
 pub type HandlerFnNow = dyn Fn(&mut Context) + Send + Sync;
 
+/// The function a [`catching`] handler calls with the panic's message.
+pub type HandlerFnCaught = dyn Fn(&mut Context, &str) + Send + Sync;
+
 /// One step of a chain: middleware and route handlers have the same type.
 ///
-/// Three kinds, one chain. An awaiting handler ([`handler`], [`named`])
+/// Four kinds, one chain. An awaiting handler ([`handler`], [`named`])
 /// borrows the context for as long as its future runs, so it can call
 /// `c.next().await` in the middle of its own code. A handler that never
 /// awaits ([`handler_now`]) is called and returns: no future, no
@@ -51,7 +56,9 @@ pub type HandlerFnNow = dyn Fn(&mut Context) + Send + Sync;
 /// after any handler that did not call `next()`. Middleware whose code all
 /// comes after the rest of the chain ([`after_rest`], the logger) is the
 /// same as one beginning with `c.next().await`, run by the loop without a
-/// future of its own. A handler may carry a name (given at registration),
+/// future of its own. Middleware that only catches a panic of the rest
+/// ([`catching`], recovery) needs no future either unless a handler after
+/// it awaits. A handler may carry a name (given at registration),
 /// which the route table and the chain trace print; an unnamed one is
 /// shown by its index.
 #[derive(Clone)]
@@ -69,10 +76,12 @@ enum Run {
     Now(Arc<HandlerFnNow>),
     /// Called when the rest of the chain has ended: `c.next().await; f(c)`.
     AfterRest(Arc<HandlerFnNow>),
+    /// Runs the rest of the chain; called if a handler in it panicked.
+    Catching(Arc<HandlerFnCaught>),
 }
 
 impl Handler {
-    /// Run this handler on `c`. The chain's loop calls the two kinds that
+    /// Run this handler on `c`. The chain's loop calls the kinds that
     /// never await without this future; it is for running one handler
     /// on its own.
     pub fn call<'a>(&self, c: &'a mut Context) -> BoxFuture<'a, ()> {
@@ -88,6 +97,10 @@ impl Handler {
                     c.next().await;
                     f(c);
                 })
+            }
+            Run::Catching(f) => {
+                let f = f.clone();
+                Box::pin(async move { c.catch_rest(&*f).await })
             }
         }
     }
@@ -159,6 +172,25 @@ where
 {
     Handler {
         run: Run::AfterRest(Arc::new(f)),
+        name: Some(name),
+    }
+}
+
+/// Middleware called `name` that runs the rest of the chain and, if a
+/// handler in it panics, calls `on_panic` with the panic's message: Gin's
+/// `defer func() { if err := recover(); … }()` before `c.Next()`. The rest
+/// is cut short where it panicked (its after-the-rest code does not run),
+/// the index is this handler's again and the trace notes the catch; what
+/// `on_panic` writes or aborts is its own. When no handler after it
+/// awaits, the rest runs inside `std::panic::catch_unwind` with no future
+/// at all; otherwise inside [`CatchUnwind`](crate::web::middleware::CatchUnwind).
+/// Recovery is one ([`crate::web::middleware::recovery`]).
+pub fn catching<F>(name: &'static str, on_panic: F) -> Handler
+where
+    F: Fn(&mut Context, &str) + Send + Sync + 'static,
+{
+    Handler {
+        run: Run::Catching(Arc::new(on_panic)),
         name: Some(name),
     }
 }
@@ -266,9 +298,9 @@ pub struct Context {
     /// The request came over TLS ([`crate::web::tls::Secure`]).
     tls: bool,
     received_at: Instant,
-    /// The clock reading of [`latency`](Self::latency), kept for the
-    /// engine's count of the request.
-    finished_at: Option<Instant>,
+    /// What [`latency`](Self::latency) last read, kept for the engine's
+    /// count of the request.
+    latency_read: Option<Duration>,
     params: PathParams,
     /// Gin's `c.Keys`: few entries, so a list beats a hash map; the first
     /// is held inline, and a `&'static str` value unboxed ([`Keys`]).
@@ -300,7 +332,7 @@ impl Context {
             body,
             remote,
             received_at,
-            finished_at: None,
+            latency_read: None,
             params,
             keys: Keys::default(),
             handlers,
@@ -323,31 +355,71 @@ impl Context {
     /// The future is not boxed: each awaiting handler's own future is (a
     /// [`BoxFuture`]), which is what lets the chain nest without a type of
     /// unbounded size, so a second box per step would only cost an
-    /// allocation and a copy. The two kinds that never await are called
-    /// here with no future at all; the [`after_rest`] ones this loop
-    /// passes are called when the loop ends, innermost first.
+    /// allocation and a copy. The kinds that never await are called by
+    /// `run_until_await` with no future at all; the
+    /// [`after_rest`] ones it passes are called when the loop ends,
+    /// innermost first.
     #[allow(clippy::should_implement_trait)] // Gin's name, on purpose
     pub async fn next(&mut self) {
-        let aborted = self.index_is_aborted();
-        if let Some(t) = &mut self.trace {
-            t.next_called(aborted);
-        }
-        self.index += 1;
-        let handlers = self.handlers.clone();
+        let handlers = self.next_begins();
         // The handlers this loop runs are the `ran` from `first`: one that
         // calls `next()` runs the rest in its own loop, and `abort()` jumps
         // past the end, so either way this loop stops after it.
         let first = self.index;
         let mut ran = 0;
+        while let Some(h) = self.run_until_await(&handlers, &mut ran) {
+            ran += 1;
+            match &h.run {
+                Run::Await(f) if self.trace.is_none() => f(self).await,
+                // Traced, or a catching handler whose rest awaits: through
+                // its boxed future, which a chain needs to nest.
+                _ => self.traced(h).await,
+            }
+            self.index += 1;
+        }
+        self.run_after_rest(&handlers, first, ran);
+    }
+
+    /// [`next`](Self::next) for a rest of the chain in which no handler
+    /// awaits: the same walk, as a plain call.
+    fn next_now(&mut self) {
+        let handlers = self.next_begins();
+        let first = self.index;
+        let mut ran = 0;
+        let stopped = self.run_until_await(&handlers, &mut ran);
+        debug_assert!(stopped.is_none(), "next_now() met an awaiting handler");
+        self.run_after_rest(&handlers, first, ran);
+    }
+
+    /// The start of every `next()`: traced, and the index moved on. The
+    /// chain is returned as its own `Arc`, so that the loop can lend the
+    /// context to its handlers.
+    fn next_begins(&mut self) -> Arc<[Handler]> {
+        let aborted = self.index_is_aborted();
+        if let Some(t) = &mut self.trace {
+            t.next_called(aborted);
+        }
+        self.index += 1;
+        self.handlers.clone()
+    }
+
+    /// Run the handlers from the current index while none of them needs
+    /// to await, counting them in `ran`; returns the one that does (the
+    /// index left at it), or `None` at the end of the chain or after an
+    /// abort. An awaiting handler, and a [`catching`] one whose rest
+    /// awaits, need the caller's future.
+    fn run_until_await<'h>(
+        &mut self,
+        handlers: &'h [Handler],
+        ran: &mut usize,
+    ) -> Option<&'h Handler> {
         while let Some(h) = usize::try_from(self.index)
             .ok()
             .and_then(|i| handlers.get(i))
         {
-            ran += 1;
-            let tracing = self.trace.is_some();
             match &h.run {
-                Run::Await(f) if !tracing => f(self).await,
-                Run::Await(_) => self.traced(h).await,
+                Run::Await(_) => return Some(h),
+                Run::Catching(_) if !self.rest_never_awaits() => return Some(h),
                 Run::Now(f) => {
                     self.trace_enter(h);
                     f(self);
@@ -359,9 +431,21 @@ impl Context {
                         t.next_called(false);
                     }
                 }
+                Run::Catching(f) => {
+                    self.trace_enter(h);
+                    self.catch_rest_now(&**f);
+                    self.trace_exit();
+                }
             }
+            *ran += 1;
             self.index += 1;
         }
+        None
+    }
+
+    /// The [`after_rest`] handlers among the `ran` from `first`, innermost
+    /// first: the rest of the chain they wait for has ended.
+    fn run_after_rest(&mut self, handlers: &[Handler], first: isize, ran: usize) {
         let ran = usize::try_from(first)
             .ok()
             .and_then(|first| handlers.get(first..first + ran))
@@ -372,6 +456,44 @@ impl Context {
                 self.trace_exit();
             }
         }
+    }
+
+    /// Whether no handler after the current one awaits.
+    fn rest_never_awaits(&self) -> bool {
+        let after = usize::try_from(self.index + 1).unwrap_or(usize::MAX);
+        let rest = self.handlers.get(after..).unwrap_or_default();
+        !rest.iter().any(|h| matches!(h.run, Run::Await(_)))
+    }
+
+    /// A [`catching`] handler: the rest of the chain, and `on_panic` if it
+    /// panicked. Without a future when the rest never awaits.
+    async fn catch_rest(&mut self, on_panic: &HandlerFnCaught) {
+        if self.rest_never_awaits() {
+            return self.catch_rest_now(on_panic);
+        }
+        let mark = self.mark();
+        // Boxed: the rest may hold this very step again (a chain nests).
+        let rest: BoxFuture<'_, ()> = Box::pin(self.next());
+        let outcome = CatchUnwind(rest).await;
+        if let Err(payload) = outcome {
+            self.caught(mark, payload.as_ref(), on_panic);
+        }
+    }
+
+    /// [`catch_rest`](Self::catch_rest) when the rest never awaits.
+    fn catch_rest_now(&mut self, on_panic: &HandlerFnCaught) {
+        let mark = self.mark();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.next_now()));
+        if let Err(payload) = outcome {
+            self.caught(mark, payload.as_ref(), on_panic);
+        }
+    }
+
+    /// The rest of the chain after `mark` panicked with `payload`.
+    fn caught(&mut self, mark: Mark, payload: &(dyn Any + Send), on_panic: &HandlerFnCaught) {
+        let message = panic_message(payload);
+        self.unwound_to(mark, Unwound::Panic(message));
+        on_panic(self, message);
     }
 
     /// Run `h` (at the current index) between its enter and exit lines.
@@ -538,14 +660,14 @@ impl Context {
     /// clock now. The reading is kept: the engine counts the request in
     /// its metrics with it instead of reading the clock again.
     pub fn latency(&mut self) -> Duration {
-        let now = Instant::now();
-        self.finished_at = Some(now);
-        now.saturating_duration_since(self.received_at)
+        let latency = self.received_at.elapsed();
+        self.latency_read = Some(latency);
+        latency
     }
 
     /// The last reading of [`latency`](Self::latency), if it was read.
-    pub fn finished_at(&self) -> Option<Instant> {
-        self.finished_at
+    pub fn latency_read(&self) -> Option<Duration> {
+        self.latency_read
     }
 
     /// The peer address of the connection.

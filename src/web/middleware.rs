@@ -5,19 +5,13 @@
 //! `c.next().await`, which is the whole point of the Next mechanism: code
 //! before `next()` runs on the way in, code after it on the way out.
 
-use std::any::Any;
-use std::future::Future;
 use std::io::Write;
 use std::net::IpAddr;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode, Uri};
 
-use crate::types::BoxFuture;
-use crate::web::chain::{after_rest, handler, named, Context, Handler};
+use crate::web::chain::{after_rest, catching, handler, Context, Handler};
 use crate::web::numfmt::{push_ip, push_latency, push_status};
 use crate::web::trace::Unwound;
 use crate::web::{log, timefmt, tracecontext, urlenc};
@@ -171,35 +165,35 @@ pub fn push_redacted_target(buf: &mut Vec<u8>, uri: &Uri, max: usize) {
 /// the connection and the server keep going. The abort and the 500 are
 /// recovery's own: with `--trace` they are its lines, and the handler that
 /// panicked exits `[panicked: …]`.
+///
+/// It is the chain's catching kind ([`catching`]): Gin's `defer`/`recover()`
+/// around `c.Next()`, with no future of its own when the rest of the
+/// chain never awaits.
 pub fn recovery() -> Handler {
-    named("recovery", recover)
+    catching("recovery", recovered)
 }
 
-fn recover(c: &mut Context) -> BoxFuture<'_, ()> {
-    Box::pin(async move {
-        let mark = c.mark();
-        let outcome = CatchUnwind(std::pin::pin!(c.next())).await;
-        if let Err(payload) = outcome {
-            let message = panic_message(payload.as_ref());
-            c.unwound_to(mark, Unwound::Panic(message));
-            let mut line = Vec::new();
-            let _ = write!(line, "[recovery] {} ", c.method());
-            log::push_capped(&mut line, c.path(), LOG_TARGET_MAX);
-            // A message may carry request data: on one line, bounded.
-            line.extend_from_slice(b" panicked: ");
-            log::push_capped(&mut line, message, log::MESSAGE_MAX);
-            log::push_trace_id(&mut line);
-            line.push(b'\n');
-            // With --trace the line follows the trace, as the logger's does.
-            if let Some(line) = c.hold_after_trace(line) {
-                log::stdout().line(|buf| buf.extend_from_slice(&line));
-            }
-            c.clear_response();
-            c.abort_with_status(StatusCode::INTERNAL_SERVER_ERROR);
-            c.trace_note("500, empty body (what the chain wrote is discarded)");
-        }
-    })
+/// Recovery's code once the rest of the chain panicked with `message`
+/// (the chain has put the index back at recovery's and traced the catch).
+fn recovered(c: &mut Context, message: &str) {
+    let mut line = Vec::new();
+    let _ = write!(line, "[recovery] {} ", c.method());
+    log::push_capped(&mut line, c.path(), LOG_TARGET_MAX);
+    // A message may carry request data: on one line, bounded.
+    line.extend_from_slice(b" panicked: ");
+    log::push_capped(&mut line, message, log::MESSAGE_MAX);
+    log::push_trace_id(&mut line);
+    line.push(b'\n');
+    // With --trace the line follows the trace, as the logger's does.
+    if let Some(line) = c.hold_after_trace(line) {
+        log::stdout().line(|buf| buf.extend_from_slice(&line));
+    }
+    c.clear_response();
+    c.abort_with_status(StatusCode::INTERNAL_SERVER_ERROR);
+    c.trace_note("500, empty body (what the chain wrote is discarded)");
 }
+
+pub use crate::web::unwind::{panic_message, CatchUnwind};
 
 /// Gives the request at most `d`, counted from the arrival of its head (see
 /// [`Context::received_at`]), so the time spent reading the body counts too.
@@ -227,49 +221,4 @@ pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
             }
         })
     })
-}
-
-/// The text of a panic payload (`panic!("...")` gives `&str` or `String`).
-pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "non-string panic payload"
-    }
-}
-
-/// A future adapter that catches a panic raised while polling the inner
-/// future (the futures crate's `catch_unwind`, in ten lines). The one panic
-/// isolation of the crate: recovery uses it for the HTTP chain, the gRPC
-/// server for each call.
-pub struct CatchUnwind<F>(pub F);
-
-impl<F: Future + Unpin> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, Box<dyn Any + Send>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *inner).poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Err(payload) => Poll::Ready(Err(payload)),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn panic_message_reads_str_and_string_payloads() {
-        let a: Box<dyn Any + Send> = Box::new("boom");
-        let b: Box<dyn Any + Send> = Box::new(String::from("bang"));
-        let c: Box<dyn Any + Send> = Box::new(7u8);
-        assert_eq!(panic_message(a.as_ref()), "boom");
-        assert_eq!(panic_message(b.as_ref()), "bang");
-        assert_eq!(panic_message(c.as_ref()), "non-string panic payload");
-    }
 }

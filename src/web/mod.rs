@@ -64,6 +64,7 @@ pub(crate) mod timefmt;
 pub mod tls;
 pub(crate) mod trace;
 pub(crate) mod tracecontext;
+pub(crate) mod unwind;
 pub(crate) mod urlenc;
 
 // The public surface. The modules above stay crate-private except the
@@ -73,7 +74,8 @@ pub(crate) mod urlenc;
 pub use app::{App, BodyTimeoutAnswer, EdgeAnswer, HEADER_BYTES_MAX, HEADER_FIELDS_MAX, URI_MAX};
 pub use budget::ConnectionBudget;
 pub use chain::{
-    after_rest, handler, handler_now, named, Context, Handler, HandlerFn, HandlerFnNow,
+    after_rest, catching, handler, handler_now, named, Context, Handler, HandlerFn,
+    HandlerFnCaught, HandlerFnNow,
 };
 pub use cors::{Cors, CorsConfig};
 pub use engine::{Engine, Group, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT};

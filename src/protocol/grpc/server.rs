@@ -59,8 +59,8 @@ use crate::types::{Body, BoxError, BoxFuture};
 use crate::web::deadline;
 use crate::web::governor::{ConnectionShare, Hold};
 use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
-use crate::web::middleware::{panic_message, CatchUnwind};
 use crate::web::server::{Caller, Service};
+use crate::web::unwind::{panic_message, CatchUnwind};
 
 /// A streaming method: reads requests from [`Streaming`], writes replies to [`Sink`].
 pub type StreamingHandler =

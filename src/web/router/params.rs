@@ -77,7 +77,11 @@ impl<'r, 'p> Params<'r, 'p> {
     /// keeps a borrowed value as its range of the path.
     #[inline]
     pub(crate) fn for_each_value(&self, mut each: impl FnMut(&Cow<'p, str>)) {
-        self.all().for_each(|param| each(&param.value));
+        // Two plain loops: the chained iterator of `all()` folded at about
+        // 50 instructions for a single parameter.
+        let (inline, heap) = self.parts();
+        inline.iter().flatten().for_each(|param| each(&param.value));
+        heap.iter().for_each(|param| each(&param.value));
     }
 
     /// How many parameters were captured.
@@ -161,11 +165,19 @@ impl<'r, 'p> Params<'r, 'p> {
     /// Every parameter, in order.
     #[inline]
     fn all(&self) -> impl Iterator<Item = &Param<'r, 'p>> {
-        let (inline, heap) = match &self.storage {
-            Storage::Inline { items, .. } => (&items[..], &[][..]),
-            Storage::Heap(params) => (&[][..], &params[..]),
-        };
+        let (inline, heap) = self.parts();
         inline.iter().flatten().chain(heap)
+    }
+
+    /// The parameters as the inline slots in use (up to `len`: the rest
+    /// are `None`) and the heap list; one of the two is empty.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    fn parts(&self) -> (&[Option<Param<'r, 'p>>], &[Param<'r, 'p>]) {
+        match &self.storage {
+            Storage::Inline { len, items } => (items.get(..*len).unwrap_or(items), &[]),
+            Storage::Heap(params) => (&[], params),
+        }
     }
 }
 
