@@ -508,7 +508,9 @@ fn into_response(c: &mut Context) -> Response<Body> {
     };
     let mut resp = Response::new(body);
     *resp.status_mut() = draft.status;
-    *resp.headers_mut() = std::mem::take(&mut draft.headers);
+    // Swapped, not taken: the empty map `Response::new` made is then dropped
+    // with the context, and no second empty map is made and dropped here.
+    std::mem::swap(resp.headers_mut(), &mut draft.headers);
     if let Some(op) = served {
         resp.extensions_mut().insert(Served(op));
     }
