@@ -1,9 +1,12 @@
 //! The two default middleware, request logger and panic recovery, and an
 //! optional per-request timeout.
 //!
-//! Both are ordinary [`Handler`](crate::web::chain::Handler)s that wrap
-//! `c.next().await`, which is the whole point of the Next mechanism: code
-//! before `next()` runs on the way in, code after it on the way out.
+//! Both are ordinary [`Handler`](crate::web::chain::Handler)s around the
+//! rest of the chain, which is the whole point of the Next mechanism: code
+//! before `next()` runs on the way in, code after it on the way out. Each is
+//! of a kind the chain's loop runs without a future: the logger's code all
+//! comes after the rest ([`after_rest`]), recovery's only when the rest
+//! panicked ([`catching`]).
 
 use std::io::Write;
 use std::net::IpAddr;
