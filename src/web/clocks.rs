@@ -290,7 +290,11 @@ impl Activity {
         st.requests += 1;
         st.h2 = version == http::Version::HTTP_2;
         let received_at = st.first_byte.unwrap_or_else(Instant::now);
-        self.moved(st);
+        // No `moved`: a request starting can only take a deadline away or
+        // leave it (with one in flight, only a response waiting for the
+        // peer sets one, and this request has none yet), never bring one
+        // earlier, and a later deadline wakes no one (see `moved`).
+        drop(st);
         InFlight {
             conn: self.clone(),
             received_at,

@@ -247,12 +247,6 @@ fn seed() -> u64 {
         .map_or(1, |d| d.as_nanos() as u64)
 }
 
-/// Run `f` now as part of `trace` (the synchronous start of a call, before
-/// it returns its future).
-pub fn enter<R>(trace: TraceContext, f: impl FnOnce() -> R) -> R {
-    CURRENT.sync_scope(trace, f)
-}
-
 /// Serve one request's future as part of `trace`; the response carries
 /// `traceparent`.
 pub fn serve<F, B>(trace: TraceContext, call: F) -> impl Future<Output = http::Response<B>>
