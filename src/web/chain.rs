@@ -472,9 +472,10 @@ impl Context {
             return self.catch_rest_now(on_panic);
         }
         let mark = self.mark();
-        // Boxed: the rest may hold this very step again (a chain nests).
-        let rest: BoxFuture<'_, ()> = Box::pin(self.next());
-        let outcome = CatchUnwind(rest).await;
+        // Pinned in place, not boxed: this runs inside the catching
+        // handler's own boxed future (`Handler::call`), which is what lets
+        // the chain nest.
+        let outcome = CatchUnwind(std::pin::pin!(self.next())).await;
         if let Err(payload) = outcome {
             self.caught(mark, payload.as_ref(), on_panic);
         }
