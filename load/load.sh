@@ -339,10 +339,16 @@ compare() {
 		p99=$(awk '{print $2}' "$tmp/m.$i" | median)
 		range=$(awk '{print $1}' "$tmp/m.$i" | spread)
 		cpu=$(awk '{print $3}' "$tmp/m.$i" | median)
-		printf '  median: handwire %.0f req/s (p99 %.2f ms, %.2f us/req), %s %.0f req/s (p99 %.2f ms, %.2f us/req), ratio %.2f, CPU ratio %.2f\n' \
+		# Each round's own ratio (handwire's run beside the peer's, seconds
+		# apart): the host's drift between rounds, which moves both, cancels.
+		paste -d' ' "$tmp/m.0" "$tmp/m.$i" | awk '{print $1 / $4}' >"$tmp/ratios"
+		paired=$(median <"$tmp/ratios")
+		paired_range=$(sort -g "$tmp/ratios" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.2f-%.2f", lo, hi}')
+		printf '  median: handwire %.0f req/s (p99 %.2f ms, %.2f us/req), %s %.0f req/s (p99 %.2f ms, %.2f us/req), ratio %.2f, CPU ratio %.2f, paired %.2f (%s)\n' \
 			"$hw_rps" "$hw_p99" "$hw_cpu" "${names[$i]}" "$rps" "$p99" "$cpu" \
-			"$(awk -v a="$hw_rps" -v b="$rps" 'BEGIN {print a / b}')" "$(awk -v a="$hw_cpu" -v b="$cpu" 'BEGIN {print (a > 0) ? b / a : 0}')"
-		printf '%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n' "$title" "$hw_rps" "${names[$i]}" "$rps" "$hw_p99" "$p99" "$hw_range" "$range" "$hw_cpu" "$cpu" >>"$results"
+			"$(awk -v a="$hw_rps" -v b="$rps" 'BEGIN {print a / b}')" "$(awk -v a="$hw_cpu" -v b="$cpu" 'BEGIN {print (a > 0) ? b / a : 0}')" \
+			"$paired" "$paired_range"
+		printf '%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n' "$title" "$hw_rps" "${names[$i]}" "$rps" "$hw_p99" "$p99" "$hw_range" "$range" "$hw_cpu" "$cpu" "$paired" "$paired_range" >>"$results"
 	done
 }
 
@@ -515,21 +521,23 @@ echo
 echo "== summary (markdown; $(date -u '+%Y-%m-%d'), $(nproc) cores, Linux $(uname -r), $pinning, median of $rounds x ${secs}s, synchronous=$sync_level)"
 echo
 echo "load average before / after the run: $load_before / $(cut -d' ' -f1-3 /proc/loadavg); req/s: median (min-max over rounds, thousands);"
-echo "CPU: the server process' user + system time per request (median of the rounds); CPU ratio = peer's / handwire's (above 1: handwire spends less)"
+echo "CPU: the server process' user + system time per request (median of the rounds); CPU ratio = peer's / handwire's (above 1: handwire spends less);"
+echo "paired: the median (and range) of each round's own handwire/peer req/s, the two runs of a round seconds apart"
 echo
-echo "| workload | handwire req/s | peer | peer req/s | handwire/peer | handwire p99 ms | peer p99 ms | handwire CPU µs/req | peer CPU µs/req | CPU ratio |"
-echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
-while IFS='|' read -r title hw peer prps hp99 pp99 hrange prange hcpu pcpu; do
+echo "| workload | handwire req/s | peer | peer req/s | handwire/peer | paired | handwire p99 ms | peer p99 ms | handwire CPU µs/req | peer CPU µs/req | CPU ratio |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+while IFS='|' read -r title hw peer prps hp99 pp99 hrange prange hcpu pcpu paired prange2; do
 	awk -v t="$title" -v h="$hw" -v p="$peer" -v r="$prps" -v a="$hp99" -v b="$pp99" -v hr="$hrange" -v pr="$prange" \
-		-v hc="${hcpu:-0}" -v pc="${pcpu:-0}" \
-		'BEGIN { printf "| %s | %.0f (%sk) | %s | %.0f (%sk) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", t, h, hr, p, r, pr, h / r, a, b, hc, pc, (hc > 0) ? pc / hc : 0 }'
+		-v hc="${hcpu:-0}" -v pc="${pcpu:-0}" -v q="${paired:-}" -v qr="${prange2:-}" \
+		'BEGIN { pq = (q == "") ? "" : sprintf("%.2f (%s)", q, qr)
+			printf "| %s | %.0f (%sk) | %s | %.0f (%sk) | %.2f | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", t, h, hr, p, r, pr, h / r, pq, a, b, hc, pc, (hc > 0) ? pc / hc : 0 }'
 done <"$results"
 [ -n "${cluster_logins:-}" ] && echo "$cluster_logins"
 [ "${LOAD_ONLY:-}" = cluster ] || [ "${LOAD_ONLY:-}" = tls ] && exit 0
-if [ -n "${c_hwm[0]:-}" ]; then printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | | | | |\n' \
+if [ -n "${c_hwm[0]:-}" ]; then printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | | | | | |\n' \
 	"${c_hwm[0]}" "${c_hwm[1]}" "$(awk -v a="${c_hwm[0]}" -v b="${c_hwm[1]}" 'BEGIN {print a / b}')"
 fi
-if [ -n "${auth_ratio:-}" ]; then printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | %s idle (%s), %s loaded (%s): x%s | |\n' \
+if [ -n "${auth_ratio:-}" ]; then printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | | %s idle (%s), %s loaded (%s): x%s | |\n' \
 	"$idle_rps" "$busy_rps" "$idle_p99" "$(awk '{print $2}' "$tmp/idle" | spread_ms)" \
 	"$busy_p99" "$(awk '{print $2}' "$tmp/busy" | spread_ms)" "$auth_ratio"
 fi
