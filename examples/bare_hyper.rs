@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use handwire::types::{self, Body, BoxError, BoxFuture};
-use handwire::web::server::{self, Caller, Options, Service};
+use handwire::types::{self, Body, BoxError};
+use handwire::web::server::{self, Answer, Caller, Options, Service};
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, Version};
 use http_body_util::BodyExt;
@@ -32,18 +32,17 @@ use hyper::body::{Frame, Incoming};
 struct Hello;
 
 impl Service for Hello {
-    fn call(&self, req: Request<Incoming>, _caller: Caller) -> BoxFuture<'static, Response<Body>> {
+    fn call(&self, req: Request<Incoming>, _caller: Caller) -> Answer {
         if req.version() == Version::HTTP_2 && req.method() == Method::POST {
-            return Box::pin(serving(req));
+            return Answer::Later(Box::pin(serving(req)));
         }
-        Box::pin(async {
-            let mut resp = Response::new(types::full("Hello World!"));
-            resp.headers_mut().insert(
-                CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            );
-            resp
-        })
+        // Made in the call, as the engine answers a chain that never awaits.
+        let mut resp = Response::new(types::full("Hello World!"));
+        resp.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        Answer::Ready(resp)
     }
 }
 
@@ -108,9 +107,16 @@ async fn hyper_only(listener: tokio::net::TcpListener) -> Result<(), Box<dyn std
                     remote,
                     received_at: std::time::Instant::now(),
                     share: None,
+                    trace: None,
                 };
                 let answer = Hello.call(req, caller);
-                async move { Ok::<_, std::convert::Infallible>(answer.await) }
+                async move {
+                    let resp = match answer {
+                        Answer::Ready(resp) => resp,
+                        Answer::Later(work) => work.await,
+                    };
+                    Ok::<_, std::convert::Infallible>(resp)
+                }
             });
             let _ = Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(tcp), svc)

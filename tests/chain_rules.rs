@@ -724,6 +724,19 @@ async fn keys_belong_to_one_request_and_a_missing_key_is_none() {
     }
 }
 
+/// Over both protocols: `/panic` gets no answer, and `/ok` after it does.
+async fn panic_gets_no_answer_and_ok_still_does(addr: std::net::SocketAddr) {
+    for proto in BOTH {
+        let url = format!("http://{}/panic", addr);
+        let answer = Client::new(proto)
+            .try_request(Method::GET, &url, &[], "")
+            .await;
+        assert!(answer.is_err(), "no answer expected, got {answer:?}");
+        let r = get(proto, addr, "/ok").await;
+        assert_eq!((r.status, r.text().as_str()), (StatusCode::OK, "fine"));
+    }
+}
+
 #[tokio::test]
 async fn without_recovery_a_panic_drops_the_connection_and_the_server_keeps_serving() {
     let mut e = Engine::bare();
@@ -743,15 +756,55 @@ async fn without_recovery_a_panic_drops_the_connection_and_the_server_keeps_serv
     )
     .unwrap();
     let srv = start(e.build()).await;
-    for proto in BOTH {
-        let url = format!("http://{}/panic", srv.addr);
-        let answer = Client::new(proto)
-            .try_request(Method::GET, &url, &[], "")
-            .await;
-        assert!(answer.is_err(), "no answer expected, got {answer:?}");
-        let r = get(proto, srv.addr, "/ok").await;
-        assert_eq!((r.status, r.text().as_str()), (StatusCode::OK, "fine"));
+    panic_gets_no_answer_and_ok_still_does(srv.addr).await;
+}
+
+/// A chain that never awaits is run in the server's call, inside hyper's
+/// connection task: a panic there must still cost only its own request
+/// (HTTP/1.1: the connection; HTTP/2: the stream, its connection serving
+/// on).
+#[tokio::test]
+async fn without_recovery_a_panic_in_a_chain_that_never_awaits_resets_only_its_stream() {
+    let mut e = Engine::bare();
+    e.get(
+        "/panic",
+        handler_now("panics", |c| {
+            c.string(StatusCode::OK, "partial");
+            panic!("no recovery here");
+        }),
+    )
+    .unwrap();
+    e.get(
+        "/ok",
+        handler_now("ok", |c| c.string(StatusCode::OK, "fine")),
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    panic_gets_no_answer_and_ok_still_does(srv.addr).await;
+    // HTTP/2: the panicking stream is reset, and the same connection
+    // answers the next one.
+    let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    let (h2, connection) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(connection);
+    let get_on = |path: &str| {
+        http::Request::get(format!("http://{}{path}", srv.addr))
+            .body(())
+            .unwrap()
+    };
+    let mut h2 = h2.ready().await.unwrap();
+    let (panicked, _) = h2.send_request(get_on("/panic"), true).unwrap();
+    let reset = panicked.await.expect_err("the stream is reset");
+    assert_eq!(reset.reason(), Some(h2::Reason::INTERNAL_ERROR));
+    let mut h2 = h2.ready().await.unwrap();
+    let (ok, _) = h2.send_request(get_on("/ok"), true).unwrap();
+    let ok = ok.await.expect("the connection still serves");
+    assert_eq!(ok.status(), StatusCode::OK);
+    let mut body = ok.into_body();
+    let mut text = Vec::new();
+    while let Some(chunk) = body.data().await {
+        text.extend_from_slice(&chunk.unwrap());
     }
+    assert_eq!(text, b"fine");
 }
 
 #[tokio::test]

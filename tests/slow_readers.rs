@@ -155,9 +155,11 @@ impl Service for Silent {
         &self,
         _: http::Request<Incoming>,
         _: handwire::web::server::Caller,
-    ) -> BoxFuture<'static, http::Response<handwire::types::Body>> {
+    ) -> handwire::web::server::Answer {
         use http_body_util::BodyExt;
-        Box::pin(async { http::Response::new(NeverBody.boxed_unsync()) })
+        let work: BoxFuture<'static, http::Response<handwire::types::Body>> =
+            Box::pin(async { http::Response::new(NeverBody.boxed_unsync()) });
+        handwire::web::server::Answer::Later(work)
     }
 }
 

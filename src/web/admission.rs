@@ -33,6 +33,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
@@ -163,9 +164,24 @@ impl Drop for Place {
     }
 }
 
+/// Whether this process made an [`Admission`]: until it does, no request
+/// needs a class, and the server runs none in a [`scope`] (a task-local
+/// entered on every poll of a request cost about 140 instructions of a
+/// `GET` on a service without scarce work).
+static IN_USE: AtomicBool = AtomicBool::new(false);
+
+/// Whether any [`Admission`] exists in this process, so that a request's
+/// class can matter: the server's test before it enters a [`scope`]. A
+/// request that began before the first one was made takes its place
+/// outside a scope, first class, as [`hold`] does.
+pub fn in_use() -> bool {
+    IN_USE.load(Ordering::Relaxed)
+}
+
 impl Admission {
     /// An admission of `limit` places (at least 1).
     pub fn new(limit: usize) -> Arc<Admission> {
+        IN_USE.store(true, Ordering::Relaxed);
         Arc::new(Admission {
             limit: limit.max(1),
             state: Mutex::new(State::default()),

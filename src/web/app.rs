@@ -31,7 +31,8 @@ use crate::web::log;
 use crate::web::metrics::{Operation, OPERATION_KEY};
 use crate::web::path_params::PathParams;
 use crate::web::router::{self, Lookup, Miss, Router};
-use crate::web::server::{Caller, Service};
+use crate::web::server::{Answer, Caller, Service};
+use crate::web::tracecontext;
 
 /// Builds the answer to a body that did not arrive within the body
 /// time-out (given as the argument). The engine adds `Connection: close`.
@@ -99,8 +100,8 @@ pub struct App {
 }
 
 impl Service for App {
-    fn call(&self, req: Request<Incoming>, caller: Caller) -> BoxFuture<'static, Response<Body>> {
-        self.handle(req, caller)
+    fn call(&self, req: Request<Incoming>, caller: Caller) -> Answer {
+        self.answer(req, caller)
     }
 
     /// 503 in the service's error shape; gRPC-Web calls get the gRPC answer.
@@ -145,10 +146,23 @@ impl App {
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
+        self.answer(req, from).into_future()
+    }
+
+    /// [`handle`](Self::handle), answering now when it can: a request with
+    /// no body to read whose chain has no handler that awaits is run to
+    /// its end in the call, in the caller's trace, and needs no future.
+    pub fn answer<B>(&self, req: Request<B>, from: impl Into<Caller>) -> Answer
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
         let Caller {
             remote,
             received_at,
             share,
+            trace: trace_context,
         } = from.into();
         let (parts, body) = req.into_parts();
         let chosen = self.choose(&parts);
@@ -172,8 +186,12 @@ impl App {
         // request's future was several times the chain's, allocated and
         // copied each time.
         if refused.is_none() && body.is_end_stream() {
-            let c = chosen.context(parts, Bytes::new(), remote, received_at);
-            return Box::pin(run(c, trace, counted));
+            let mut c = chosen.context(parts, Bytes::new(), remote, received_at);
+            if c.rest_never_awaits() {
+                let resp = tracecontext::enter(trace_context, || run_now(&mut c, trace, counted));
+                return Answer::Ready(resp);
+            }
+            return Answer::Later(Box::pin(run(c, trace, counted)));
         }
         let read = ReadLimits {
             bounds: Bounds {
@@ -186,7 +204,7 @@ impl App {
             on_error: self.on_edge_error,
         };
         let early = self.early.clone();
-        Box::pin(async move {
+        Answer::Later(Box::pin(async move {
             let read = match refused {
                 Some((status, reason, message)) => Err((read.on_error)(status, reason, &message)),
                 None => read_body(&parts, body, read, share.as_deref()).await,
@@ -202,7 +220,7 @@ impl App {
                     answer_early(c, answer, trace, counted).await
                 }
             }
-        })
+        }))
     }
 
     /// The chain for this request, as the router decides: the route's, the
@@ -417,20 +435,36 @@ fn run(
             c.start_trace();
         }
         c.next().await;
-        if let Some(mut t) = c.take_trace() {
-            t.finish(c.response_status());
-            log::stdout().line(|buf| {
-                for line in t.text().lines() {
-                    buf.extend_from_slice(b"[trace] ");
-                    buf.extend_from_slice(line.as_bytes());
-                    buf.push(b'\n');
-                }
-                buf.extend_from_slice(t.held());
-            });
-        }
-        let latency = c.latency_read();
-        counted.count(into_response(&mut c), latency)
+        finish(&mut c, counted)
     }
+}
+
+/// [`run`] for a chain in which no handler awaits: the same steps, as a
+/// plain call.
+fn run_now(c: &mut Context, trace: bool, counted: Counted) -> Response<Body> {
+    if trace {
+        c.start_trace();
+    }
+    c.next_now();
+    finish(c, counted)
+}
+
+/// After the chain: the trace printed (if it was traced), the response
+/// made and counted.
+fn finish(c: &mut Context, counted: Counted) -> Response<Body> {
+    if let Some(mut t) = c.take_trace() {
+        t.finish(c.response_status());
+        log::stdout().line(|buf| {
+            for line in t.text().lines() {
+                buf.extend_from_slice(b"[trace] ");
+                buf.extend_from_slice(line.as_bytes());
+                buf.push(b'\n');
+            }
+            buf.extend_from_slice(t.held());
+        });
+    }
+    let latency = c.latency_read();
+    counted.count(into_response(c), latency)
 }
 
 /// Context key under which an answer given before the chain waits for
@@ -601,5 +635,82 @@ mod tests {
             future < context + context / 2,
             "the run future is {future} bytes for a {context}-byte context"
         );
+    }
+
+    fn request(
+        method: Method,
+        path: &str,
+        body: &'static str,
+    ) -> Request<http_body_util::Full<Bytes>> {
+        Request::builder()
+            .method(method)
+            .uri(path)
+            .body(http_body_util::Full::new(Bytes::from_static(
+                body.as_bytes(),
+            )))
+            .unwrap()
+    }
+
+    async fn text(resp: Response<Body>) -> String {
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(body.to_vec()).unwrap()
+    }
+
+    /// A request with no body whose chain never awaits (the logger,
+    /// recovery and a handler that answers at once) is answered in the
+    /// call; an awaiting handler, or a body to read, gives a future. Both
+    /// answers are the same to the client.
+    #[tokio::test]
+    async fn a_chain_that_never_awaits_is_answered_in_the_call() {
+        use crate::web::chain::{handler, handler_now};
+        let mut e = crate::web::Engine::new();
+        e.get(
+            "/now/:id",
+            handler_now("now", |c| {
+                let id = c.param("id").unwrap_or_default().to_owned();
+                c.string(StatusCode::OK, id);
+            }),
+        )
+        .unwrap();
+        e.get(
+            "/later/:id",
+            handler(|c| {
+                Box::pin(async move {
+                    tokio::task::yield_now().await;
+                    let id = c.param("id").unwrap_or_default().to_owned();
+                    c.string(StatusCode::OK, id);
+                })
+            }),
+        )
+        .unwrap();
+        e.post(
+            "/now/:id",
+            handler_now("posted", |c| c.string(StatusCode::OK, "posted")),
+        )
+        .unwrap();
+        let app = e.build();
+        let remote = SocketAddr::from(([127, 0, 0, 1], 1));
+
+        let Answer::Ready(resp) = app.answer(request(Method::GET, "/now/7", ""), remote) else {
+            panic!("a chain that never awaits gave a future");
+        };
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(text(resp).await, "7");
+
+        let Answer::Later(work) = app.answer(request(Method::GET, "/later/8", ""), remote) else {
+            panic!("an awaiting handler was answered in the call");
+        };
+        assert_eq!(text(work.await).await, "8");
+
+        // A body is read before the chain runs: always a future.
+        let answer = app.answer(request(Method::POST, "/now/9", "x"), remote);
+        assert!(matches!(answer, Answer::Later(_)));
+        assert_eq!(text(answer.into_future().await).await, "posted");
+
+        // A miss runs the 404 chain, which never awaits either.
+        let Answer::Ready(resp) = app.answer(request(Method::GET, "/nowhere", ""), remote) else {
+            panic!("the 404 chain gave a future");
+        };
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     }
 }

@@ -382,7 +382,7 @@ impl Context {
 
     /// [`next`](Self::next) for a rest of the chain in which no handler
     /// awaits: the same walk, as a plain call.
-    fn next_now(&mut self) {
+    pub(crate) fn next_now(&mut self) {
         let handlers = self.next_begins();
         let first = self.index;
         let mut ran = 0;
@@ -458,8 +458,10 @@ impl Context {
         }
     }
 
-    /// Whether no handler after the current one awaits.
-    fn rest_never_awaits(&self) -> bool {
+    /// Whether no handler after the current one awaits: before the chain
+    /// has begun, whether any does, so that the engine can run the whole
+    /// chain with [`next_now`](Self::next_now) and answer without a future.
+    pub(crate) fn rest_never_awaits(&self) -> bool {
         let after = usize::try_from(self.index + 1).unwrap_or(usize::MAX);
         let rest = self.handlers.get(after..).unwrap_or_default();
         !rest.iter().any(|h| matches!(h.run, Run::Await(_)))

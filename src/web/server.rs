@@ -29,6 +29,7 @@
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
@@ -46,8 +47,10 @@ use crate::types::{Body, BoxFuture};
 use crate::web::admission;
 use crate::web::beside::{self, First};
 pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
-use crate::web::clocks::{Activity, Expiry, Tracked, Watched};
-use crate::web::governor::{self, Arrival, ConnectionShare, DEFAULT_INFLATE_PER_SECOND};
+use crate::web::clocks::{Activity, Expiry, InFlight, Tracked, Watched};
+use crate::web::governor::{
+    self, Arrival, ConnectionShare, HandlerTurn, DEFAULT_INFLATE_PER_SECOND,
+};
 use crate::web::log;
 use crate::web::metrics::Gauge;
 use crate::web::tls::{self, CertStore};
@@ -77,6 +80,12 @@ pub struct Caller {
     /// What the connection may cost the process: what reads the request's
     /// body counts it here (`None`: not counted, as in tests).
     pub share: Option<Arc<ConnectionShare>>,
+    /// The request's trace (`None` in tests). The server runs a
+    /// [`Answer::Later`] future in it; a service that answers
+    /// [`Answer::Ready`] runs its work in it itself
+    /// ([`tracecontext::enter`]), since only it knows, after the call,
+    /// whether it did the work in the call.
+    pub trace: Option<TraceContext>,
 }
 
 impl From<SocketAddr> for Caller {
@@ -86,18 +95,47 @@ impl From<SocketAddr> for Caller {
             remote,
             received_at: Instant::now(),
             share: None,
+            trace: None,
+        }
+    }
+}
+
+/// What a [`Service`] gives for one request.
+pub enum Answer {
+    /// The response, made during the call: its work never had to wait
+    /// (most `GET`s of a chain whose handlers never await). The server
+    /// hands it to hyper with no future to allocate or poll.
+    Ready(http::Response<Body>),
+    /// The work that makes the response, polled by the server.
+    Later(BoxFuture<'static, http::Response<Body>>),
+}
+
+impl Answer {
+    /// The answer as a future, whichever it is (for callers that await
+    /// every answer alike, such as tests).
+    pub fn into_future(self) -> BoxFuture<'static, http::Response<Body>> {
+        match self {
+            Answer::Ready(resp) => Box::pin(std::future::ready(resp)),
+            Answer::Later(work) => work,
         }
     }
 }
 
 /// Anything the server can call: one request in, one response out.
 pub trait Service: Send + Sync + 'static {
-    /// Answer one request from `caller`.
-    fn call(
-        &self,
-        req: http::Request<Incoming>,
-        caller: Caller,
-    ) -> BoxFuture<'static, http::Response<Body>>;
+    /// Answer one request from `caller`: now, or through a future.
+    fn call(&self, req: http::Request<Incoming>, caller: Caller) -> Answer;
+
+    /// Whether [`call`](Self::call) may answer [`Answer::Ready`]: the
+    /// server then calls it on arrival, in hyper's connection task. A
+    /// service that always answers later (gRPC: a call reads its
+    /// messages) says `false` and is called from its request's own task,
+    /// as every request was before answers could be ready: a unary call
+    /// over HTTP/2 counted about 850 instructions more when called on
+    /// arrival. Default `true`.
+    fn may_answer_in_call(&self) -> bool {
+        true
+    }
 
     /// The answer to a request the governor refuses because the process
     /// is over its budget of bytes waiting for peers (`grpc`: the request
@@ -458,48 +496,97 @@ async fn serve_connection(conn: Connection) {
         }
         // Every request runs in its trace (W3C traceparent, or a new one).
         let trace = TraceContext::from_headers(req.headers());
-        let (tracker, service, share) = (tracker.clone(), service.clone(), share.clone());
-        Dispatch::Later(Box::pin(async move {
-            // Over the budget of bytes waiting for peers, a connection
-            // whose peer leaves responses untaken gets no more work, and a
-            // response it did build is refused before it is held (see
-            // `budget`): a flood of zero-window streams cannot build pages
-            // faster than the bounds take them back.
-            // Most requests have their turn on arrival: no future to poll.
-            let turn = match arrival {
-                Arrival::Turn(turn) => Some(turn),
-                arrival => share.handler_turn(&tracker, arrival).await,
-            };
-            let mut resp = if let Some(turn) = turn.as_ref().filter(|_| tracker.admits(0)) {
-                let caller = Caller {
-                    remote,
-                    received_at: request.received_at().into_std(),
-                    share: Some(share.clone()),
-                };
-                // The trace is the scope of the call's future: what a call
-                // does before returning it (route, build its state) logs
-                // nothing, and a scope around that too cost ~150
-                // instructions a request.
-                let call = service.call(req, caller);
-                let conn: Arc<dyn admission::Busy> = share;
-                admission::scope(turn.class(), Some(conn), tracecontext::serve(trace, call)).await
-            } else {
-                refuse(&*service, h2, grpc, &tracker)?
-            };
-            let size = usize::try_from(hyper::body::Body::size_hint(resp.body()).lower())
-                .unwrap_or(usize::MAX);
-            if !tracker.admits(size) {
-                // What it had built is let go: counted for the trim.
-                drop(resp);
-                governor::released(size);
-                resp = refuse(&*service, h2, grpc, &tracker)?;
+        let pending = Pending {
+            service: service.clone(),
+            share: share.clone(),
+            conn: tracker.clone(),
+            request,
+            trace,
+            h2,
+            grpc,
+        };
+        // Most requests have their turn on arrival, and over the budget of
+        // bytes waiting for peers a connection whose peer leaves responses
+        // untaken gets no more work (see `budget`): a flood of zero-window
+        // streams cannot build pages faster than the bounds take them back.
+        // With its turn, the service is called now, and a ready answer
+        // needs no future at all.
+        let turn = match arrival {
+            Arrival::Turn(turn) if service.may_answer_in_call() && tracker.admits(0) => turn,
+            arrival => {
+                let Pending {
+                    service,
+                    share,
+                    conn: tracker,
+                    request,
+                    ..
+                } = pending;
+                // Its turn first (at once if it has one), then the call,
+                // from the request's own task. One block, as small as the
+                // allocator's thread cache takes (under 1,032 bytes): a
+                // larger one took `malloc`'s slow path on every gRPC call.
+                return Dispatch::Later(Box::pin(async move {
+                    let turn = match arrival {
+                        Arrival::Turn(turn) => Some(turn),
+                        arrival => share.handler_turn(&tracker, arrival).await,
+                    };
+                    let mut resp = if let Some(turn) = turn.as_ref().filter(|_| tracker.admits(0)) {
+                        let caller = Caller {
+                            remote,
+                            received_at: request.received_at().into_std(),
+                            share: Some(share.clone()),
+                            trace: Some(trace),
+                        };
+                        match service.call(req, caller) {
+                            Answer::Ready(mut resp) => {
+                                tracecontext::stamp(&mut resp, trace);
+                                resp
+                            }
+                            Answer::Later(work) => {
+                                let work = tracecontext::serve(trace, work);
+                                if admission::in_use() {
+                                    let conn: Arc<dyn admission::Busy> = share;
+                                    admission::scope(turn.class(), Some(conn), work).await
+                                } else {
+                                    work.await
+                                }
+                            }
+                        }
+                    } else {
+                        refuse(&*service, h2, grpc, &tracker)?
+                    };
+                    let size = usize::try_from(hyper::body::Body::size_hint(resp.body()).lower())
+                        .unwrap_or(usize::MAX);
+                    if !tracker.admits(size) {
+                        // What it had built is let go: counted for the trim.
+                        drop(resp);
+                        governor::released(size);
+                        resp = refuse(&*service, h2, grpc, &tracker)?;
+                    }
+                    let resp = resp.map(|body| Tracked::new(body, request));
+                    // The turn ends once the response counts as untaken, so
+                    // that a request waiting for it sees one or the other.
+                    drop(turn);
+                    Ok(resp)
+                }));
             }
-            let resp = resp.map(|body| Tracked::new(body, request));
-            // The turn ends once the response counts as untaken, so that a
-            // request waiting for it sees one or the other, never neither.
-            drop(turn);
-            Ok::<_, h2::Error>(resp)
-        }))
+        };
+        // A panic here would unwind through hyper's connection task, all of
+        // an HTTP/2 connection's streams: its stream is reset instead, as a
+        // panic in the stream's own task would have it.
+        let caller = pending.caller(remote);
+        let called = std::panic::catch_unwind(AssertUnwindSafe(|| service.call(req, caller)));
+        match called {
+            Err(_) => Dispatch::Now(Some(Err(h2::Error::from(h2::Reason::INTERNAL_ERROR)))),
+            Ok(Answer::Ready(mut resp)) => {
+                tracecontext::stamp(&mut resp, pending.trace);
+                let answer = pending
+                    .held(resp)
+                    .map(|resp| pending.tracked(resp, Some(turn)));
+                Dispatch::Now(Some(answer))
+            }
+            Ok(Answer::Later(work)) => Dispatch::Later(Box::pin(called_later(work, turn, pending))),
+        }
     });
     let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
     let mut conn = std::pin::pin!(conn);
@@ -567,27 +654,116 @@ fn refuse(
 /// What the connection's service gives hyper for one request: an answer
 /// decided on arrival, or the boxed work that makes it. The box keeps the
 /// task hyper spawns per request small either way, so a request refused
-/// on arrival costs a few dozen bytes until hyper polls it.
-enum Dispatch<F: Future> {
+/// on arrival costs a few dozen bytes until hyper polls it; and each kind
+/// of work has its own, so that the common one (a call made on arrival)
+/// stays in the allocator's small blocks.
+// The ready answer is held inline on purpose: boxing it would cost the
+// allocation this kind exists to save.
+#[allow(clippy::large_enum_variant)]
+enum Dispatch {
     /// Decided already (taken by the first poll).
-    Now(Option<F::Output>),
-    /// Turn, handler, answer.
-    Later(Pin<Box<F>>),
+    Now(Option<Answered>),
+    /// The rest of a call, or its turn and the call.
+    Later(Pin<Box<dyn Future<Output = Answered> + Send>>),
 }
 
-// Nothing in it is ever pinned in place: the work is behind its box and the
-// answer is moved out whole.
-impl<F: Future> Unpin for Dispatch<F> {}
+/// The response hyper sends, or the stream's reset.
+type Answered = Result<http::Response<Tracked>, h2::Error>;
 
-impl<F: Future> Future for Dispatch<F> {
-    type Output = F::Output;
+impl Future for Dispatch {
+    type Output = Answered;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<F::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Answered> {
         match self.get_mut() {
             Dispatch::Now(answer) => Poll::Ready(answer.take().expect("polled after completion")),
             Dispatch::Later(work) => work.as_mut().poll(cx),
         }
     }
+}
+
+/// What a request carries from its arrival to its answer.
+struct Pending {
+    service: Arc<dyn Service>,
+    share: Arc<ConnectionShare>,
+    conn: Arc<Activity>,
+    request: InFlight,
+    trace: TraceContext,
+    h2: bool,
+    grpc: bool,
+}
+
+impl Pending {
+    /// What the service is told of the request's origin.
+    fn caller(&self, remote: SocketAddr) -> Caller {
+        Caller {
+            remote,
+            received_at: self.request.received_at().into_std(),
+            share: Some(self.share.clone()),
+            trace: Some(self.trace),
+        }
+    }
+
+    /// `resp`, if the connection may hold it: over the budget of bytes
+    /// waiting for peers, a response built anyway is refused before it is
+    /// held (see `budget`).
+    fn held(&self, resp: http::Response<Body>) -> Result<http::Response<Body>, h2::Error> {
+        let size = usize::try_from(hyper::body::Body::size_hint(resp.body()).lower())
+            .unwrap_or(usize::MAX);
+        if self.conn.admits(size) {
+            return Ok(resp);
+        }
+        // What it had built is let go: counted for the trim.
+        drop(resp);
+        governor::released(size);
+        self.refuse()
+    }
+
+    fn refuse(&self) -> Result<http::Response<Body>, h2::Error> {
+        refuse(&*self.service, self.h2, self.grpc, &self.conn)
+    }
+
+    /// The response as hyper gets it, its clocks running. The turn ends
+    /// once the response counts as untaken, so that a request waiting for
+    /// it sees one or the other, never neither.
+    fn tracked(
+        self,
+        resp: http::Response<Body>,
+        turn: Option<HandlerTurn>,
+    ) -> http::Response<Tracked> {
+        let resp = resp.map(|body| Tracked::new(body, self.request));
+        drop(turn);
+        resp
+    }
+
+    /// `work` run in the request's trace, and in its admission class when
+    /// the process has scarce work ([`admission::in_use`]). The trace is
+    /// the scope of the call's future only: what a call does before
+    /// returning it (route, build its state) logs nothing, and a scope
+    /// around that too cost ~150 instructions a request.
+    async fn run(
+        &self,
+        work: BoxFuture<'static, http::Response<Body>>,
+        turn: &HandlerTurn,
+    ) -> http::Response<Body> {
+        let work = tracecontext::serve(self.trace, work);
+        if admission::in_use() {
+            let conn: Arc<dyn admission::Busy> = self.share.clone();
+            admission::scope(turn.class(), Some(conn), work).await
+        } else {
+            work.await
+        }
+    }
+}
+
+/// The rest of a call made on arrival that answered [`Answer::Later`].
+async fn called_later(
+    work: BoxFuture<'static, http::Response<Body>>,
+    turn: HandlerTurn,
+    pending: Pending,
+) -> Answered {
+    let resp = pending.run(work, &turn).await;
+    let resp = pending.held(resp)?;
+    Ok(pending.tracked(resp, Some(turn)))
 }
 
 /// HTTP/2's connection preface (RFC 9113 §3.4).

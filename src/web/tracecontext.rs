@@ -256,9 +256,24 @@ where
     let fut = CURRENT.scope(trace, call);
     async move {
         let mut resp = fut.await;
-        resp.headers_mut()
-            .insert(&TRACEPARENT, trace.header_value());
+        stamp(&mut resp, trace);
         resp
+    }
+}
+
+/// Give `resp` the `traceparent` of `trace` (what [`serve`] does to the
+/// response of the future it ran).
+pub fn stamp<B>(resp: &mut http::Response<B>, trace: TraceContext) {
+    resp.headers_mut()
+        .insert(&TRACEPARENT, trace.header_value());
+}
+
+/// Run `work` (a call's synchronous part, or all of it) as part of `trace`
+/// if there is one.
+pub fn enter<R>(trace: Option<TraceContext>, work: impl FnOnce() -> R) -> R {
+    match trace {
+        Some(trace) => CURRENT.sync_scope(trace, work),
+        None => work(),
     }
 }
 

@@ -59,7 +59,7 @@ use crate::types::{Body, BoxError, BoxFuture};
 use crate::web::deadline;
 use crate::web::governor::{ConnectionShare, Hold};
 use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
-use crate::web::server::{Caller, Service};
+use crate::web::server::{Answer, Caller, Service};
 use crate::web::unwind::{panic_message, CatchUnwind};
 
 /// A streaming method: reads requests from [`Streaming`], writes replies to [`Sink`].
@@ -283,11 +283,14 @@ fn answer(
 }
 
 impl Service for Server {
-    fn call(&self, req: Request<Incoming>, caller: Caller) -> BoxFuture<'static, Response<Body>> {
+    /// Always [`Answer::Later`]: a call reads its request's messages. The
+    /// server runs the future in the call's trace.
+    fn call(&self, req: Request<Incoming>, caller: Caller) -> Answer {
         let Caller {
             remote,
             received_at: start,
             share,
+            trace: _,
         } = caller;
         let found = self.inner.lookup(req.uri().path());
         let (path, operation): (Arc<str>, _) = match &found {
@@ -302,7 +305,13 @@ impl Service for Server {
         // the fast bins): inline, its state would be copied into this future.
         let answer = answer(&self.inner, req, share, found);
         let response = crate::web::peer::scope(remote.ip(), answer);
-        Box::pin(async move { access_log::wrap(response.await, path, remote, start, operation) })
+        Answer::Later(Box::pin(async move {
+            access_log::wrap(response.await, path, remote, start, operation)
+        }))
+    }
+
+    fn may_answer_in_call(&self) -> bool {
+        false
     }
 }
 
