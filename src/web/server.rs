@@ -82,9 +82,9 @@ pub struct Caller {
     pub share: Option<Arc<ConnectionShare>>,
     /// The request's trace (`None` in tests). The server runs a
     /// [`Answer::Later`] future in it; a service that answers
-    /// [`Answer::Ready`] runs its work in it itself
-    /// ([`tracecontext::enter`]), since only it knows, after the call,
-    /// whether it did the work in the call.
+    /// [`Answer::Ready`] runs its work in it itself (the engine does, with
+    /// the crate's `tracecontext::enter`), since only it knows, after the
+    /// call, whether it did the work in the call.
     pub trace: Option<TraceContext>,
 }
 
