@@ -23,7 +23,9 @@ use http_body_util::Empty;
 static GLOBAL: CountingAllocator = CountingAllocator;
 
 /// docs/load.md states these bounds; raise them only with a reason. Where
-/// the 4 of `GET /hello` go: the request future (1); the response's
+/// the 4 of `GET /hello` go: the request future (1: a ready answer boxed
+/// by `App::handle`, which these counts call; the server takes a ready
+/// answer without it); the response's
 /// `content-type` in a `HeaderMap` (2); and the boxed response body (1).
 /// No handler of the default chain has a future of its own (the logger runs
 /// after the rest, recovery catches a rest that never awaits as a plain

@@ -514,61 +514,29 @@ async fn serve_connection(conn: Connection) {
         let turn = match arrival {
             Arrival::Turn(turn) if service.may_answer_in_call() && tracker.admits(0) => turn,
             arrival => {
-                let Pending {
-                    service,
-                    share,
-                    conn: tracker,
-                    request,
-                    ..
-                } = pending;
                 // Its turn first (at once if it has one), then the call,
                 // from the request's own task. One block, as small as the
                 // allocator's thread cache takes (under 1,032 bytes): a
                 // larger one took `malloc`'s slow path on every gRPC call.
-                return Dispatch::Later(Box::pin(async move {
+                let work = async move {
                     let turn = match arrival {
                         Arrival::Turn(turn) => Some(turn),
-                        arrival => share.handler_turn(&tracker, arrival).await,
+                        arrival => pending.share.handler_turn(&pending.conn, arrival).await,
                     };
-                    let mut resp = if let Some(turn) = turn.as_ref().filter(|_| tracker.admits(0)) {
-                        let caller = Caller {
-                            remote,
-                            received_at: request.received_at().into_std(),
-                            share: Some(share.clone()),
-                            trace: Some(trace),
-                        };
-                        match service.call(req, caller) {
+                    let resp = match turn.as_ref().filter(|_| pending.conn.admits(0)) {
+                        Some(turn) => match pending.service.call(req, pending.caller(remote)) {
                             Answer::Ready(mut resp) => {
-                                tracecontext::stamp(&mut resp, trace);
+                                tracecontext::stamp(&mut resp, pending.trace);
                                 resp
                             }
-                            Answer::Later(work) => {
-                                let work = tracecontext::serve(trace, work);
-                                if admission::in_use() {
-                                    let conn: Arc<dyn admission::Busy> = share;
-                                    admission::scope(turn.class(), Some(conn), work).await
-                                } else {
-                                    work.await
-                                }
-                            }
-                        }
-                    } else {
-                        refuse(&*service, h2, grpc, &tracker)?
+                            Answer::Later(work) => pending.run(work, turn).await,
+                        },
+                        None => pending.refuse()?,
                     };
-                    let size = usize::try_from(hyper::body::Body::size_hint(resp.body()).lower())
-                        .unwrap_or(usize::MAX);
-                    if !tracker.admits(size) {
-                        // What it had built is let go: counted for the trim.
-                        drop(resp);
-                        governor::released(size);
-                        resp = refuse(&*service, h2, grpc, &tracker)?;
-                    }
-                    let resp = resp.map(|body| Tracked::new(body, request));
-                    // The turn ends once the response counts as untaken, so
-                    // that a request waiting for it sees one or the other.
-                    drop(turn);
-                    Ok(resp)
-                }));
+                    let resp = pending.held(resp)?;
+                    Ok(pending.tracked(resp, turn))
+                };
+                return Dispatch::Later(Box::pin(work));
             }
         };
         // A panic here would unwind through hyper's connection task, all of
