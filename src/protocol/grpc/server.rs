@@ -224,18 +224,24 @@ impl Server {
         names
     }
 
-    /// Answers one call.
-    pub fn handle(&self, req: Request<RequestBody>) -> BoxFuture<'static, Response<Body>> {
+    /// Answers one call that arrived at `received_at` (where its deadline
+    /// counts from).
+    pub fn handle(
+        &self,
+        req: Request<RequestBody>,
+        received_at: Instant,
+    ) -> BoxFuture<'static, Response<Body>> {
         let found = self
             .inner
             .lookup(req.uri().path())
             .map(|k| k.handler.clone());
-        answer(&self.inner, req, None, found)
+        answer(&self.inner, req, None, found, received_at)
     }
 }
 
 /// Answers one call to the method `found` for its path (looked up once, by
-/// the caller); what reads its messages counts them in `share`. The header
+/// the caller), which arrived at `received_at`; what reads its messages
+/// counts them in `share`. The header
 /// checks run now, so a refused call's future is its answer alone, and a
 /// unary call's is [`call_unary`]'s: the request's head is not part of it.
 fn answer(
@@ -243,6 +249,7 @@ fn answer(
     req: Request<RequestBody>,
     share: Option<Arc<ConnectionShare>>,
     found: Result<Handler, Status>,
+    received_at: Instant,
 ) -> BoxFuture<'static, Response<Body>> {
     let call = match inner.route(&req, found) {
         Err(response) => return Box::pin(std::future::ready(response)),
@@ -264,7 +271,7 @@ fn answer(
                 max_message_size: max,
                 gzip_replies: call.gzip_replies,
             };
-            Box::pin(call_unary(unary, streaming, deadline))
+            Box::pin(call_unary(unary, streaming, deadline, received_at))
         }
         Handler::Streaming(h) => {
             // Long-lived streams are counted for the process: past the
@@ -303,7 +310,7 @@ impl Service for Server {
         // thread cache serves blocks up to 1,032 bytes; a larger one takes
         // the slow path of `malloc` and `free`, and a free of one consolidates
         // the fast bins): inline, its state would be copied into this future.
-        let answer = answer(&self.inner, req, share, found);
+        let answer = answer(&self.inner, req, share, found, start);
         let response = crate::web::peer::scope(remote.ip(), answer);
         Answer::Later(Box::pin(async move {
             access_log::wrap(response.await, path, remote, start, operation)
@@ -420,10 +427,13 @@ fn call_unary(
     unary: Unary,
     mut requests: Streaming,
     deadline: Option<Duration>,
+    received_at: Instant,
 ) -> impl Future<Output = Response<Body>> + Send {
-    // The deadline counts from the call's arrival (now), so a grpc-timeout
-    // that has already run out (`0n`, `1n`) fails before the handler runs.
-    let due = deadline.and_then(|d| Some((Instant::now().checked_add(d)?, d)));
+    // The deadline counts from the call's arrival (the clock reading the
+    // connection took for it), so a grpc-timeout that has already run out
+    // (`0n`, `1n`) fails before the handler runs: checked once, after the
+    // request message and before the handler.
+    let due = deadline.and_then(|d| Some((received_at.checked_add(d)?, d)));
     async move {
         let Unary {
             method,
@@ -467,7 +477,15 @@ fn call_unary(
             }
             Ok(reply)
         });
-        match within(due, call).await {
+        // No check before the call: it reads the message and checks the
+        // deadline before the handler, which is the check that matters.
+        let outcome = match due {
+            None => call.await,
+            Some((at, d)) => deadline::run(at, call)
+                .await
+                .unwrap_or_else(|_| Err(deadline_exceeded(d))),
+        };
+        match outcome {
             Ok(framed) => {
                 let framed = compression::maybe_compress(framed, *gzip_replies);
                 let compressed = framed.first() == Some(&1);

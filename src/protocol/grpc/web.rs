@@ -104,7 +104,8 @@ pub async fn serve(server: &Server, mode: Mode, c: &mut Context) {
             headers.insert(name, v.clone());
         }
     }
-    let response = crate::web::peer::scope(c.client_ip(), server.handle(req)).await;
+    let response =
+        crate::web::peer::scope(c.client_ip(), server.handle(req, c.received_at())).await;
     let (parts, inner) = response.into_parts();
     if parts.status != StatusCode::OK {
         // Not a gRPC call at all (wrong method): the HTTP status says why.
