@@ -308,8 +308,11 @@ impl Activity {
         if st.in_flight == 0 {
             st.idle_since = ended.unwrap_or_else(Instant::now);
             st.first_byte = None;
+            self.moved(st);
         }
-        self.moved(st);
+        // Others still in flight: the deadline is still the earliest of
+        // the waiting responses' (or the blocked socket's), none of which
+        // this changed, so there is nothing to move.
     }
 
     /// Bytes arrived. On an idle HTTP/1 connection this is the start of the
@@ -317,8 +320,25 @@ impl Activity {
     fn bytes_read(&self) {
         let mut st = self.lock();
         if st.requests > 0 && !st.h2 && st.in_flight == 0 && st.first_byte.is_none() {
-            st.first_byte = Some(Instant::now());
-            self.moved(st);
+            let now = Instant::now();
+            st.first_byte = Some(now);
+            // The deadline is now the head's (`due`, without its walk),
+            // unless a blocked socket's comes first, which this leaves.
+            if st.write_blocked.is_none() {
+                self.wake_if_before_timer(st, now + self.header_read_timeout);
+            }
+        }
+    }
+
+    /// The deadline has become `at` (or `at` is a new candidate and the
+    /// deadline was no earlier than the timer): wake [`Activity::expired`]
+    /// only if `at` comes before its timer, as [`Activity::moved`] decides,
+    /// without computing the whole deadline again.
+    fn wake_if_before_timer(&self, st: MutexGuard<'_, State>, at: Instant) {
+        let wake = st.armed.is_none_or(|armed| at < armed);
+        drop(st);
+        if wake {
+            self.changed.notify_one();
         }
     }
 
@@ -332,7 +352,13 @@ impl Activity {
         let now = Instant::now();
         st.responses.push((id, Some(now)));
         let h1 = !st.h2;
-        self.moved(st);
+        if st.in_flight > 0 && st.write_blocked.is_none() {
+            // The deadline is the earliest waiting response's: this adds
+            // one more, `now`, the latest of them; only it can be new.
+            self.wake_if_before_timer(st, now + self.write_timeout);
+        } else {
+            self.moved(st);
+        }
         (id, now, h1)
     }
 
