@@ -128,6 +128,12 @@ struct State {
     ended_at: Option<Instant>,
 }
 
+/// Whether a deadline at `at` comes before the timer [`Activity::expired`]
+/// waits on (or there is no timer yet): the one case a change must wake it.
+fn before_timer(st: &State, at: Instant) -> bool {
+    st.armed.is_none_or(|armed| at < armed)
+}
+
 /// Where a connection reports the bytes its responses hold for the peer:
 /// the budget it was registered with, which enforces the bounds.
 pub trait WaitingAccount: Send + Sync {
@@ -335,7 +341,7 @@ impl Activity {
     /// only if `at` comes before its timer, as [`Activity::moved`] decides,
     /// without computing the whole deadline again.
     fn wake_if_before_timer(&self, st: MutexGuard<'_, State>, at: Instant) {
-        let wake = st.armed.is_none_or(|armed| at < armed);
+        let wake = before_timer(&st, at);
         drop(st);
         if wake {
             self.changed.notify_one();
@@ -489,12 +495,7 @@ impl Activity {
     /// and is moved. So a busy connection's requests, which move the
     /// deadline later several times each, cost no wake-up of its task.
     fn moved(&self, st: MutexGuard<'_, State>) {
-        let wake = st.evicted
-            || match (self.due(&st), st.armed) {
-                (None, _) => false,
-                (Some(_), None) => true,
-                (Some((at, _)), Some(armed)) => at < armed,
-            };
+        let wake = st.evicted || self.due(&st).is_some_and(|(at, _)| before_timer(&st, at));
         drop(st);
         if wake {
             self.changed.notify_one();
