@@ -533,8 +533,7 @@ async fn serve_connection(conn: Connection) {
                         },
                         None => pending.refuse()?,
                     };
-                    let resp = pending.held(resp)?;
-                    Ok(pending.tracked(resp, turn))
+                    pending.answered(resp, turn)
                 };
                 return Dispatch::Later(Box::pin(work));
             }
@@ -548,10 +547,7 @@ async fn serve_connection(conn: Connection) {
             Err(_) => Dispatch::Now(Some(Err(h2::Error::from(h2::Reason::INTERNAL_ERROR)))),
             Ok(Answer::Ready(mut resp)) => {
                 tracecontext::stamp(&mut resp, pending.trace);
-                let answer = pending
-                    .held(resp)
-                    .map(|resp| pending.tracked(resp, Some(turn)));
-                Dispatch::Now(Some(answer))
+                Dispatch::Now(Some(pending.answered(resp, Some(turn))))
             }
             Ok(Answer::Later(work)) => Dispatch::Later(Box::pin(called_later(work, turn, pending))),
         }
@@ -690,6 +686,13 @@ impl Pending {
         refuse(&*self.service, self.h2, self.grpc, &self.conn)
     }
 
+    /// `resp` as hyper gets it: [`held`](Self::held), then
+    /// [`tracked`](Self::tracked).
+    fn answered(self, resp: http::Response<Body>, turn: Option<HandlerTurn>) -> Answered {
+        let resp = self.held(resp)?;
+        Ok(self.tracked(resp, turn))
+    }
+
     /// The response as hyper gets it, its clocks running. The turn ends
     /// once the response counts as untaken, so that a request waiting for
     /// it sees one or the other, never neither.
@@ -730,8 +733,7 @@ async fn called_later(
     pending: Pending,
 ) -> Answered {
     let resp = pending.run(work, &turn).await;
-    let resp = pending.held(resp)?;
-    Ok(pending.tracked(resp, Some(turn)))
+    pending.answered(resp, Some(turn))
 }
 
 /// HTTP/2's connection preface (RFC 9113 §3.4).
