@@ -13,7 +13,14 @@
 //!   WAL) and the `synchronous` level given by `--synchronous` (FULL or
 //!   NORMAL; `load/load.sh` passes the level the greeter uses). The insert
 //!   runs inline in the handler, as a straightforward tonic + rusqlite
-//!   service does: the commit's fsync holds that worker thread.
+//!   service does: the commit's fsync holds that worker thread;
+//! * with `--db PATH --commit group`: the same rows through group commit as
+//!   a careful tonic + rusqlite service would write it, the peer of the
+//!   greeter's own store thread: one thread owns the connection, handlers
+//!   send it the name over a `std::sync::mpsc` channel and wait on a tokio
+//!   `oneshot`, and the thread stores everything queued as one transaction
+//!   (one `fsync` a batch) before answering each caller. `PATH` may be
+//!   `:memory:`.
 //!
 //! It also serves tonic-health's `grpc.health.v1.Health` (the server, `""`,
 //! SERVING), the peer of the greeter's own health service in `make load`'s
@@ -23,12 +30,13 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use handwire::services::greeter::api::{HelloReply, HelloRequest};
 use rusqlite::Connection;
+use tokio::sync::oneshot;
 use tonic::body::Body;
 use tonic::codegen::{http, BoxFuture, Service};
 use tonic::server::{Grpc, NamedService, UnaryService};
@@ -46,23 +54,73 @@ CREATE TABLE IF NOT EXISTS greetings (
 /// The greeter's busy timeout (`src/services/greeter/data/`).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+const INSERT: &str = "INSERT INTO greetings (name) VALUES (?1)";
+
+/// A greeting to store, and where its outcome goes.
+type Job = (String, oneshot::Sender<Result<(), String>>);
+
+#[derive(Clone)]
+enum Store {
+    None,
+    /// One transaction a call, under the lock.
+    PerCall(Arc<Mutex<Connection>>),
+    /// Group commit on the store thread ([`group_commit`]).
+    Group(mpsc::Sender<Job>),
+}
+
 #[derive(Clone)]
 struct Greeter {
-    db: Option<Arc<Mutex<Connection>>>,
+    store: Store,
 }
 
 impl Greeter {
-    fn say_hello(&self, name: String) -> Result<HelloReply, tonic::Status> {
-        if let Some(db) = &self.db {
-            let conn = db
-                .lock()
-                .map_err(|_| tonic::Status::internal("database lock poisoned"))?;
-            conn.execute("INSERT INTO greetings (name) VALUES (?1)", [&name])
-                .map_err(|e| tonic::Status::internal(format!("saving a greeting: {e}")))?;
+    async fn say_hello(&self, name: String) -> Result<HelloReply, tonic::Status> {
+        let failed = |e: String| tonic::Status::internal(format!("saving a greeting: {e}"));
+        match &self.store {
+            Store::None => {}
+            Store::PerCall(db) => {
+                let conn = db
+                    .lock()
+                    .map_err(|_| tonic::Status::internal("database lock poisoned"))?;
+                conn.execute(INSERT, [&name])
+                    .map_err(|e| failed(e.to_string()))?;
+            }
+            Store::Group(queue) => {
+                let (tx, rx) = oneshot::channel();
+                queue
+                    .send((name.clone(), tx))
+                    .map_err(|_| failed("the store thread stopped".into()))?;
+                rx.await
+                    .map_err(|_| failed("the store thread stopped".into()))?
+                    .map_err(failed)?;
+            }
         }
         Ok(HelloReply {
             message: format!("Hello {name}"),
         })
+    }
+}
+
+/// The store thread: waits for a greeting, takes every other one queued by
+/// then, stores them in one transaction and answers each caller.
+fn group_commit(conn: Connection, queue: mpsc::Receiver<Job>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        batch.extend(queue.try_iter());
+        let stored = (|| {
+            let tx = conn.unchecked_transaction()?;
+            {
+                let mut insert = tx.prepare_cached(INSERT)?;
+                for (name, _) in &batch {
+                    insert.execute([name])?;
+                }
+            }
+            tx.commit()
+        })()
+        .map_err(|e| e.to_string());
+        for (_, reply) in batch {
+            let _ = reply.send(stored.clone());
+        }
     }
 }
 
@@ -75,7 +133,7 @@ impl UnaryService<HelloRequest> for SayHello {
     fn call(&mut self, request: tonic::Request<HelloRequest>) -> Self::Future {
         let greeter = self.0.clone();
         Box::pin(async move {
-            let reply = greeter.say_hello(request.into_inner().name)?;
+            let reply = greeter.say_hello(request.into_inner().name).await?;
             Ok(tonic::Response::new(reply))
         })
     }
@@ -120,32 +178,53 @@ fn open(path: &str, synchronous: &str) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
-const USAGE: &str = "usage: peer_tonic ADDR [--db PATH [--synchronous FULL|NORMAL]]";
+const USAGE: &str =
+    "usage: peer_tonic ADDR [--db PATH [--synchronous FULL|NORMAL] [--commit call|group]]";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let addr: SocketAddr = args.next().ok_or(USAGE)?.parse()?;
-    let (mut db, mut synchronous) = (None, "FULL".to_string());
+    let (mut db, mut synchronous, mut group) = (None, "FULL".to_string(), false);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or(USAGE)?;
         match flag.as_str() {
             "--db" => db = Some(value),
             "--synchronous" => synchronous = value.to_ascii_uppercase(),
+            "--commit" => {
+                group = match value.as_str() {
+                    "call" => false,
+                    "group" => true,
+                    _ => {
+                        return Err(format!("--commit must be call or group, not {value:?}").into())
+                    }
+                }
+            }
             _ => return Err(USAGE.into()),
         }
     }
     if !matches!(synchronous.as_str(), "FULL" | "NORMAL") {
         return Err(format!("--synchronous must be FULL or NORMAL, not {synchronous:?}").into());
     }
-    let db = match db {
+    let store = match db {
         Some(path) => {
             let conn = open(&path, &synchronous)?;
             let level: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
-            println!("peer_tonic: SQLite {path} (WAL, synchronous={synchronous} = {level})");
-            Some(Arc::new(Mutex::new(conn)))
+            let commit = if group { "group" } else { "per call" };
+            println!(
+                "peer_tonic: SQLite {path} (WAL, synchronous={synchronous} = {level}, commit {commit})"
+            );
+            if group {
+                let (tx, rx) = mpsc::channel();
+                std::thread::Builder::new()
+                    .name("peer-sqlite".into())
+                    .spawn(move || group_commit(conn, rx))?;
+                Store::Group(tx)
+            } else {
+                Store::PerCall(Arc::new(Mutex::new(conn)))
+            }
         }
-        None => None,
+        None => Store::None,
     };
     println!("peer_tonic listening on {addr}");
     // tonic-health's service, "" SERVING: the peer of the greeter's
@@ -153,7 +232,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (_reporter, health) = tonic_health::server::health_reporter();
     tonic::transport::Server::builder()
         .add_service(health)
-        .add_service(Greeter { db })
+        .add_service(Greeter { store })
         .serve(addr)
         .await?;
     Ok(())

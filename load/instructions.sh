@@ -134,6 +134,10 @@ grpc_health=$(count greeter-health grpc /grpc.health.v1.Health/Check "$health" -
 	"$bin/greeter" --config "$tmp/greeter.yaml")
 tonic_say=$(count tonic-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
 	"$bin/examples/peer_tonic" "$addr")
+# The same work as the greeter's store: tonic with a store thread that
+# commits each batch of greetings as one transaction (`--commit group`).
+tonic_group=$(count tonic-say-group grpc /helloworld.v1.Greeter/SayHello "$say" -- \
+	"$bin/examples/peer_tonic" "$addr" --db :memory: --commit group)
 tonic_health=$(count tonic-health grpc /grpc.health.v1.Health/Check "$health" -- \
 	"$bin/examples/peer_tonic" "$addr")
 bare_health=$(count bare-health grpc /grpc.health.v1.Health/Check "$health" -- \
@@ -146,6 +150,7 @@ pair "greeter Health/Check (framing)" "$grpc_health" tonic-health "$tonic_health
 pair "greeter Health/Check (framing)" "$grpc_health" "bare hyper (h2)" "$bare_health"
 pair "greeter Health/Check (framing)" "$grpc_health" "hyper alone (h2)" "$plain_health"
 pair "greeter SayHello, :memory:" "$grpc_say" "tonic (stateless)" "$tonic_say"
+pair "greeter SayHello, :memory:" "$grpc_say" "tonic+rusqlite group" "$tonic_group"
 pair "greeter SayHello, file DB (user space)" "$grpc_file" "tonic (stateless)" "$tonic_say"
 
 echo

@@ -26,8 +26,10 @@
 # Workloads: router-demo /hello and /book/42 (request logger on, stdout to
 # /dev/null) vs axum (and /hello also vs examples/bare_hyper: handwire's accept
 # loop with no router, chain or logger); router-demo /hello with Prometheus
-# metrics (the default) vs `--no-metrics` (budget: within 5 %); greeter SayHello (:memory:) vs tonic; greeter SayHello
-# with a file DB vs tonic and vs tonic + rusqlite; greeter /helloworld/{name}
+# metrics (the default) vs `--no-metrics` (budget: within 5 %); greeter SayHello (:memory:) vs tonic
+# and vs tonic + rusqlite storing the same rows by group commit; greeter SayHello
+# with a file DB vs tonic, vs tonic + rusqlite by group commit and vs tonic +
+# rusqlite committing each call; greeter /helloworld/{name}
 # with a file DB vs axum (which writes nothing); 1,000 keep-alive connections
 # on /hello with peak RSS (fresh processes); token-auth's profile p99 idle vs
 # while 20 concurrent bcrypt logins run; TLS: router-demo /hello over HTTPS
@@ -144,6 +146,7 @@ p_tonic=$((port_base + 6)) p_tonic_db=$((port_base + 7))
 p_auth=$((port_base + 8)) p_c1k=$((port_base + 9)) p_bare=$((port_base + 10))
 p_demo_nometrics=$((port_base + 11))
 p_demo_tls=$((port_base + 12)) p_axum_tls=$((port_base + 13))
+p_tonic_gmem=$((port_base + 14)) p_tonic_gfile=$((port_base + 15))
 
 greeter_config "$tmp/mem.yaml" "$p_gmem_http" "$p_gmem" ":memory:"
 greeter_config "$tmp/file.yaml" "$p_gfile_http" "$p_gfile" "$tmp/greeter.db"
@@ -161,6 +164,12 @@ start bare_hyper "$bin/examples/bare_hyper" "127.0.0.1:$p_bare"
 start peer_tonic "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic"
 start peer_tonic_db "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic_db" \
 	--db "$tmp/peer.db" --synchronous "$sync_level"
+# The same work as the greeter's store, done as a careful tonic service would:
+# one store thread, a std channel, one transaction a batch.
+start peer_tonic_gmem "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic_gmem" \
+	--db :memory: --commit group
+start peer_tonic_gfile "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic_gfile" \
+	--db "$tmp/peer-group.db" --synchronous "$sync_level" --commit group
 wait_http "http://127.0.0.1:$p_demo/hello" router-demo
 wait_http "http://127.0.0.1:$p_demo_nometrics/hello" router-demo-nometrics
 wait_http "http://127.0.0.1:$p_axum/hello" peer_axum
@@ -193,13 +202,15 @@ grpc_check "$p_gmem" greeter-mem
 grpc_check "$p_gfile" greeter-file
 grpc_check "$p_tonic" peer_tonic
 grpc_check "$p_tonic_db" peer_tonic_db
+grpc_check "$p_tonic_gmem" peer_tonic_gmem
+grpc_check "$p_tonic_gfile" peer_tonic_gfile
 health_frame="$tmp/health.bin"
 write_health_frame "$health_frame"
 frame=$health_frame path=/grpc.health.v1.Health/Check grpc_check "$p_gmem" greeter-mem-health
 frame=$health_frame path=/grpc.health.v1.Health/Check grpc_check "$p_tonic" peer_tonic-health
 cmp -s "$tmp/greeter-mem-health.grpc.body" "$tmp/peer_tonic-health.grpc.body" ||
 	{ echo "load.sh: Health/Check reply of tonic-health differs from the greeter's" >&2; exit 1; }
-for peer in greeter-file peer_tonic peer_tonic_db; do
+for peer in greeter-file peer_tonic peer_tonic_db peer_tonic_gmem peer_tonic_gfile; do
 	cmp -s "$tmp/greeter-mem.grpc.body" "$tmp/$peer.grpc.body" ||
 		{ echo "load.sh: SayHello reply of $peer differs from the greeter's" >&2; exit 1; }
 done
@@ -387,10 +398,14 @@ compare "router-demo GET /book/42 vs GET /hello, same server" wrk "$u:$p_demo/bo
 # Framing alone: grpc.health.v1.Health/Check answers from memory, no store.
 frame=$health_frame compare "greeter grpc.health.v1.Health/Check (framing)" h2load \
 	"$u:$p_gmem/grpc.health.v1.Health/Check" tonic-health "$u:$p_tonic/grpc.health.v1.Health/Check"
+# Each stored-greeting row against stateless tonic (the issue's goal) and
+# against tonic storing the same rows by group commit (the same work).
 compare "greeter SayHello, :memory:" h2load "$u:$p_gmem/helloworld.v1.Greeter/SayHello" \
-	tonic "$u:$p_tonic/helloworld.v1.Greeter/SayHello"
+	tonic "$u:$p_tonic/helloworld.v1.Greeter/SayHello" \
+	"tonic+rusqlite group" "$u:$p_tonic_gmem/helloworld.v1.Greeter/SayHello"
 compare "greeter SayHello, file DB" h2load "$u:$p_gfile/helloworld.v1.Greeter/SayHello" \
 	tonic "$u:$p_tonic/helloworld.v1.Greeter/SayHello" \
+	"tonic+rusqlite group" "$u:$p_tonic_gfile/helloworld.v1.Greeter/SayHello" \
 	"tonic+rusqlite" "$u:$p_tonic_db/helloworld.v1.Greeter/SayHello"
 compare "greeter GET /helloworld/{name}, file DB" wrk "$u:$p_gfile_http/helloworld/load" \
 	"axum (no DB)" "$u:$p_axum/helloworld/load"
