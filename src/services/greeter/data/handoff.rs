@@ -19,9 +19,16 @@
 //! wake is pending, or while the thread is busy, costs a lock and nothing
 //! else. Outside a runtime (no kicker) a push wakes the thread itself.
 //!
-//! The thread takes everything queued at once and parks only when it finds
-//! the queue empty; it stops when the last [`Sender`] is dropped and the
-//! queue is empty.
+//! The thread takes what the kicker has *released*: everything pushed
+//! before the kicker's last run, that is, whole runtime turns. A thread
+//! that finishes a commit while a turn is still pushing waits for that turn
+//! to end instead of committing its first few writes on their own: with a
+//! file, where each commit is an `fsync` and the thread that returns from
+//! one takes the core from the runtime mid-turn, taking whatever was queued
+//! made a fifth of the batches a single write, each paying an `fsync` and
+//! two context switches. Outside a runtime every push is released at once.
+//! It parks while nothing is released; it stops when the last [`Sender`] is
+//! dropped and the queue is empty.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -42,6 +49,9 @@ struct Shared<T> {
 
 struct Queue<T> {
     requests: Vec<T>,
+    /// How many of `requests`, from the front, the store thread may take:
+    /// those pushed before the kicker last ran (all of them, without one).
+    released: usize,
     /// Cleared when the last [`Sender`] is dropped.
     open: bool,
 }
@@ -101,6 +111,7 @@ pub fn channel<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
     let shared = Arc::new(Shared {
         queue: Mutex::new(Queue {
             requests: Vec::new(),
+            released: 0,
             open: true,
         }),
         thread: OnceLock::new(),
@@ -118,9 +129,16 @@ pub fn channel<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
                 }
                 // Let every task already due in this turn push its request.
                 tokio::task::yield_now().await;
-                // Acquire: the pushes that saw the flag set are visible to
-                // the thread this unpark wakes.
+                // The flag first: a push that finds it set counts on this
+                // release, and it pushed before setting or seeing it, so
+                // its request is in the queue when the lock is taken
+                // below. A push after this swap asks for a release of its
+                // own.
                 shared.wake_pending.swap(false, Ordering::AcqRel);
+                {
+                    let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+                    queue.released = queue.requests.len();
+                }
                 shared.unpark();
             }
         });
@@ -141,6 +159,9 @@ impl<T> Sender<T> {
                 return Err(Closed);
             }
             queue.requests.push(request);
+            if self.shared.kick.is_none() {
+                queue.released = queue.requests.len();
+            }
         }
         match &self.shared.kick {
             Some(kick) => {
@@ -154,6 +175,16 @@ impl<T> Sender<T> {
     }
 }
 
+impl<T> Sender<T> {
+    /// Whether everything queued has been released to the store thread
+    /// (tests wait for it before letting a held thread take the queue).
+    #[cfg(test)]
+    pub fn all_released(&self) -> bool {
+        let queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        queue.released == queue.requests.len()
+    }
+}
+
 impl<T> Receiver<T> {
     /// Records the store thread to wake: call what this returns with the
     /// thread this receiver moved to, before the first push.
@@ -164,14 +195,23 @@ impl<T> Receiver<T> {
         }
     }
 
-    /// Moves everything queued into `into` (empty on entry), parking while
-    /// there is nothing; `false` once the queue is closed and drained.
+    /// Moves everything released into `into` (empty on entry), in push
+    /// order, parking while nothing is; once the queue is closed, the rest
+    /// too; `false` once it is closed and drained.
     pub fn take_all(&self, into: &mut Vec<T>) -> bool {
         loop {
             {
                 let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-                if !queue.requests.is_empty() {
+                if !queue.open {
+                    queue.released = queue.requests.len();
+                }
+                let released = std::mem::take(&mut queue.released);
+                if released == queue.requests.len() && released > 0 {
                     std::mem::swap(&mut queue.requests, into);
+                    return true;
+                }
+                if released > 0 {
+                    into.extend(queue.requests.drain(..released));
                     return true;
                 }
                 if !queue.open {
@@ -191,12 +231,14 @@ impl<T> Drop for Receiver<T> {
         let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         queue.open = false;
         queue.requests.clear();
+        queue.released = 0;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// Drains `rx` on a thread as the store thread does, handing each item
     /// to `done`; returns the number of batches taken.
@@ -264,6 +306,66 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(batches, 1, "64 pushes in one turn are one batch");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_thread_back_from_a_commit_waits_for_the_pushing_turn_to_end() {
+        let (tx, rx) = channel::<u32>();
+        let shared = rx.shared.clone();
+        let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
+        let (batches_tx, batches_rx) = std::sync::mpsc::channel::<Vec<u32>>();
+        let handle = std::thread::spawn(move || {
+            let mut taken = Vec::new();
+            let mut first = true;
+            while rx.take_all(&mut taken) {
+                if first {
+                    // A slow commit: held until the gate opens.
+                    first = false;
+                    let _ = gate_rx.recv();
+                }
+                let _ = batches_tx.send(std::mem::take(&mut taken));
+            }
+        });
+        let _ = shared.thread.set(handle.thread().clone());
+        let pusher = tx.clone();
+        tokio::spawn(async move { pusher.send(0).unwrap() })
+            .await
+            .unwrap();
+        // The thread has taken the first batch and is committing it.
+        while !shared.queue.lock().unwrap().requests.is_empty() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // One turn pushes four writes, the commit ends, the thread comes
+        // back for more while the turn goes on, and the turn pushes four
+        // more: the thread must take all eight as one batch after the
+        // turn, not the first four alone.
+        let pusher = tx.clone();
+        tokio::spawn(async move {
+            for n in 1..=4 {
+                pusher.send(n).unwrap();
+            }
+            gate_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            for n in 5..=8 {
+                pusher.send(n).unwrap();
+            }
+        })
+        .await
+        .unwrap();
+        let batches = tokio::task::spawn_blocking(move || {
+            let mut got = Vec::new();
+            while got.iter().map(Vec::len).sum::<usize>() < 9 {
+                got.push(batches_rx.recv_timeout(Duration::from_secs(10)).unwrap());
+            }
+            got
+        })
+        .await
+        .unwrap();
+        assert_eq!(batches, vec![vec![0], (1..=8).collect::<Vec<_>>()]);
+        drop(tx);
+        tokio::task::spawn_blocking(move || handle.join().unwrap())
+            .await
+            .unwrap();
     }
 
     #[test]

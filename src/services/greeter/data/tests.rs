@@ -209,9 +209,19 @@ async fn hold_store_thread(
     release
 }
 
-/// Waits until `n` writes more than `before` have been handed to the queue.
+/// Waits until `n` writes more than `before` have been handed to the queue
+/// and released to the store thread (the queue's kicker has run after them).
 async fn queued(data: &Data, before: Stats, n: u64) {
     while data.stats().submitted < before.submitted + n {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    released(data).await;
+}
+
+/// Waits until everything queued is released to the store thread: a held
+/// thread then takes it all at once.
+async fn released(data: &Data) {
+    while !data.requests.all_released() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
@@ -337,12 +347,15 @@ async fn failed_batch_fails_exactly_its_callers_and_the_next_batch_commits() {
     let before = data.stats();
     let doomed = spawn_greetings(&store, ["a", "b", "c"].map(String::from));
     queued(&data, before, 3).await;
-    // Runs after the doomed batch, before any later one.
+    // Runs after the doomed batch, before any later one: released to the
+    // store thread with it, so the thread takes the three writes and this
+    // read at once.
     data.requests
         .send(Request::Read(Box::new(|c| {
             c.pragma_update(None, "query_only", false).unwrap();
         })))
         .unwrap();
+    released(&data).await;
     release.send(()).unwrap();
     for task in doomed {
         let err = task.await.unwrap().unwrap_err();
