@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! callers ──Request──▶ [ handoff queue ] ──▶ store thread
-//!                      (one wake per batch)     take everything queued
+//!                      (one wake per batch)     take everything released
 //!                                               BEGIN IMMEDIATE, take claims
 //!                                                 one statement per queued write
 //!                                               COMMIT            (one fsync)
@@ -13,8 +13,9 @@
 //!
 //! Committing once per call costs one `fsync` per call; under load the disk,
 //! not SQLite, sets the pace. So the thread parks until something is queued,
-//! then takes every request queued ([`handoff`]: one wake for all of them)
-//! and writes them in one transaction (up to [`MAX_BATCH`] each): one
+//! then takes every request queued in the runtime's turns so far
+//! ([`handoff`]: one wake for all of them, whole turns, never the first
+//! writes of a turn still running) and writes them in one transaction (up to [`MAX_BATCH`] each): one
 //! `fsync` for the whole batch, the way PostgreSQL flushes its WAL for many
 //! committers at once. Nobody is answered before the commit that holds
 //! their row: a reply means "committed".
@@ -340,7 +341,7 @@ impl Writer {
         }
     }
 
-    /// Serves `requests` until every sender is dropped: everything queued
+    /// Serves `requests` until every sender is dropped: everything released
     /// is taken at once, its writes committed in transactions of at most
     /// [`MAX_BATCH`], then its reads run.
     pub fn run(mut self, requests: handoff::Receiver<Request>) {
