@@ -232,7 +232,7 @@ same_http "http://127.0.0.1:$p_demo/hello" "http://127.0.0.1:$p_bare/hello"
 same_http "http://127.0.0.1:$p_demo/book/42" "http://127.0.0.1:$p_axum/book/42"
 same_http "https://127.0.0.1:$p_demo_tls/hello" "https://127.0.0.1:$p_axum_tls/hello"
 same_http "http://127.0.0.1:$p_gfile_http/helloworld/load" "http://127.0.0.1:$p_axum/helloworld/load"
-echo "  grpc-status 0 and the same SayHello reply from greeter (:memory:), greeter (file), tonic, tonic+rusqlite"
+echo "  grpc-status 0 and the same SayHello reply from greeter (:memory:), greeter (file), tonic, tonic+rusqlite (per call; group commit on :memory: and on a file)"
 
 # ---- measuring -----------------------------------------------------------------
 to_ms() { # wrk latency such as 812.00us, 1.23ms, 1.01s -> milliseconds
