@@ -398,7 +398,7 @@ compare "router-demo GET /book/42 vs GET /hello, same server" wrk "$u:$p_demo/bo
 # Framing alone: grpc.health.v1.Health/Check answers from memory, no store.
 frame=$health_frame compare "greeter grpc.health.v1.Health/Check (framing)" h2load \
 	"$u:$p_gmem/grpc.health.v1.Health/Check" tonic-health "$u:$p_tonic/grpc.health.v1.Health/Check"
-# Each stored-greeting row against stateless tonic (the issue's goal) and
+# Each stored-greeting row against stateless tonic (the goal's peer) and
 # against tonic storing the same rows by group commit (the same work).
 compare "greeter SayHello, :memory:" h2load "$u:$p_gmem/helloworld.v1.Greeter/SayHello" \
 	tonic "$u:$p_tonic/helloworld.v1.Greeter/SayHello" \

@@ -23,14 +23,13 @@
 //! before the kicker's last run, that is, whole runtime turns. A thread
 //! that finishes a commit while a turn is still pushing waits for that turn
 //! to end instead of committing its first few writes on their own: with a
-//! file, where each commit is an `fsync` and the thread that returns from
-//! one takes the core from the runtime mid-turn, taking whatever was queued
-//! made a fifth of the batches a single write, each paying an `fsync` and
-//! two context switches. Outside a runtime every push is released at once.
+//! file, where each commit is an `fsync` and the thread usually returns
+//! from one in the middle of a turn, taking whatever was queued made a
+//! fifth of the batches a single write, each paying an `fsync` and two
+//! context switches. Outside a runtime every push is released at once.
 //! It parks while nothing is released; it stops when the last [`Sender`] is
 //! dropped and the queue is empty.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 
@@ -41,8 +40,6 @@ struct Shared<T> {
     queue: Mutex<Queue<T>>,
     /// The store thread, to unpark; set once, before any push.
     thread: OnceLock<Thread>,
-    /// A wake has been asked of the kicker and has not happened yet.
-    wake_pending: AtomicBool,
     /// The kicker waits here; `None` when no runtime was there to run it.
     kick: Option<Notify>,
 }
@@ -51,6 +48,8 @@ struct Queue<T> {
     requests: Vec<T>,
     /// How many of `requests`, from the front, the store thread may take:
     /// those pushed before the kicker last ran (all of them, without one).
+    /// Fewer than all means a release has been asked of the kicker and
+    /// has not happened yet.
     released: usize,
     /// Cleared when the last [`Sender`] is dropped.
     open: bool,
@@ -115,7 +114,6 @@ pub fn channel<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
             open: true,
         }),
         thread: OnceLock::new(),
-        wake_pending: AtomicBool::new(false),
         kick: runtime.as_ref().map(|_| Notify::new()),
     });
     if let Some(runtime) = runtime {
@@ -129,12 +127,8 @@ pub fn channel<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
                 }
                 // Let every task already due in this turn push its request.
                 tokio::task::yield_now().await;
-                // The flag first: a push that finds it set counts on this
-                // release, and it pushed before setting or seeing it, so
-                // its request is in the queue when the lock is taken
-                // below. A push after this swap asks for a release of its
-                // own.
-                shared.wake_pending.swap(false, Ordering::AcqRel);
+                // Everything pushed so far, under the lock the pushes
+                // take: a push after this asks for a release of its own.
                 {
                     let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
                     queue.released = queue.requests.len();
@@ -153,19 +147,23 @@ pub fn channel<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
 impl<T> Sender<T> {
     /// Queues `request`; [`Closed`] if the store thread has stopped.
     pub fn send(&self, request: T) -> Result<(), Closed> {
-        {
+        let first_unreleased = {
             let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             if !queue.open {
                 return Err(Closed);
             }
+            // All released before this push: no release is pending, so
+            // this push asks for one.
+            let first = queue.released == queue.requests.len();
             queue.requests.push(request);
             if self.shared.kick.is_none() {
                 queue.released = queue.requests.len();
             }
-        }
+            first
+        };
         match &self.shared.kick {
             Some(kick) => {
-                if !self.shared.wake_pending.swap(true, Ordering::AcqRel) {
+                if first_unreleased {
                     kick.notify_one();
                 }
             }
@@ -173,9 +171,7 @@ impl<T> Sender<T> {
         }
         Ok(())
     }
-}
 
-impl<T> Sender<T> {
     /// Whether everything queued has been released to the store thread
     /// (tests wait for it before letting a held thread take the queue).
     #[cfg(test)]
@@ -205,17 +201,17 @@ impl<T> Receiver<T> {
                 if !queue.open {
                     queue.released = queue.requests.len();
                 }
-                let released = std::mem::take(&mut queue.released);
-                if released == queue.requests.len() && released > 0 {
-                    std::mem::swap(&mut queue.requests, into);
-                    return true;
-                }
-                if released > 0 {
-                    into.extend(queue.requests.drain(..released));
-                    return true;
-                }
-                if !queue.open {
-                    return false;
+                match std::mem::take(&mut queue.released) {
+                    0 if queue.open => {}
+                    0 => return false,
+                    all if all == queue.requests.len() => {
+                        std::mem::swap(&mut queue.requests, into);
+                        return true;
+                    }
+                    some => {
+                        into.extend(queue.requests.drain(..some));
+                        return true;
+                    }
                 }
             }
             // A wake that came before this park makes it return at once.
