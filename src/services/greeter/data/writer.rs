@@ -15,9 +15,9 @@
 //! not SQLite, sets the pace. So the thread parks until something is queued,
 //! then takes every request queued in the runtime's turns so far
 //! ([`handoff`]: one wake for all of them, whole turns, never the first
-//! writes of a turn still running) and writes them in one transaction (up to [`MAX_BATCH`] each): one
-//! `fsync` for the whole batch, the way PostgreSQL flushes its WAL for many
-//! committers at once. Nobody is answered before the commit that holds
+//! writes of a turn still running) and writes them in one transaction (up
+//! to [`MAX_BATCH`] each): one `fsync` for the whole batch, the way
+//! PostgreSQL flushes its WAL for many committers at once. Nobody is answered before the commit that holds
 //! their row: a reply means "committed".
 //!
 //! * A row that breaks a constraint (a taken username) fails only its caller.
