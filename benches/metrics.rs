@@ -11,8 +11,8 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use criterion::{criterion_group, Criterion};
+use handwire::ops::metrics::Metrics;
 use handwire::services::router_demo::{self, DemoOptions};
-use handwire::web::metrics::Metrics;
 use http::{Request, StatusCode};
 use http_body_util::Empty;
 

@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use handwire::server::{self, Answer, Caller, Options, Service};
 use handwire::types::{self, Body, BoxError};
-use handwire::web::server::{self, Answer, Caller, Options, Service};
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, Version};
 use http_body_util::BodyExt;

@@ -9,7 +9,7 @@ mod support;
 
 use std::time::Duration;
 
-use handwire::web::log;
+use handwire::ops::log;
 use handwire::web::Engine;
 use handwire::web::{named, Handler};
 use http::StatusCode;

@@ -5,7 +5,7 @@
 //! outweigh the code. Each binary lists its own options once as [`Flag`]s,
 //! beside the server options the binaries share ([`ADDR`],
 //! [`SHUTDOWN_GRACE`], [`QUIET`], [`TRACE`], [`NO_METRICS`], and the TLS
-//! pair of `web::tls`), which are defined here once; the parser accepts
+//! pair of `server::tls`), which are defined here once; the parser accepts
 //! exactly those, and [`help`] prints each with its value, default and
 //! environment variable. Unknown flags, missing values and unexpected words
 //! are errors that name the argument, so a typo never silently falls back to

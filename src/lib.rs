@@ -27,7 +27,7 @@
 //! [`services::token_auth`] keeps its modules crate-private and re-exports
 //! what a caller names (`web::Engine`, `web::Context`, `grpc::Server`,
 //! `gateway::Gateway`, `token_auth::Passwords`), keeping public only the few
-//! namespaces read as such (`web::server`, `web::middleware`, `grpc::health`,
+//! namespaces read as such (`server`, `web::middleware`, `grpc::health`,
 //! `grpc::reflection`, `grpc::descriptor`, `gateway::openapi`,
 //! `token_auth::{config, routes, service, store, user}`). Everything else
 //! is an implementation detail free to move.
@@ -39,7 +39,9 @@ pub mod cli;
 #[cfg(feature = "cluster")]
 pub mod cluster;
 pub mod config;
+pub mod ops;
 pub mod protocol;
+pub mod server;
 pub mod services;
 pub mod types;
 pub mod web;

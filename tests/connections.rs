@@ -24,8 +24,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use handwire::server::{ConnectionBudget, Options};
 use handwire::web::handler;
-use handwire::web::server::{ConnectionBudget, Options};
 use handwire::web::Engine;
 use support::greeter::{config_text, TempDir};
 use support::http::{get, Proto};

@@ -14,8 +14,8 @@ use std::net::SocketAddr;
 use support::alloc::{allocations, CountingAllocator};
 
 use bytes::Bytes;
+use handwire::ops::metrics::Metrics;
 use handwire::services::router_demo::{self, DemoOptions};
-use handwire::web::metrics::Metrics;
 use http::{Request, StatusCode};
 use http_body_util::Empty;
 

@@ -24,10 +24,10 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use handwire::server::{ConnectionBudget, Options};
 use handwire::services::greeter::api::{HelloReply, HelloRequest};
 use handwire::services::greeter::config::Config;
 use handwire::services::greeter::Greeter;
-use handwire::web::server::{ConnectionBudget, Options};
 use support::greeter::{config_text, insert_users, TempDir};
 use support::http::{get, Proto};
 use tokio::net::TcpStream;
@@ -396,9 +396,7 @@ async fn past_the_process_budget_of_bytes_waiting_for_peers_connections_that_lea
 }
 
 /// `POST /echo` answers the body's length; `GET /hi` answers `hi`.
-fn echo_app(
-    min_rate: Option<(u32, Duration)>,
-) -> std::sync::Arc<dyn handwire::web::server::Service> {
+fn echo_app(min_rate: Option<(u32, Duration)>) -> std::sync::Arc<dyn handwire::server::Service> {
     use handwire::web::handler;
     let mut e = handwire::web::Engine::bare();
     e.get(
@@ -712,7 +710,7 @@ async fn past_the_process_cap_on_long_lived_streams_a_new_stream_is_resource_exh
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_takes_no_answer_gets_two_handlers_and_its_other_requests_are_refused() {
-    use handwire::web::HANDLERS_AT_START;
+    use handwire::server::HANDLERS_AT_START;
     let (http, budget, size, _dir) = greeter_with_a_big_page(64 << 20, 64 << 20).await;
     // 50 streams with a window of 0: before the change, 16 handlers ran at
     // once and more pages were built as each ended, until the peer had

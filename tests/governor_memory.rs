@@ -1,7 +1,7 @@
 //! Memory after a flood, black-box against the router-demo binary: the
 //! resident set the flood raised comes back down once the flood is over
 //! (the governor trims the allocator's free pages, see
-//! `src/web/governor.rs`).
+//! `src/server/governor.rs`).
 
 mod support;
 

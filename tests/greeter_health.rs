@@ -165,7 +165,7 @@ async fn draining_turns_every_status_not_serving_before_the_listeners_close() {
 async fn a_watch_ends_with_ok_at_its_maximum_age_and_the_client_may_watch_again() {
     let mut b = handwire::protocol::grpc::Server::builder(Default::default());
     Arc::new(Health::with_watch_max_age(Duration::from_millis(300))).register(&mut b);
-    let opts = handwire::web::server::Options {
+    let opts = handwire::server::Options {
         http1: false,
         ..Default::default()
     };

@@ -9,10 +9,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use handwire::ops::metrics::{Kind, Metrics};
+use handwire::server::Options;
 use handwire::services::greeter::api::{HelloReply, HelloRequest};
 use handwire::services::router_demo::{self, DemoOptions};
-use handwire::web::metrics::{Kind, Metrics};
-use handwire::web::server::Options;
 use handwire::web::App;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Empty};

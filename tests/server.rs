@@ -9,8 +9,8 @@ use http::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use handwire::server::{self, Options};
 use handwire::web::handler;
-use handwire::web::server::{self, Options};
 use handwire::web::Engine;
 use support::http::{get, Proto};
 

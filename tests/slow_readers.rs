@@ -18,10 +18,10 @@ use hyper::body::{Frame, Incoming};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use handwire::ops::metrics::{Gauge, Kind, Metrics};
+use handwire::server::{ConnectionBudget, Options, Service};
 use handwire::types::{BoxError, BoxFuture};
 use handwire::web::handler;
-use handwire::web::metrics::{Gauge, Kind, Metrics};
-use handwire::web::server::{ConnectionBudget, Options, Service};
 use handwire::web::Engine;
 use support::http::{get, Proto};
 
@@ -154,12 +154,12 @@ impl Service for Silent {
     fn call(
         &self,
         _: http::Request<Incoming>,
-        _: handwire::web::server::Caller,
-    ) -> handwire::web::server::Answer {
+        _: handwire::server::Caller,
+    ) -> handwire::server::Answer {
         use http_body_util::BodyExt;
         let work: BoxFuture<'static, http::Response<handwire::types::Body>> =
             Box::pin(async { http::Response::new(NeverBody.boxed_unsync()) });
-        handwire::web::server::Answer::Later(work)
+        handwire::server::Answer::Later(work)
     }
 }
 

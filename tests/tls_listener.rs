@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode};
 
+use handwire::server::tls::CertStore;
+use handwire::server::ConnectionBudget;
+use handwire::server::Options;
 use handwire::services::router_demo::{self, DemoOptions};
-use handwire::web::server::Options;
-use handwire::web::tls::CertStore;
-use handwire::web::ConnectionBudget;
 use support::app::start_with;
 use support::greeter::{config_text, TempDir};
 use support::http::{Client, Proto};

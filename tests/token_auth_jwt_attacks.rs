@@ -226,10 +226,10 @@ async fn role_route_without_authentication_is_401_not_logged_in() {
             ],
         )
         .unwrap();
-    let listener = handwire::web::server::bind("127.0.0.1:0").await.unwrap();
+    let listener = handwire::server::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = engine.build();
-    tokio::spawn(handwire::web::server::serve(
+    tokio::spawn(handwire::server::serve(
         listener,
         app,
         Default::default(),

@@ -18,8 +18,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-use handwire::web::log;
-use handwire::web::server::{self, Options};
+use handwire::ops::log;
+use handwire::server::{self, Options};
 use handwire::web::Engine;
 
 /// Serve `engine`, send each of `requests` (`"METHOD /path"`) once and

@@ -19,11 +19,11 @@ use std::process::ExitCode;
 
 use handwire::cli::{self, Args, EnvVar, Flag, Usage};
 use handwire::config;
+use handwire::ops::launch;
+use handwire::ops::log;
+use handwire::server::{shutdown_signal, Options};
 use handwire::services::greeter::config::{Config, ConfigError};
 use handwire::services::greeter::Greeter;
-use handwire::web::launch;
-use handwire::web::log;
-use handwire::web::server::{shutdown_signal, Options};
 
 /// Environment variable holding the shutdown grace period (Go notation),
 /// read when `--shutdown-grace` is not given.

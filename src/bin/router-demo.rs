@@ -11,9 +11,9 @@
 use std::process::ExitCode;
 
 use handwire::cli::{Args, Flag, Usage};
+use handwire::ops::launch::{self, Listen, SERVER_FLAGS};
+use handwire::server;
 use handwire::services::router_demo::{self, DemoOptions};
-use handwire::web::launch::{self, Listen, SERVER_FLAGS};
-use handwire::web::server;
 
 const USAGE: Usage = Usage {
     program: "router-demo",

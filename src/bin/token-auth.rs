@@ -26,6 +26,9 @@ use std::sync::Arc;
 
 use handwire::cli::{Args, EnvVar, Flag, Usage};
 use handwire::config::{self, parse_duration_setting};
+use handwire::ops::launch::{self, Listen, SERVER_FLAGS};
+use handwire::ops::log;
+use handwire::server;
 use handwire::services::token_auth::config::{ConfigError, FileConfig};
 use handwire::services::token_auth::oauth::ENC_KEY_VAR;
 use handwire::services::token_auth::routes;
@@ -33,9 +36,6 @@ use handwire::services::token_auth::service::{AuthService, Backends, Settings, S
 use handwire::services::token_auth::store::{NewUser, StoreError};
 use handwire::services::token_auth::user::{check_username, Role};
 use handwire::services::token_auth::{Passwords, DEFAULT_COST};
-use handwire::web::launch::{self, Listen, SERVER_FLAGS};
-use handwire::web::log;
-use handwire::web::server;
 
 const DEFAULT_DB: &str = "token-auth.db";
 

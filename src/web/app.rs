@@ -23,16 +23,16 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
+use crate::ops::log;
+use crate::ops::metrics::{Operation, OPERATION_KEY};
+use crate::ops::tracecontext;
+use crate::server::governor::ConnectionShare;
+use crate::server::intake::{self, Bounds, Refusal};
+use crate::server::{Answer, Caller, Service};
 use crate::types::{self, Body, BoxError, BoxFuture};
 use crate::web::chain::{Context, Handler, APPLICATION_JSON};
-use crate::web::governor::ConnectionShare;
-use crate::web::intake::{self, Bounds, Refusal};
-use crate::web::log;
-use crate::web::metrics::{Operation, OPERATION_KEY};
 use crate::web::path_params::PathParams;
 use crate::web::router::{self, Lookup, Miss, Router};
-use crate::web::server::{Answer, Caller, Service};
-use crate::web::tracecontext;
 
 /// Builds the answer to a body that did not arrive within the body
 /// time-out (given as the argument). The engine adds `Connection: close`.
@@ -107,12 +107,12 @@ impl Service for App {
     /// 503 in the service's error shape; gRPC-Web calls get the gRPC answer.
     fn overloaded(&self, grpc: bool) -> Response<Body> {
         if grpc {
-            return crate::web::governor::overloaded(true);
+            return crate::server::governor::overloaded(true);
         }
         let mut resp = (self.on_edge_error)(
             StatusCode::SERVICE_UNAVAILABLE,
             "SERVICE_UNAVAILABLE",
-            crate::web::governor::OVERLOADED,
+            crate::server::governor::OVERLOADED,
         );
         resp.headers_mut().insert(
             http::header::RETRY_AFTER,

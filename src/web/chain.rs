@@ -295,7 +295,7 @@ pub struct Context {
     headers: HeaderMap,
     body: Bytes,
     remote: SocketAddr,
-    /// The request came over TLS ([`crate::web::tls::Secure`]).
+    /// The request came over TLS ([`crate::server::tls::Secure`]).
     tls: bool,
     received_at: Instant,
     /// What [`latency`](Self::latency) last read, kept for the engine's
@@ -325,7 +325,10 @@ impl Context {
         handlers: Arc<[Handler]>,
     ) -> Context {
         Context {
-            tls: parts.extensions.get::<crate::web::tls::Secure>().is_some(),
+            tls: parts
+                .extensions
+                .get::<crate::server::tls::Secure>()
+                .is_some(),
             method: parts.method,
             uri: parts.uri,
             headers: parts.headers,
@@ -679,11 +682,11 @@ impl Context {
     }
 
     /// The request's trace (W3C `traceparent`, continued or new; see
-    /// [`crate::web::tracecontext`]): `None` only for an app called
+    /// [`crate::ops::tracecontext`]): `None` only for an app called
     /// without the server, as in a unit test. Use cases reach the same
-    /// value with [`crate::web::tracecontext::current`].
-    pub fn trace_context(&self) -> Option<crate::web::tracecontext::TraceContext> {
-        crate::web::tracecontext::current()
+    /// value with [`crate::ops::tracecontext::current`].
+    pub fn trace_context(&self) -> Option<crate::ops::tracecontext::TraceContext> {
+        crate::ops::tracecontext::current()
     }
 
     /// Whether the request came over TLS (the listener serves HTTPS): what

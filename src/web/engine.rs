@@ -17,14 +17,14 @@ use std::time::Duration;
 
 use http::Method;
 
+use crate::ops::log;
+use crate::ops::metrics::{Kind, Metrics, UNMATCHED};
+use crate::server::intake::{DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
 use crate::web::app::{
     default_method_not_allowed, default_not_found, early_answer, edge_json, request_timeout,
     trailing_slash_redirect, Metered, Route,
 };
 use crate::web::chain::{handler_now, Handler};
-use crate::web::intake::{DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
-use crate::web::log;
-use crate::web::metrics::{Kind, Metrics, UNMATCHED};
 use crate::web::middleware;
 use crate::web::path_params;
 use crate::web::router::{InsertError, Router};
@@ -258,7 +258,7 @@ impl Engine {
     /// the routes are registered. Each route's series is made once, at
     /// [`build`](Self::build), labelled with the route template; requests no
     /// route matches share [`UNMATCHED`] (unless a self-routing handler names
-    /// its own, [`crate::web::metrics::OPERATION_KEY`]).
+    /// its own, [`crate::ops::metrics::OPERATION_KEY`]).
     pub fn metrics(&mut self, metrics: &Arc<Metrics>) -> Result<(), InsertError> {
         self.get("/metrics", metrics.handler())?;
         self.metrics = Some(metrics.clone());

@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode, Uri};
 
+use crate::ops::numfmt::{push_ip, push_latency, push_status};
+use crate::ops::{log, timefmt, tracecontext};
 use crate::web::chain::{after_rest, catching, handler, Context, Handler};
-use crate::web::numfmt::{push_ip, push_latency, push_status};
 use crate::web::trace::Unwound;
-use crate::web::{log, timefmt, tracecontext, urlenc};
+use crate::web::urlenc;
 
 /// Longest path-and-query written to a log line; past it the text is cut
 /// (user input must not make log lines, or the log buffer, unbounded).
@@ -37,7 +38,7 @@ pub const REDACTED_PARAMS: [&str; 6] = [
 /// with the service's name ([`log::set_service_name`]):
 /// `[router-demo] 2026/11/21 - 23:59:01 | 200 |    1.234ms |       127.0.0.1 | GET      "/hello" | trace_id=4bf9…4736`
 /// (the trace-id when the request runs in a trace, as every request the
-/// server accepts does: [`crate::web::tracecontext`])
+/// server accepts does: [`crate::ops::tracecontext`])
 ///
 /// The line goes to the process-wide [`log::stdout`] sink, so it costs no
 /// syscall here and a slow reader never blocks the request.
@@ -205,7 +206,7 @@ pub use crate::web::unwind::{panic_message, CatchUnwind};
 /// writes the answer and the chain is aborted, so middleware before this one,
 /// such as the logger, still sees the request finish. A write already in its
 /// committing transaction is the exception: the chain runs on and answers
-/// with the commit's outcome ([`crate::web::deadline`]).
+/// with the commit's outcome ([`crate::server::deadline`]).
 pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
     handler(move |c| {
         Box::pin(async move {
@@ -213,7 +214,7 @@ pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
             let mark = c.mark();
             let expired = {
                 let next = std::pin::pin!(c.next());
-                crate::web::deadline::run(at, next).await.is_err()
+                crate::server::deadline::run(at, next).await.is_err()
             };
             // The rest of the chain was dropped at the end of the block.
             if expired {

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use handwire::web::server::{self, Options, Service};
+use handwire::server::{self, Options, Service};
 
 /// A running server; dropping it asks it to shut down.
 pub struct TestServer {

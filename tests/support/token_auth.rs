@@ -4,12 +4,12 @@
 //! different client IP).
 
 use bytes::Bytes;
+use handwire::server::{self, Options};
 use handwire::services::token_auth::routes;
 use handwire::services::token_auth::service::{AuthService, Settings};
 use handwire::services::token_auth::store::NewUser;
 use handwire::services::token_auth::user::{Role, User};
 use handwire::services::token_auth::ManualClock;
-use handwire::web::server::{self, Options};
 use http::{Method, StatusCode};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;

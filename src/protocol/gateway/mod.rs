@@ -42,10 +42,10 @@ use bytes::Bytes;
 use http::header::ALLOW;
 use http::StatusCode;
 
+use crate::ops::metrics::{Kind, Metrics, OPERATION_KEY};
 use crate::protocol::grpc::descriptor::ParsedFile;
 use crate::protocol::grpc::{Code, Failure, UnaryMethod};
 use crate::web::chain::Context;
-use crate::web::metrics::{Kind, Metrics, OPERATION_KEY};
 use crate::web::reply::echo;
 use crate::web::router::{self, Miss};
 pub use codec::Pool;
@@ -326,7 +326,7 @@ impl Gateway {
             }
             Ok::<_, Failure>(reply)
         };
-        match crate::web::peer::scope(c.client_ip(), answer).await {
+        match crate::ops::peer::scope(c.client_ip(), answer).await {
             Ok(reply) => c.json(StatusCode::OK, &reply),
             Err(f) => {
                 c.json(f.http_status(), &f.body());

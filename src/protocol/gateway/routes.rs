@@ -25,9 +25,9 @@ use serde_json::{Map, Value};
 use super::codec::Pool;
 use super::template::Template;
 use super::{Failure, GatewayError, UnaryMethod};
+use crate::ops::metrics::Operation;
 use crate::protocol::grpc::descriptor::{HttpRule, MethodHttpRule};
 use crate::protocol::grpc::Code;
-use crate::web::metrics::Operation;
 use crate::web::urlenc;
 
 /// Where the request body goes.

@@ -9,7 +9,7 @@
 //! `[grpc] 2026/11/21 - 23:59:01 | OK | 1.234ms | 127.0.0.1 | /helloworld.v1.Greeter/SayHello | trace_id=4bf9…4736`
 //!
 //! The same moment counts the call in the method's metrics series, when the
-//! server has a registry ([`crate::web::metrics`]): `code` is the number of
+//! server has a registry ([`crate::ops::metrics`]): `code` is the number of
 //! the final `grpc-status`, `reason` its name (empty for OK).
 
 use std::borrow::Cow;
@@ -26,11 +26,11 @@ use hyper::body::{Body as HttpBody, Frame, SizeHint};
 
 use super::headers::GRPC_STATUS;
 use super::status::Code;
+use crate::ops::metrics::Operation;
+use crate::ops::tracecontext::{self, TraceContext};
+use crate::ops::{log, numfmt, timefmt};
 use crate::types::{Body, BoxError};
-use crate::web::metrics::Operation;
 use crate::web::middleware::LOG_TARGET_MAX;
-use crate::web::tracecontext::{self, TraceContext};
-use crate::web::{log, numfmt, timefmt};
 
 /// What the log line needs to know about one call.
 #[derive(Debug)]

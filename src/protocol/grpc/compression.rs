@@ -12,7 +12,7 @@
 //!   decoder and the call is `RESOURCE_EXHAUSTED`, so a few KiB of gzip
 //!   bomb cannot become gigabytes in memory. And it is paced: each
 //!   connection may inflate so many bytes a second
-//!   ([`crate::web::governor::ConnectionShare`]); past that, its calls
+//!   ([`crate::server::governor::ConnectionShare`]); past that, its calls
 //!   wait between chunks, so a few connections sending 4 KiB messages that
 //!   inflate to 4 MiB cannot keep the cores from everyone else.
 //! - Replies: gzip-compressed only when the client listed `gzip` in
@@ -38,7 +38,7 @@ use http::{HeaderMap, HeaderValue};
 use super::frame::HEADER_LEN;
 use super::headers::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use super::status::{Code, Status};
-use crate::web::governor::ConnectionShare;
+use crate::server::governor::ConnectionShare;
 
 /// What this server accepts, as advertised in `grpc-accept-encoding`.
 pub const ACCEPT_ENCODING: &str = "identity, gzip";

@@ -55,11 +55,11 @@ use super::method::{Failure, UnaryMethod};
 use super::status::{Code, Status};
 pub use super::stream::{RequestBody, Sink, Streaming};
 use super::timeout::{effective_timeout, parse_grpc_timeout};
+use crate::ops::metrics::{Kind, Metrics, Operation, UNMATCHED};
+use crate::server::deadline;
+use crate::server::governor::{ConnectionShare, Hold};
+use crate::server::{Answer, Caller, Service};
 use crate::types::{Body, BoxError, BoxFuture};
-use crate::web::deadline;
-use crate::web::governor::{ConnectionShare, Hold};
-use crate::web::metrics::{Kind, Metrics, Operation, UNMATCHED};
-use crate::web::server::{Answer, Caller, Service};
 use crate::web::unwind::{panic_message, CatchUnwind};
 
 /// A streaming method: reads requests from [`Streaming`], writes replies to [`Sink`].
@@ -85,8 +85,8 @@ impl Default for Options {
             timeout: Some(Duration::from_secs(1)),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             min_message_rate: (
-                crate::web::intake::DEFAULT_MIN_BODY_RATE,
-                crate::web::intake::DEFAULT_MIN_BODY_RATE_GRACE,
+                crate::server::intake::DEFAULT_MIN_BODY_RATE,
+                crate::server::intake::DEFAULT_MIN_BODY_RATE_GRACE,
             ),
         }
     }
@@ -180,7 +180,7 @@ impl Builder {
 }
 
 /// A gRPC server: a method table plus limits, servable by
-/// [`crate::web::server::serve`] (HTTP/2 only).
+/// [`crate::server::serve`] (HTTP/2 only).
 #[derive(Clone)]
 pub struct Server {
     inner: Arc<Inner>,
@@ -311,7 +311,7 @@ impl Service for Server {
         // the slow path of `malloc` and `free`, and a free of one consolidates
         // the fast bins): inline, its state would be copied into this future.
         let answer = answer(&self.inner, req, share, found, start);
-        let response = crate::web::peer::scope(remote.ip(), answer);
+        let response = crate::ops::peer::scope(remote.ip(), answer);
         Answer::Later(Box::pin(async move {
             access_log::wrap(response.await, path, remote, start, operation)
         }))
@@ -568,8 +568,8 @@ fn call_streaming(
     let sink = Sink::new(tx.clone(), gzip);
     let due = deadline.and_then(|d| Some((Instant::now().checked_add(d)?, d)));
     // The handler's task keeps the call's trace.
-    let trace = crate::web::tracecontext::current();
-    tokio::spawn(crate::web::tracecontext::scope_opt(trace, async move {
+    let trace = crate::ops::tracecontext::current();
+    tokio::spawn(crate::ops::tracecontext::scope_opt(trace, async move {
         let _slot = slot;
         // A stream is driven by its own task (the response body is read
         // while the handler still runs); a panic ends the call with

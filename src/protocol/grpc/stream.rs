@@ -16,9 +16,9 @@ use tokio::time::Instant;
 use super::compression::{self, Encoding};
 use super::frame::{Decoder, Frame, FrameError};
 use super::status::{Code, Status};
+use crate::server::governor::ConnectionShare;
+use crate::server::intake;
 use crate::types::BoxError;
-use crate::web::governor::ConnectionShare;
-use crate::web::intake;
 
 /// The request body as the dispatcher sees it (boxed so tests can feed any body).
 pub type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
@@ -224,7 +224,7 @@ impl Drop for Streaming {
     fn drop(&mut self) {
         if let Some(share) = self.share.as_ref() {
             share.bodies().give_back(self.held);
-            crate::web::governor::released(self.held);
+            crate::server::governor::released(self.held);
         }
     }
 }

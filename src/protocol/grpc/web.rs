@@ -31,9 +31,9 @@ use hyper::body::Frame as HttpFrame;
 
 use super::headers::{GRPC_STATUS, GRPC_TIMEOUT};
 use super::server::Server;
+use crate::ops::tracecontext::TRACEPARENT;
 use crate::types::{Body, BoxError};
 use crate::web::chain::Context;
-use crate::web::tracecontext::TRACEPARENT;
 
 /// The two encodings of a gRPC-Web body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +105,7 @@ pub async fn serve(server: &Server, mode: Mode, c: &mut Context) {
         }
     }
     let response =
-        crate::web::peer::scope(c.client_ip(), server.handle(req, c.received_at())).await;
+        crate::ops::peer::scope(c.client_ip(), server.handle(req, c.received_at())).await;
     let (parts, inner) = response.into_parts();
     if parts.status != StatusCode::OK {
         // Not a gRPC call at all (wrong method): the HTTP status says why.

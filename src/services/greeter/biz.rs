@@ -364,7 +364,7 @@ pub fn log(message: &str) {
 /// One `[greeter]` line written straight into the sink (no message
 /// string made first: SayHello writes one per call).
 fn log_args(args: fmt::Arguments<'_>) {
-    crate::web::log::message("greeter", args);
+    crate::ops::log::message("greeter", args);
 }
 
 #[cfg(test)]

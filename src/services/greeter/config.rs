@@ -20,7 +20,7 @@
 //! (not a Kratos key): that port then serves TLS, HTTPS or gRPC over TLS.
 //!
 //! `server.http.cors` (optional, not a Kratos key) lets pages of other
-//! origins call the HTTP API and gRPC-Web ([`crate::web::cors`]):
+//! origins call the HTTP API and gRPC-Web ([`crate::ops::cors`]):
 //!
 //! ```yaml
 //! server:
@@ -52,7 +52,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config;
-use crate::web::cors::{Cors, CorsConfig};
+use crate::ops::cors::{Cors, CorsConfig};
 
 /// Networks a server can listen on (Go's names; `tcp` picks from the address).
 const SERVER_NETWORKS: [&str; 3] = ["tcp", "tcp4", "tcp6"];

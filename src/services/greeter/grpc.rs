@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::api;
+use crate::ops::metrics::Metrics;
 use crate::protocol::grpc::descriptor::{ParsedFile, ProtoError};
 use crate::protocol::grpc::health::{self, Health};
 use crate::protocol::grpc::reflection::Reflection;
 use crate::protocol::grpc::{Options, Server, UnaryMethod};
-use crate::web::metrics::Metrics;
 
 /// Builds the gRPC server: `methods` under [`api::SERVICE`] and reflection
 /// over `files`, `health`, `timeout` per call, every call counted in

@@ -13,14 +13,14 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+use crate::ops::cors::Cors;
+use crate::ops::health::{self, Probe};
+use crate::ops::metrics::Metrics;
 use crate::protocol::gateway::{self, error_body, fail, Gateway};
 use crate::protocol::grpc::{web, Server};
 use crate::web::app::{json_response, App};
 use crate::web::chain::{handler, Context};
-use crate::web::cors::Cors;
 use crate::web::engine::Engine;
-use crate::web::health::{self, Probe};
-use crate::web::metrics::Metrics;
 use crate::web::middleware;
 use crate::web::router::InsertError;
 

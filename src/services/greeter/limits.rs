@@ -13,10 +13,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::ops::peer;
+use crate::ops::ratelimit::PerClient;
 use crate::protocol::grpc::Code;
 use crate::protocol::grpc::{Failure, UnaryMethod};
-use crate::web::peer;
-use crate::web::ratelimit::PerClient;
 
 /// The Kratos reason of a registration past the limit (HTTP 429, gRPC
 /// RESOURCE_EXHAUSTED).

@@ -5,7 +5,7 @@
 //! state TTL — asks a [`Clock`] instead of reading the system time. Production
 //! uses [`SystemClock`]; tests use [`ManualClock`] and move it forward.
 
-use crate::web::ratelimit;
+use crate::ops::ratelimit;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

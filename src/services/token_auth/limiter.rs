@@ -18,7 +18,7 @@
 //! IPv6 clients are grouped by /64, the block a single customer normally gets.
 //! State lives in memory: one process is one limiter. Time comes from a
 //! [`Clock`] so tests move it instead of sleeping. The windows are the
-//! crate's one sliding window ([`crate::web::ratelimit`]).
+//! crate's one sliding window ([`crate::ops::ratelimit`]).
 //!
 //! **Registrations** ([`RegisterPolicy`], default 10 a minute per client
 //! address): registration is the one unauthenticated route that writes a
@@ -31,8 +31,8 @@
 //! which usernames exist); refused requests are not counted, as for login;
 //! the check runs before any bcrypt work ([`registrations`]).
 
+use crate::ops::ratelimit::{client_key, PerClient, Windows};
 use crate::services::token_auth::clock::{Clock, LimitClock};
-use crate::web::ratelimit::{client_key, PerClient, Windows};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};

@@ -44,8 +44,8 @@
 //! let service = Arc::new(AuthService::connect(settings).await?);
 //! let _maintenance = service.spawn_maintenance();
 //! let app = routes::engine(service)?.build();
-//! let listener = handwire::web::server::bind("127.0.0.1:8000").await?;
-//! handwire::web::server::serve(listener, app, Default::default(), handwire::web::server::shutdown_signal()).await?;
+//! let listener = handwire::server::bind("127.0.0.1:8000").await?;
+//! handwire::server::serve(listener, app, Default::default(), handwire::server::shutdown_signal()).await?;
 //! # Ok(()) }
 //! ```
 

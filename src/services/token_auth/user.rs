@@ -141,7 +141,7 @@ impl User {
             username: &self.username,
             email: self.email.as_deref(),
             role: self.role,
-            created_at: crate::web::timefmt::rfc3339(self.created_at),
+            created_at: crate::ops::timefmt::rfc3339(self.created_at),
         }
     }
 }

@@ -44,9 +44,9 @@ use rusqlite::{Connection, ErrorCode};
 use tokio::sync::oneshot;
 
 use super::biz::{self, GreeterRepo, User, UserRepo};
+use crate::server::admission::{self, Admission};
+use crate::server::deadline;
 use crate::types::BoxFuture;
-use crate::web::admission::{self, Admission};
-use crate::web::deadline;
 use writer::{Claim, Counters, Done, Op, Queued, Request, Writer};
 
 pub use writer::Stats;
@@ -139,7 +139,7 @@ pub struct Data {
     /// Requests that read and whose handler has not ended (the read queued
     /// or running on the store thread, or its result being made a page):
     /// at most [`READS_IN_FLIGHT`], those of requests whose connection
-    /// holds nothing else first ([`crate::web::admission`]).
+    /// holds nothing else first ([`crate::server::admission`]).
     reads: Arc<Admission>,
 }
 
@@ -222,7 +222,7 @@ impl Data {
     }
 
     /// The histogram of group-commit batch sizes (writes per transaction).
-    pub fn batch_sizes(&self) -> Arc<crate::web::metrics::Histogram> {
+    pub fn batch_sizes(&self) -> Arc<crate::ops::metrics::Histogram> {
         self.counters.batch_sizes.0.clone()
     }
 
@@ -283,7 +283,7 @@ impl Data {
         match rx.await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => {
-                crate::web::log::message("greeter", format_args!("store error while {what}: {e}"));
+                crate::ops::log::message("greeter", format_args!("store error while {what}: {e}"));
                 Err(writer::store_failure(what, &e))
             }
             Err(_) => Err(internal(what, DataError::Closed)),
@@ -303,7 +303,7 @@ impl Drop for CancelOnDrop {
 
 /// A store that is gone is `Internal` for the caller; the detail is logged.
 fn internal(what: &str, detail: impl fmt::Display) -> biz::Error {
-    crate::web::log::message(
+    crate::ops::log::message(
         "greeter",
         format_args!("store error while {what}: {detail}"),
     );

@@ -36,7 +36,7 @@
 //!   at once ([`biz::Error::Busy`]: RESOURCE_EXHAUSTED / 503) instead of
 //!   growing the heap while callers time out.
 //! * Every queued write carries a [`Claim`], and the deadline of its call
-//!   ([`crate::web::deadline`]). The thread takes each claim after `BEGIN`
+//!   ([`crate::server::deadline`]). The thread takes each claim after `BEGIN`
 //!   and leaves out the writes whose caller gave up (its connection closed)
 //!   or whose deadline has passed: those are never stored. A caller whose
 //!   deadline passes while it waits *abandons* its claim; if the thread has
@@ -62,8 +62,8 @@ use tokio::sync::oneshot;
 
 use super::super::biz::{self, User};
 use super::handoff;
-use crate::web::metrics::Histogram;
-use crate::web::timefmt;
+use crate::ops::metrics::Histogram;
+use crate::ops::timefmt;
 
 /// Most writes in one transaction; the rest wait for the next one. Bounds how
 /// long one commit holds the write lock and how many callers one fsync
@@ -127,7 +127,7 @@ impl Claim {
     }
 }
 
-impl crate::web::deadline::Abandon for Claim {
+impl crate::server::deadline::Abandon for Claim {
     fn abandon(&self) -> bool {
         self.cancel()
     }
@@ -293,7 +293,7 @@ impl FileCheck {
             Err(e) => format!("cannot be checked ({e})"),
         };
         self.gone = true;
-        crate::web::log::message(
+        crate::ops::log::message(
             "greeter",
             format_args!(
                 "store unavailable: database file {:?} {why}; the file this service \
@@ -677,7 +677,7 @@ fn is_constraint(e: &rusqlite::Error) -> bool {
 
 fn log_batch_failure(file: Option<&FileCheck>, size: usize, e: &rusqlite::Error) {
     let path = file.map_or_else(|| ":memory:".into(), |f| f.path.display().to_string());
-    crate::web::log::message(
+    crate::ops::log::message(
         "greeter",
         format_args!(
             "store error: database {path}: a batch of {size} write(s) was rolled back: {e}"

@@ -13,6 +13,7 @@ mod error;
 
 pub use error::AuthError;
 
+use crate::ops::ratelimit::PerClient;
 use crate::protocol::jwt::JwtError;
 use crate::services::token_auth::backend::{Accounts, LoginLimits};
 use crate::services::token_auth::blacklist::Blacklist;
@@ -23,7 +24,6 @@ use crate::services::token_auth::passwords::Passwords;
 use crate::services::token_auth::store::{NewUser, StoreError};
 use crate::services::token_auth::tokens::{self, Claims, TokenKind, TokenPair, Tokens};
 use crate::services::token_auth::user::{check_email, check_username, Role, User, USERNAME_MAX};
-use crate::web::ratelimit::PerClient;
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -309,7 +309,7 @@ impl AuthService {
             .await
             .map_err(AuthError::store("using refresh token"))?;
         if !first_use {
-            crate::web::log::message(
+            crate::ops::log::message(
                 "token-auth",
                 format_args!(
                     "refresh token of user {} used twice: its family is revoked",
@@ -484,7 +484,7 @@ impl AuthService {
             loop {
                 ticks.tick().await;
                 if let Err(e) = service.maintain().await {
-                    crate::web::log::message("token-auth", format_args!("maintenance failed: {e}"));
+                    crate::ops::log::message("token-auth", format_args!("maintenance failed: {e}"));
                 }
             }
         })

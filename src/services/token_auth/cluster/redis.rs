@@ -50,6 +50,7 @@
 //!   answer costs is a refused callback (fail closed), never a double use.
 
 use crate::cluster::{self as shared, Redis};
+use crate::ops::ratelimit::client_key;
 use crate::services::token_auth::backend::LoginLimits;
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::Provider;
@@ -59,7 +60,6 @@ use crate::services::token_auth::pending::{
 };
 use crate::services::token_auth::store::StoreError;
 use crate::types::BoxFuture;
-use crate::web::ratelimit::client_key;
 use redis::Script;
 use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};

@@ -19,11 +19,11 @@
 //! [`STATE_CAPACITY`]: crate::services::token_auth::pending::STATE_CAPACITY
 //! [`STATE_PER_CLIENT`]: crate::services::token_auth::pending::STATE_PER_CLIENT
 
+use crate::ops::ratelimit::client_key;
 use crate::services::token_auth::clock::Clock;
 use crate::services::token_auth::config::Provider;
 use crate::services::token_auth::oauth::pkce::Pkce;
 use crate::services::token_auth::pending::{Pending, StateError, STATE_TTL};
-use crate::web::ratelimit::client_key;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use std::collections::HashMap;

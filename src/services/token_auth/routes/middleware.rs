@@ -12,12 +12,12 @@
 //! The bodies are fixed strings (the table in docs/token-auth.md); the precise reason a token was
 //! refused goes to the log, not to the caller.
 
+use crate::ops::log;
 use crate::services::token_auth::biz::{AuthError, AuthService};
 use crate::services::token_auth::store::StoreError;
 use crate::services::token_auth::tokens::Claims;
 use crate::services::token_auth::user::{Role, User};
 use crate::web::chain::{named, Context, Handler};
-use crate::web::log;
 use crate::web::reply::ErrorResponse;
 use http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use http::StatusCode;

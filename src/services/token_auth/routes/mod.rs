@@ -26,6 +26,7 @@ pub(crate) mod oauth;
 
 pub use middleware::{require_role, ANY_ROLE, TOKEN_INVALID};
 
+use crate::ops::health;
 use crate::services::token_auth::biz::{AuthError, AuthService, Credentials, Registration};
 use crate::services::token_auth::tokens::TokenPair;
 use crate::services::token_auth::user::{Role, User};
@@ -33,7 +34,6 @@ use crate::types::BoxFuture;
 use crate::web::bind;
 use crate::web::chain::{named, Context, Handler};
 use crate::web::engine::Engine;
-use crate::web::health;
 use crate::web::reply::{echo, fallible};
 use crate::web::router::InsertError;
 use http::header::CACHE_CONTROL;

@@ -603,7 +603,7 @@ impl FileWatch {
             reason.to_string()
         });
         if first {
-            crate::web::log::message(
+            crate::ops::log::message(
                 "token-auth",
                 format_args!(
                     "store unavailable: database {} {reason}; refusing writes from now on",
@@ -620,7 +620,7 @@ impl FileWatch {
     fn full(&self, e: &rusqlite::Error) -> StoreError {
         use std::sync::atomic::Ordering;
         if !self.full.swap(true, Ordering::Relaxed) {
-            crate::web::log::message(
+            crate::ops::log::message(
                 "token-auth",
                 format_args!(
                     "store unavailable: database {} cannot grow ({e}); writes are refused \
@@ -636,7 +636,7 @@ impl FileWatch {
     fn writable_again(&self) {
         use std::sync::atomic::Ordering;
         if self.full.load(Ordering::Relaxed) && self.full.swap(false, Ordering::Relaxed) {
-            crate::web::log::message(
+            crate::ops::log::message(
                 "token-auth",
                 format_args!("store: database {} takes writes again", self.path.display()),
             );

@@ -1,7 +1,7 @@
 //! Admission to a service's scarce work (the greeter's database reads),
 //! process-wide, with connections that hold nothing served first.
 //!
-//! The per-connection window ([`crate::web::governor::HANDLERS_AT_START`])
+//! The per-connection window ([`crate::server::governor::HANDLERS_AT_START`])
 //! keeps one connection from queueing much work; it cannot keep a thousand
 //! connections from queueing two reads each. Those reads ran in arrival
 //! order on the store's one thread and their results (a thousand users

@@ -80,7 +80,7 @@ pub struct Activity {
     /// The budget that counts it, once registered.
     governor: std::sync::OnceLock<Box<dyn WaitingAccount>>,
     /// Wakes requests waiting for a handler turn
-    /// ([`crate::web::governor::ConnectionShare::handler_turn`]) when a
+    /// ([`crate::server::governor::ConnectionShare::handler_turn`]) when a
     /// response is taken or a turn ends.
     turns: Notify,
     /// Requests waiting for a turn ([`Activity::watch_turns`]): with none,
@@ -195,14 +195,14 @@ impl Activity {
     }
 
     /// Counted by `budget` from now on (set once, by
-    /// [`crate::web::budget::ConnectionBudget::register`]).
+    /// [`crate::server::budget::ConnectionBudget::register`]).
     pub(crate) fn govern(&self, budget: Box<dyn WaitingAccount>) {
         let _ = self.governor.set(budget);
     }
 
     /// Whether the budget it is counted by lets it take on a response of
     /// `bytes` more (0: a request about to run); see
-    /// [`crate::web::budget`].
+    /// [`crate::server::budget`].
     pub fn admits(&self, bytes: usize) -> bool {
         self.governor
             .get()

@@ -18,7 +18,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
-use crate::web::timefmt::rfc3339;
+use crate::ops::timefmt::rfc3339;
 
 /// Why a certificate or key could not be used. Every message starts with
 /// the file it is about.
@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn civil_days_round_trip() {
         for days in [-1000, 0, 1, 59, 60, 365, 11_016, 20_000, 50_000] {
-            let (y, m, d) = crate::web::timefmt::civil_from_days(days);
+            let (y, m, d) = crate::ops::timefmt::civil_from_days(days);
             assert_eq!(days_from_civil(y, i64::from(m), i64::from(d)), days);
         }
     }

@@ -37,7 +37,7 @@ use tokio_rustls::TlsAcceptor;
 pub use cert::CertError;
 
 use crate::cli::Flag;
-use crate::web::log;
+use crate::ops::log;
 
 /// The request extension present when the request came over TLS (absent on
 /// a plain connection): `req.extensions().get::<Secure>().is_some()`, or

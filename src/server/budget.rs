@@ -29,7 +29,7 @@
 //! It also keeps the process' account of *bytes waiting for peers*: the
 //! response bytes that handlers have produced and that the clients have not
 //! taken yet (an h2 stream whose window stays at 0 holds its whole response).
-//! Every response body counts what it holds ([`crate::web::clocks::Tracked`]).
+//! Every response body counts what it holds ([`crate::server::clocks::Tracked`]).
 //! Bytes are bounded by refusing the *work* that makes them, since pages are
 //! built faster than closing connections takes them back: a connection
 //! whose peer has left a response untaken for [`PEER_STALL`], or leaves any
@@ -48,11 +48,11 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::web::clocks::{Activity, WaitingAccount, CHUNK};
-use crate::web::governor::{
+use crate::ops::log;
+use crate::server::clocks::{Activity, WaitingAccount, CHUNK};
+use crate::server::governor::{
     default_long_lived_streams, ByteAccount, DEFAULT_BODY_BYTES, WAITING_FOR_TURNS_MAX,
 };
-use crate::web::log;
 
 /// Upper bound of the process' connection budget.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
@@ -274,7 +274,7 @@ impl WaitingAccount for ConnectionBudget {
         let w = &self.waiting;
         if after <= before {
             w.total.fetch_sub(before - after, Ordering::Relaxed);
-            crate::web::governor::released(before - after);
+            crate::server::governor::released(before - after);
             return;
         }
         let total = w.total.fetch_add(after - before, Ordering::Relaxed) + (after - before);

@@ -13,7 +13,7 @@
 //!   hold its connection, its buffer and a task for the whole time-out;
 //! - **process budget**: the bytes of every body being received, all
 //!   connections together, come out of one account
-//!   ([`crate::web::governor::ByteAccount`], default 256 MiB); a body that
+//!   ([`crate::server::governor::ByteAccount`], default 256 MiB); a body that
 //!   does not fit is refused with 503 instead of growing the heap. A body
 //!   read whole stays on the account until the handler lets go of it (the
 //!   returned bytes are dropped): a body waiting for its decoding is as
@@ -27,8 +27,8 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use tokio::time::Instant;
 
+use crate::server::governor::ByteAccount;
 use crate::types::BoxError;
-use crate::web::governor::ByteAccount;
 
 /// Default minimum average data rate of a request body, bytes a second.
 pub const DEFAULT_MIN_BODY_RATE: u32 = 240;
@@ -189,7 +189,7 @@ impl Drop for Held<'_> {
 /// `bytes` of a body leave `account` and count towards the next trim.
 fn give_back(account: &ByteAccount, bytes: usize) {
     account.give_back(bytes);
-    crate::web::governor::released(bytes);
+    crate::server::governor::released(bytes);
 }
 
 /// A body read whole, its bytes on the account while it lives.

@@ -240,7 +240,7 @@ pub const MESSAGE_MAX: usize = 1024;
 /// library reports events (recovered errors, refused tokens, maintenance).
 /// The message is cut at [`MESSAGE_MAX`] bytes. Written while a request is
 /// served, the line ends with ` trace_id=…`, its trace's id
-/// ([`crate::web::tracecontext`]), so it can be found with that request's
+/// ([`crate::ops::tracecontext`]), so it can be found with that request's
 /// access-log line.
 pub fn message(tag: &str, args: std::fmt::Arguments<'_>) {
     stdout().line(|buf| {
@@ -271,7 +271,7 @@ pub fn message(tag: &str, args: std::fmt::Arguments<'_>) {
 /// Append ` trace_id=<32 hex digits>` when the code runs inside a
 /// request's trace; nothing otherwise.
 pub fn push_trace_id(buf: &mut Vec<u8>) {
-    if let Some(trace) = crate::web::tracecontext::current() {
+    if let Some(trace) = crate::ops::tracecontext::current() {
         buf.extend_from_slice(b" trace_id=");
         trace.push_trace_id(buf);
     }

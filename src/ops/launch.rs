@@ -5,7 +5,7 @@
 //! Each binary then only says what is its own: greeter reads its config
 //! file, router-demo builds the demo engine, token-auth opens its store.
 //! Flags are declared in [`crate::cli`] (and the TLS pair in
-//! [`crate::web::tls`]); [`SERVER_FLAGS`] is the set router-demo and
+//! [`crate::server::tls`]); [`SERVER_FLAGS`] is the set router-demo and
 //! token-auth take, listed the same way in both `--help` texts.
 
 use std::future::Future;
@@ -17,11 +17,11 @@ use tokio::net::TcpListener;
 
 use crate::cli::{self, Args, Command, Flag, Usage};
 use crate::config::parse_duration_setting;
+use crate::ops::log;
+use crate::ops::metrics::{Kind, Metrics};
+use crate::server::tls;
+use crate::server::{self, Options, ServerError, Service};
 use crate::web::engine::Engine;
-use crate::web::log;
-use crate::web::metrics::{Kind, Metrics};
-use crate::web::server::{self, Options, ServerError, Service};
-use crate::web::tls;
 
 /// The server options of a binary with one listener and one engine
 /// (router-demo, token-auth): where to listen, the shutdown grace, TLS,

@@ -1,4 +1,16 @@
-//! The accept loop every service in this crate runs on.
+//! The server: the accept loop every service in this crate runs on, and
+//! the machinery that keeps it safe and fast under load.
+//!
+//! - this file: the accept loop (HTTP/1.1 + h2c, connection cap, graceful shutdown).
+//! - [`budget`]: the one connection budget all listeners of a process share.
+//! - [`clocks`]: one connection's header and idle time-outs.
+//! - [`beside`]: the clocks polled beside the connection only when they woke.
+//! - [`intake`]: reading a request body: size, time-out, minimum rate, process budget.
+//! - [`admission`]: scarce work (database reads) admitted process-wide, connections holding nothing first.
+//! - [`governor`]: what one connection may cost (its handler window, its inflate allowance).
+//! - [`deadline`]: a call's deadline, which never cuts a write mid-commit.
+//! - [`tls`]: optional TLS on a listener, certificates reloaded on SIGHUP.
+//!
 //!
 //! One listener speaks HTTP/1.1 and cleartext HTTP/2 (prior knowledge) through
 //! hyper-util's auto builder, each connection restricted to the protocol it
@@ -20,11 +32,22 @@
 //! - accept errors (`EMFILE`, `ENFILE`: out of descriptors) back off
 //!   exponentially, 10 ms up to 1 s, logged once when a burst starts and
 //!   once when it ends, never once per try;
-//! - the clocks of each connection ([`crate::web::clocks`]): a request head
+//! - the clocks of each connection ([`crate::server::clocks`]): a request head
 //!   within `header_read_timeout` of accept, `idle_timeout` between requests,
 //!   and HTTP/2 keep-alive PINGs;
 //! - graceful shutdown: stop accepting, let in-flight requests finish, but
 //!   wait no longer than `shutdown_grace`, then close whatever is left.
+
+pub(crate) mod admission;
+pub(crate) mod beside;
+pub(crate) mod budget;
+pub(crate) mod clocks;
+pub(crate) mod deadline;
+pub(crate) mod governor;
+pub(crate) mod intake;
+pub mod tls;
+
+pub use governor::{HANDLERS_AT_START, HANDLERS_PER_CONNECTION};
 
 use std::fmt;
 use std::future::Future;
@@ -43,18 +66,15 @@ use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
+pub use self::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
+use self::clocks::{Activity, Expiry, InFlight, Tracked, Watched};
+use crate::ops::log;
+use crate::ops::metrics::Gauge;
+use crate::ops::tracecontext::{self, TraceContext};
 use crate::types::{Body, BoxFuture};
-use crate::web::admission;
-use crate::web::beside::{self, First};
-pub use crate::web::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
-use crate::web::clocks::{Activity, Expiry, InFlight, Tracked, Watched};
-use crate::web::governor::{
-    self, Arrival, ConnectionShare, HandlerTurn, DEFAULT_INFLATE_PER_SECOND,
-};
-use crate::web::log;
-use crate::web::metrics::Gauge;
-use crate::web::tls::{self, CertStore};
-use crate::web::tracecontext::{self, TraceContext};
+use beside::First;
+use governor::{Arrival, ConnectionShare, HandlerTurn, DEFAULT_INFLATE_PER_SECOND};
+use tls::CertStore;
 
 /// How long a connection whose clock ran out may take to close politely
 /// (an HTTP/2 GOAWAY waits for the peer's PING acknowledgement, which a
@@ -183,12 +203,12 @@ pub struct Options {
     /// window never opened). Default 10 s.
     pub write_timeout: Duration,
     /// Counts the open connections (the `server_connections` gauge of
-    /// [`crate::web::metrics`]); `None`: not counted.
+    /// [`crate::ops::metrics`]); `None`: not counted.
     pub connection_gauge: Option<Arc<Gauge>>,
     /// Bytes one connection may inflate per second (gzip gRPC messages),
-    /// after a burst of [`crate::web::governor::INFLATE_BURST`]; past it
+    /// after a burst of [`crate::server::governor::INFLATE_BURST`]; past it
     /// its calls wait. Default
-    /// [`crate::web::governor::DEFAULT_INFLATE_PER_SECOND`] (16 MiB).
+    /// [`crate::server::governor::DEFAULT_INFLATE_PER_SECOND`] (16 MiB).
     pub inflate_per_second: usize,
     /// Serve TLS with this certificate (ALPN offers the protocols above);
     /// `None`: cleartext.
@@ -819,7 +839,7 @@ fn connection_builder(opts: &Options) -> Result<auto::Builder<TokioExecutor>, Se
         // - At most 64 KiB of a response in h2's send buffer per stream
         //   (hyper's default is 400 KiB): the rest stays in the response
         //   body, where the governor counts it (see `clocks::Tracked`).
-        .max_send_buf_size(crate::web::clocks::CHUNK)
+        .max_send_buf_size(crate::server::clocks::CHUNK)
         // - Windows of 1 MiB per stream and 2 MiB per connection instead of
         //   the protocol's 64 KiB: a 4 MiB gRPC message arrives without
         //   stalling on WINDOW_UPDATE round trips, while the memory a slow

@@ -19,7 +19,7 @@
 //! - the response carries `traceparent` with the trace-id and this server's
 //!   span-id, so a client can find the server's log lines;
 //! - [`current`] gives handlers, use cases and the log lines the trace
-//!   (Kratos' `tracing.TraceID(ctx)`), and [`crate::web::log::message`] and
+//!   (Kratos' `tracing.TraceID(ctx)`), and [`crate::ops::log::message`] and
 //!   the access logs end their lines with `trace_id=…`.
 //!
 //! This is log correlation only: no spans are recorded or exported.

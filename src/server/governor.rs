@@ -1,7 +1,7 @@
 //! The governor's per-connection shares: work one connection may make the
 //! process do, whatever it sends.
 //!
-//! The connection budget ([`crate::web::budget`]) bounds how many
+//! The connection budget ([`crate::server::budget`]) bounds how many
 //! connections there are; this bounds what each may cost. Go's
 //! `http2.Server` bounds a connection's streams and upload buffer; the same
 //! idea applies to CPU: a gzip message of a few KiB inflates to 4 MiB, so
@@ -31,9 +31,9 @@ use std::time::Duration;
 use http::HeaderValue;
 use tokio::time::Instant;
 
+use crate::server::admission::{Busy, Class};
+use crate::server::clocks::Activity;
 use crate::types::Body;
-use crate::web::admission::{Busy, Class};
-use crate::web::clocks::Activity;
 
 /// Default bytes one connection may inflate per second (gzip messages).
 pub const DEFAULT_INFLATE_PER_SECOND: usize = 16 << 20;
@@ -137,7 +137,7 @@ pub struct HandlerTurn {
 
 impl HandlerTurn {
     /// The class its request's scarce work is admitted in
-    /// ([`crate::web::admission`]).
+    /// ([`crate::server::admission`]).
     pub fn class(&self) -> Class {
         self.class
     }
@@ -411,7 +411,7 @@ pub const OVERLOADED: &str =
     "server busy: responses wait for clients that do not read them, try again shortly";
 
 /// The answer to a request the governor refuses (see
-/// [`crate::web::budget`]): for a gRPC call (`content-type:
+/// [`crate::server::budget`]): for a gRPC call (`content-type:
 /// application/grpc…`) a trailers-only `RESOURCE_EXHAUSTED`, else 503 with
 /// `{"error": …}` and `Retry-After: 1`.
 pub fn overloaded(grpc: bool) -> http::Response<Body> {
@@ -442,7 +442,7 @@ pub fn refusing() {
     static REFUSED: AtomicUsize = AtomicUsize::new(0);
     let n = REFUSED.fetch_add(1, Ordering::Relaxed) + 1;
     if n.is_power_of_two() {
-        crate::web::log::message(
+        crate::ops::log::message(
             "server",
             format_args!(
                 "{n} request(s) refused so far: responses waiting for peers over the process budget"
@@ -490,7 +490,7 @@ pub fn released(bytes: usize) {
                 }
             });
         if let Err(e) = started {
-            crate::web::log::message(
+            crate::ops::log::message(
                 "server",
                 format_args!("cannot start the memory-trimming thread: {e}"),
             );

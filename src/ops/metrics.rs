@@ -33,9 +33,9 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+use crate::ops::log;
 use crate::types::BoxFuture;
 use crate::web::chain::{named, Context, Handler};
-use crate::web::log;
 
 /// The `Content-Type` of the exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -386,7 +386,7 @@ impl Metrics {
     }
 
     /// The open-connections gauge of the `kind` listeners, for
-    /// [`crate::web::server::Options::connections`].
+    /// [`crate::server::Options::connections`].
     pub fn connections(&self, kind: Kind) -> Arc<Gauge> {
         self.connections[kind as usize].clone()
     }

@@ -1,0 +1,27 @@
+//! Operations: what running the services needs beside the framework and
+//! the server, and what both of them use.
+//!
+//! - [`log`]: the one log sink: buffered, drained off the runtime, never blocking.
+//! - [`tracecontext`]: W3C `traceparent`: each request's trace, in its log lines.
+//! - [`metrics`]: Prometheus counters and histograms, `GET /metrics`.
+//! - [`health`]: `GET /healthz` (liveness) and `GET /readyz` (readiness).
+//! - [`cors`]: cross-origin resource sharing (preflight, allowed origins), off by default.
+//! - [`ratelimit`]: a per-client sliding-window limit.
+//! - [`peer`]: the client address of the call being served (a task-local).
+//! - [`launch`]: what the binaries share from `main` to serving: flags, bind, start-up lines.
+//! - [`timefmt`]: UTC calendar formatting for logs and API timestamps.
+//! - `numfmt`: the log lines' status, latency and IP digits, without `core::fmt`.
+
+pub(crate) mod cors;
+pub(crate) mod health;
+pub mod launch;
+pub mod log;
+pub mod metrics;
+pub(crate) mod numfmt;
+pub(crate) mod peer;
+pub(crate) mod ratelimit;
+pub(crate) mod timefmt;
+pub(crate) mod tracecontext;
+
+pub use cors::{Cors, CorsConfig};
+pub use ratelimit::{client_key, PerClient};
