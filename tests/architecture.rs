@@ -20,7 +20,9 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Layer {
     Shared,
+    Ops,
     Framework,
+    Server,
     Protocol,
     Service(String),
     Root,
@@ -40,6 +42,8 @@ fn layer_of(module: &[String]) -> Layer {
     match module.first().map(String::as_str) {
         None => Layer::Root,
         Some("web") => Layer::Framework,
+        Some("server") => Layer::Server,
+        Some("ops") => Layer::Ops,
         Some("protocol") => Layer::Protocol,
         Some("services") => match module.get(1) {
             Some(name) => Layer::Service(name.clone()),
@@ -56,9 +60,13 @@ fn allowed(from: &Layer, to: &Layer) -> bool {
         (Layer::Root, _) => true,
         (Layer::Shared, _) => false,
         (_, Layer::Shared) => true,
-        (Layer::Framework, Layer::Framework) => true,
+        (Layer::Ops, Layer::Ops) => true,
+        (Layer::Ops, _) => false,
+        (Layer::Framework, Layer::Framework | Layer::Ops) => true,
         (Layer::Framework, _) => false,
-        (Layer::Protocol, Layer::Framework | Layer::Protocol) => true,
+        (Layer::Server, Layer::Server | Layer::Ops) => true,
+        (Layer::Server, _) => false,
+        (Layer::Protocol, Layer::Framework | Layer::Server | Layer::Ops | Layer::Protocol) => true,
         (Layer::Protocol, _) => false,
         (Layer::Service(a), Layer::Service(b)) => a == b,
         (Layer::Service(_), _) => true,

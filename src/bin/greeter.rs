@@ -19,7 +19,7 @@ use std::process::ExitCode;
 
 use handwire::cli::{self, Args, EnvVar, Flag, Usage};
 use handwire::config;
-use handwire::ops::launch;
+use handwire::launch;
 use handwire::ops::log;
 use handwire::server::{shutdown_signal, Options};
 use handwire::services::greeter::config::{Config, ConfigError};

@@ -11,7 +11,7 @@
 use std::process::ExitCode;
 
 use handwire::cli::{Args, Flag, Usage};
-use handwire::ops::launch::{self, Listen, SERVER_FLAGS};
+use handwire::launch::{self, Listen, SERVER_FLAGS};
 use handwire::server;
 use handwire::services::router_demo::{self, DemoOptions};
 

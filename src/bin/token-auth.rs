@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use handwire::cli::{Args, EnvVar, Flag, Usage};
 use handwire::config::{self, parse_duration_setting};
-use handwire::ops::launch::{self, Listen, SERVER_FLAGS};
+use handwire::launch::{self, Listen, SERVER_FLAGS};
 use handwire::ops::log;
 use handwire::server;
 use handwire::services::token_auth::config::{ConfigError, FileConfig};

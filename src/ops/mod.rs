@@ -8,13 +8,13 @@
 //! - [`cors`]: cross-origin resource sharing (preflight, allowed origins), off by default.
 //! - [`ratelimit`]: a per-client sliding-window limit.
 //! - [`peer`]: the client address of the call being served (a task-local).
-//! - [`launch`]: what the binaries share from `main` to serving: flags, bind, start-up lines.
+//! - [`deadline`]: a call's deadline, which never cuts a write mid-commit.
 //! - [`timefmt`]: UTC calendar formatting for logs and API timestamps.
 //! - `numfmt`: the log lines' status, latency and IP digits, without `core::fmt`.
 
 pub(crate) mod cors;
+pub(crate) mod deadline;
 pub(crate) mod health;
-pub mod launch;
 pub mod log;
 pub mod metrics;
 pub(crate) mod numfmt;

@@ -8,7 +8,6 @@
 //! - [`intake`]: reading a request body: size, time-out, minimum rate, process budget.
 //! - [`admission`]: scarce work (database reads) admitted process-wide, connections holding nothing first.
 //! - [`governor`]: what one connection may cost (its handler window, its inflate allowance).
-//! - [`deadline`]: a call's deadline, which never cuts a write mid-commit.
 //! - [`tls`]: optional TLS on a listener, certificates reloaded on SIGHUP.
 //!
 //!
@@ -42,7 +41,6 @@ pub(crate) mod admission;
 pub(crate) mod beside;
 pub(crate) mod budget;
 pub(crate) mod clocks;
-pub(crate) mod deadline;
 pub(crate) mod governor;
 pub(crate) mod intake;
 pub mod tls;

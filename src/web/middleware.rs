@@ -206,7 +206,7 @@ pub use crate::web::unwind::{panic_message, CatchUnwind};
 /// writes the answer and the chain is aborted, so middleware before this one,
 /// such as the logger, still sees the request finish. A write already in its
 /// committing transaction is the exception: the chain runs on and answers
-/// with the commit's outcome ([`crate::server::deadline`]).
+/// with the commit's outcome ([`crate::ops::deadline`]).
 pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
     handler(move |c| {
         Box::pin(async move {
@@ -214,7 +214,7 @@ pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
             let mark = c.mark();
             let expired = {
                 let next = std::pin::pin!(c.next());
-                crate::server::deadline::run(at, next).await.is_err()
+                crate::ops::deadline::run(at, next).await.is_err()
             };
             // The rest of the chain was dropped at the end of the block.
             if expired {

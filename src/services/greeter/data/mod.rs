@@ -44,8 +44,8 @@ use rusqlite::{Connection, ErrorCode};
 use tokio::sync::oneshot;
 
 use super::biz::{self, GreeterRepo, User, UserRepo};
+use crate::ops::deadline;
 use crate::server::admission::{self, Admission};
-use crate::server::deadline;
 use crate::types::BoxFuture;
 use writer::{Claim, Counters, Done, Op, Queued, Request, Writer};
 

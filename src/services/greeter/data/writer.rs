@@ -36,7 +36,7 @@
 //!   at once ([`biz::Error::Busy`]: RESOURCE_EXHAUSTED / 503) instead of
 //!   growing the heap while callers time out.
 //! * Every queued write carries a [`Claim`], and the deadline of its call
-//!   ([`crate::server::deadline`]). The thread takes each claim after `BEGIN`
+//!   ([`crate::ops::deadline`]). The thread takes each claim after `BEGIN`
 //!   and leaves out the writes whose caller gave up (its connection closed)
 //!   or whose deadline has passed: those are never stored. A caller whose
 //!   deadline passes while it waits *abandons* its claim; if the thread has
@@ -127,7 +127,7 @@ impl Claim {
     }
 }
 
-impl crate::server::deadline::Abandon for Claim {
+impl crate::ops::deadline::Abandon for Claim {
     fn abandon(&self) -> bool {
         self.cancel()
     }
