@@ -106,8 +106,9 @@ async fn hyper_only(listener: tokio::net::TcpListener) -> Result<(), Box<dyn std
                 let caller = Caller {
                     remote,
                     received_at: std::time::Instant::now(),
-                    share: None,
+                    tls: false,
                     trace: None,
+                    intake: None,
                 };
                 let answer = Hello.call(req, caller);
                 async move {

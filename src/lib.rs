@@ -39,6 +39,7 @@ pub mod cli;
 #[cfg(feature = "cluster")]
 pub mod cluster;
 pub mod config;
+pub mod contract;
 pub mod launch;
 pub mod ops;
 pub mod protocol;

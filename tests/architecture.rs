@@ -2,9 +2,16 @@
 //! and `super::…` path in a library file is resolved to the file it names,
 //! and these rules must hold (the map in `src/lib.rs` says the same):
 //!
-//! - `src/web/` (the framework) imports only itself and the shared modules;
-//! - `src/protocol/` (gRPC, JWT) imports itself, the framework and the shared
-//!   modules, never a service;
+//! - `src/ops/` (operations: log sink, trace context, metrics, …) is the
+//!   bottom room: it imports only itself and the shared modules;
+//! - `src/contract.rs`, where the server and the framework meet, imports
+//!   only operations;
+//! - `src/web/` (the framework's mechanics) and `src/server/` (the accept
+//!   loop and its armour) each import themselves, the contract and
+//!   operations: never each other;
+//! - `src/protocol/` (gRPC, JWT) and `src/launch.rs` (what the binaries
+//!   share from `main` to serving) import the rooms below, never a service
+//!   nor each other;
 //! - a service (`src/services/NAME/`) never imports another service;
 //! - the shared modules (`types`, `cli`, `config`) import nothing else;
 //! - no two files import each other, directly or around a longer cycle.
@@ -21,9 +28,11 @@ use std::path::Path;
 enum Layer {
     Shared,
     Ops,
+    Contract,
     Framework,
     Server,
     Protocol,
+    Launch,
     Service(String),
     Root,
 }
@@ -44,6 +53,8 @@ fn layer_of(module: &[String]) -> Layer {
         Some("web") => Layer::Framework,
         Some("server") => Layer::Server,
         Some("ops") => Layer::Ops,
+        Some("contract") => Layer::Contract,
+        Some("launch") => Layer::Launch,
         Some("protocol") => Layer::Protocol,
         Some("services") => match module.get(1) {
             Some(name) => Layer::Service(name.clone()),
@@ -62,12 +73,16 @@ fn allowed(from: &Layer, to: &Layer) -> bool {
         (_, Layer::Shared) => true,
         (Layer::Ops, Layer::Ops) => true,
         (Layer::Ops, _) => false,
-        (Layer::Framework, Layer::Framework | Layer::Ops) => true,
+        (Layer::Contract, Layer::Ops) => true,
+        (Layer::Contract, _) => false,
+        (Layer::Framework, Layer::Framework | Layer::Contract | Layer::Ops) => true,
         (Layer::Framework, _) => false,
-        (Layer::Server, Layer::Server | Layer::Ops) => true,
+        (Layer::Server, Layer::Server | Layer::Contract | Layer::Ops) => true,
         (Layer::Server, _) => false,
-        (Layer::Protocol, Layer::Framework | Layer::Server | Layer::Ops | Layer::Protocol) => true,
-        (Layer::Protocol, _) => false,
+        (Layer::Protocol | Layer::Launch, Layer::Service(_) | Layer::Launch) => false,
+        (Layer::Protocol, _) => true,
+        (Layer::Launch, Layer::Protocol) => false,
+        (Layer::Launch, _) => true,
         (Layer::Service(a), Layer::Service(b)) => a == b,
         (Layer::Service(_), _) => true,
     }
@@ -249,10 +264,16 @@ fn layers_framework_and_protocol_never_import_a_service_and_services_never_impor
 fn the_checker_catches_each_kind_of_violation() {
     let file = |p: &str, t: &str| (p.to_string(), t.to_string());
     let base = vec![
-        file("lib.rs", "pub mod web; pub mod services; pub mod types;"),
+        file(
+            "lib.rs",
+            "pub mod web; pub mod server; pub mod ops; pub mod contract; pub mod services; pub mod types;",
+        ),
         file("types.rs", ""),
+        file("ops/log.rs", "use crate::types::BoxFuture;"),
+        file("contract.rs", "use crate::ops::log;"),
+        file("server/mod.rs", "use crate::contract::Service; use crate::ops::log;"),
         file("web/mod.rs", "pub mod chain; pub mod engine;"),
-        file("web/chain.rs", "use crate::types::BoxFuture;"),
+        file("web/chain.rs", "use crate::types::BoxFuture; use crate::contract::Caller;"),
         file("web/engine.rs", "use crate::web::chain::Context;"),
         file("protocol/grpc.rs", "use crate::web::chain::Context;"),
         file("services/mod.rs", ""),
@@ -271,6 +292,26 @@ fn the_checker_catches_each_kind_of_violation() {
             "web/chain.rs",
             "use crate::protocol::grpc;",
             "(Framework) imports crate::protocol::grpc",
+        ),
+        (
+            "web/chain.rs",
+            "use crate::server::Service;",
+            "web/chain.rs (Framework) imports crate::server (Server)",
+        ),
+        (
+            "server/mod.rs",
+            "use crate::web::chain::Context;",
+            "server/mod.rs (Server) imports crate::web::chain (Framework)",
+        ),
+        (
+            "ops/log.rs",
+            "use crate::web::chain::Context;",
+            "ops/log.rs (Ops) imports crate::web::chain (Framework)",
+        ),
+        (
+            "contract.rs",
+            "use crate::server::Service;",
+            "contract.rs (Contract) imports crate::server (Server)",
         ),
         (
             "protocol/grpc.rs",
@@ -310,7 +351,8 @@ fn the_checker_catches_each_kind_of_violation() {
     }
     // Comments and test code do not count.
     let mut files = base.clone();
-    files[3].1 =
+    let at = files.iter().position(|(p, _)| p == "web/chain.rs").unwrap();
+    files[at].1 =
         "// use crate::services::a::X;\n#[cfg(test)]\nmod t { use crate::services::a::X; }".into();
     assert_eq!(violations(&files), Vec::<String>::new());
 }

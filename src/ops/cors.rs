@@ -30,18 +30,10 @@
 //! too and the page sees the error rather than a CORS failure.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::{
-    ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
-    ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE,
-    ACCESS_CONTROL_REQUEST_HEADERS, ACCESS_CONTROL_REQUEST_METHOD, ORIGIN, VARY,
-};
-use http::{Method, StatusCode};
+use http::Method;
 use serde::Deserialize;
-
-use crate::web::chain::{named, Context, Handler};
 
 /// Headers every allowed origin may read, whatever is configured: the
 /// gRPC status of a gRPC-Web call and the trace id.
@@ -129,11 +121,11 @@ pub struct Cors {
     origins: Vec<String>,
     methods: Vec<Method>,
     headers: Vec<String>,
-    allow_methods: String,
-    allow_headers: String,
-    expose: String,
-    max_age: String,
-    credentials: bool,
+    pub(crate) allow_methods: String,
+    pub(crate) allow_headers: String,
+    pub(crate) expose: String,
+    pub(crate) max_age: String,
+    pub(crate) credentials: bool,
 }
 
 impl Cors {
@@ -208,16 +200,8 @@ impl Cors {
         })
     }
 
-    /// The middleware, named `cors` in the route table.
-    pub fn middleware(self: Arc<Self>) -> Handler {
-        named("cors", move |c| {
-            let cors = self.clone();
-            Box::pin(async move { cors.handle(c).await })
-        })
-    }
-
     /// The `Access-Control-Allow-Origin` value for `origin`, if allowed.
-    fn allow_origin<'a>(&self, origin: &'a str) -> Option<&'a str> {
+    pub(crate) fn allow_origin<'a>(&self, origin: &'a str) -> Option<&'a str> {
         if self.origins.iter().any(|o| o == origin) {
             Some(origin)
         } else if self.any_origin {
@@ -229,7 +213,7 @@ impl Cors {
 
     /// Whether a preflight asking for `method` and `headers` (the
     /// comma-separated `Access-Control-Request-Headers`) may go ahead.
-    fn preflight_allows(&self, method: &str, headers: &str) -> bool {
+    pub(crate) fn preflight_allows(&self, method: &str, headers: &str) -> bool {
         let method_ok = self.methods.iter().any(|m| m.as_str() == method);
         let headers_ok = headers
             .split(',')
@@ -237,49 +221,6 @@ impl Cors {
             .filter(|h| !h.is_empty())
             .all(|h| self.headers.iter().any(|a| a.eq_ignore_ascii_case(h)));
         method_ok && headers_ok
-    }
-
-    async fn handle(&self, c: &mut Context) {
-        let origin = c.header(ORIGIN.as_str()).map(str::to_owned);
-        let Some(origin) = origin else {
-            return c.next().await;
-        };
-        let preflight = c.method() == Method::OPTIONS;
-        let requested = c
-            .header(ACCESS_CONTROL_REQUEST_METHOD.as_str())
-            .map(str::to_owned);
-        if let (true, Some(method)) = (preflight, requested) {
-            let headers = c
-                .header(ACCESS_CONTROL_REQUEST_HEADERS.as_str())
-                .unwrap_or("")
-                .to_owned();
-            c.set_header(
-                VARY,
-                "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
-            );
-            if let Some(allowed) = self.allow_origin(&origin) {
-                if self.preflight_allows(&method, &headers) {
-                    c.set_header(ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
-                    c.set_header(ACCESS_CONTROL_ALLOW_METHODS, &self.allow_methods);
-                    c.set_header(ACCESS_CONTROL_ALLOW_HEADERS, &self.allow_headers);
-                    c.set_header(ACCESS_CONTROL_MAX_AGE, &self.max_age);
-                    if self.credentials {
-                        c.set_header(ACCESS_CONTROL_ALLOW_CREDENTIALS, "true");
-                    }
-                }
-            }
-            c.status(StatusCode::NO_CONTENT);
-            return c.abort();
-        }
-        c.next().await;
-        c.set_header(VARY, "Origin");
-        if let Some(allowed) = self.allow_origin(&origin) {
-            c.set_header(ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
-            c.set_header(ACCESS_CONTROL_EXPOSE_HEADERS, &self.expose);
-            if self.credentials {
-                c.set_header(ACCESS_CONTROL_ALLOW_CREDENTIALS, "true");
-            }
-        }
     }
 }
 

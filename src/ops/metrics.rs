@@ -34,8 +34,6 @@ use std::time::Duration;
 use http::StatusCode;
 
 use crate::ops::log;
-use crate::types::BoxFuture;
-use crate::web::chain::{named, Context, Handler};
 
 /// The `Content-Type` of the exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -473,17 +471,6 @@ impl Metrics {
             extra.histogram.render(&mut out, extra.name, "");
         }
         out
-    }
-
-    /// The `GET /metrics` handler.
-    pub fn handler(self: &Arc<Self>) -> Handler {
-        let metrics = self.clone();
-        named("metrics", move |c: &mut Context| -> BoxFuture<'_, ()> {
-            let text = metrics.render();
-            Box::pin(async move {
-                c.data(StatusCode::OK, CONTENT_TYPE, text);
-            })
-        })
     }
 }
 

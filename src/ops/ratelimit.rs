@@ -24,10 +24,6 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use http::header::RETRY_AFTER;
-
-use crate::web::chain::{named, Context, Handler};
-
 /// Keys a window holds before a count prunes it inline (the default bound).
 pub const PRUNE_AT: usize = 10_000;
 
@@ -196,26 +192,6 @@ impl PerClient {
         self.lock().keys()
     }
 
-    /// The limit as chain middleware: a request within it runs the rest of
-    /// the chain; one past it gets `Retry-After` (whole seconds, at least 1)
-    /// and the answer `refused` writes, and the chain is aborted.
-    pub fn middleware(self: &Arc<Self>, refused: fn(&mut Context, Duration)) -> Handler {
-        let limit = Arc::clone(self);
-        named("ratelimit", move |c| {
-            let limit = Arc::clone(&limit);
-            Box::pin(async move {
-                match limit.admit(c.client_ip()) {
-                    Ok(()) => c.next().await,
-                    Err(wait) => {
-                        c.set_header(RETRY_AFTER, &retry_after_secs(wait).to_string());
-                        refused(c, wait);
-                        c.abort();
-                    }
-                }
-            })
-        })
-    }
-
     fn lock(&self) -> MutexGuard<'_, Windows<IpAddr>> {
         // The map stays consistent between statements; reuse it after a panic.
         self.windows.lock().unwrap_or_else(|p| p.into_inner())
@@ -247,6 +223,7 @@ pub fn client_key(ip: IpAddr) -> IpAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::header::RETRY_AFTER;
     use std::sync::atomic::{AtomicU64, Ordering};
 
     /// A clock the test moves, in milliseconds.

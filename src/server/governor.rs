@@ -28,12 +28,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use http::HeaderValue;
 use tokio::time::Instant;
 
 use crate::server::admission::{Busy, Class};
 use crate::server::clocks::Activity;
-use crate::types::Body;
 
 /// Default bytes one connection may inflate per second (gzip messages).
 pub const DEFAULT_INFLATE_PER_SECOND: usize = 16 << 20;
@@ -403,36 +401,6 @@ impl ConnectionShare {
             Duration::from_secs_f64(-b.tokens / b.rate)
         }
     }
-}
-
-/// What a request refused by the budget of bytes waiting for peers is
-/// told.
-pub const OVERLOADED: &str =
-    "server busy: responses wait for clients that do not read them, try again shortly";
-
-/// The answer to a request the governor refuses (see
-/// [`crate::server::budget`]): for a gRPC call (`content-type:
-/// application/grpc…`) a trailers-only `RESOURCE_EXHAUSTED`, else 503 with
-/// `{"error": …}` and `Retry-After: 1`.
-pub fn overloaded(grpc: bool) -> http::Response<Body> {
-    let mut resp = http::Response::new(crate::types::empty());
-    let headers = resp.headers_mut();
-    if grpc {
-        headers.insert("content-type", HeaderValue::from_static("application/grpc"));
-        headers.insert("grpc-status", HeaderValue::from_static("8"));
-        headers.insert("grpc-message", HeaderValue::from_static(OVERLOADED));
-        return resp;
-    }
-    let text = serde_json::json!({ "error": OVERLOADED }).to_string();
-    *resp.body_mut() = crate::types::full(text);
-    *resp.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
-    let headers = resp.headers_mut();
-    headers.insert(
-        "content-type",
-        HeaderValue::from_static("application/json; charset=utf-8"),
-    );
-    headers.insert("retry-after", HeaderValue::from_static("1"));
-    resp
 }
 
 /// Count one request refused for the budget of bytes waiting for peers;

@@ -27,47 +27,11 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use tokio::time::Instant;
 
-use crate::server::governor::ByteAccount;
-use crate::types::BoxError;
+use crate::contract::Intake;
+use crate::server::governor::{ByteAccount, ConnectionShare};
+use crate::types::{Body, BoxError, BoxFuture};
 
-/// Default minimum average data rate of a request body, bytes a second.
-pub const DEFAULT_MIN_BODY_RATE: u32 = 240;
-
-/// Default time a body may arrive at any rate before the minimum applies.
-pub const DEFAULT_MIN_BODY_RATE_GRACE: Duration = Duration::from_secs(5);
-
-/// The bounds a body is read under.
-#[derive(Debug, Clone, Copy)]
-pub struct Bounds {
-    /// Most bytes.
-    pub bytes: usize,
-    /// Most time for the whole body.
-    pub time: Duration,
-    /// Least average rate after `grace`, bytes a second (0: none).
-    pub min_rate: u32,
-    /// Time before the rate is checked.
-    pub grace: Duration,
-}
-
-/// Why a body was not read.
-#[derive(Debug)]
-pub enum Refusal {
-    /// Over [`Bounds::bytes`].
-    TooLarge,
-    /// Not complete within [`Bounds::time`].
-    TimedOut,
-    /// Arriving slower than [`Bounds::min_rate`] after the grace period.
-    TooSlow {
-        /// Bytes received.
-        received: usize,
-        /// Since the body started.
-        after: Duration,
-    },
-    /// The process' budget of request bytes being received is spent.
-    Busy,
-    /// The body failed (the client reset the stream, bad chunking).
-    Failed(BoxError),
-}
+pub use crate::contract::{Bounds, Refusal, DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
 
 /// The minimum data rate's deadline for what began arriving at `start`
 /// and has `received` bytes so far: `grace` after `start`, or later if
@@ -208,6 +172,20 @@ impl AsRef<[u8]> for Kept {
 impl Drop for Kept {
     fn drop(&mut self) {
         give_back(&self.account, self.bytes);
+    }
+}
+
+/// The server's side of the contract: a connection reads a body under the
+/// service's bounds, counted on the process' budget of bytes being
+/// received. Its [`Intake::connection`] is the [`ConnectionShare`].
+impl Intake for ConnectionShare {
+    fn read(&self, body: Body, bounds: Bounds) -> BoxFuture<'static, Result<Bytes, Refusal>> {
+        let account = self.bodies().clone();
+        Box::pin(async move { collect(body, bounds, Some(&account)).await })
+    }
+
+    fn connection(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
     }
 }
 

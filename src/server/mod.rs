@@ -66,6 +66,7 @@ use tokio_rustls::TlsAcceptor;
 
 pub use self::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
 use self::clocks::{Activity, Expiry, InFlight, Tracked, Watched};
+pub use crate::contract::{Answer, Caller, Service};
 use crate::ops::log;
 use crate::ops::metrics::Gauge;
 use crate::ops::tracecontext::{self, TraceContext};
@@ -85,83 +86,6 @@ pub const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
 
 /// Longest pause between two `accept` attempts while they fail.
 pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
-
-/// Where a request comes from, as the accept loop knows it.
-#[derive(Clone)]
-pub struct Caller {
-    /// The peer address of the connection, for logging and for
-    /// per-client limits.
-    pub remote: SocketAddr,
-    /// When the request's head arrived: the start of its latency, read
-    /// once by the connection's clocks.
-    pub received_at: Instant,
-    /// What the connection may cost the process: what reads the request's
-    /// body counts it here (`None`: not counted, as in tests).
-    pub share: Option<Arc<ConnectionShare>>,
-    /// The request's trace (`None` in tests). The server runs a
-    /// [`Answer::Later`] future in it; a service that answers
-    /// [`Answer::Ready`] runs its work in it itself (the engine does, with
-    /// the crate's `tracecontext::enter`), since only it knows, after the
-    /// call, whether it did the work in the call.
-    pub trace: Option<TraceContext>,
-}
-
-impl From<SocketAddr> for Caller {
-    /// A request from `remote` arriving now, its body not counted.
-    fn from(remote: SocketAddr) -> Caller {
-        Caller {
-            remote,
-            received_at: Instant::now(),
-            share: None,
-            trace: None,
-        }
-    }
-}
-
-/// What a [`Service`] gives for one request.
-pub enum Answer {
-    /// The response, made during the call: its work never had to wait
-    /// (most `GET`s of a chain whose handlers never await). The server
-    /// hands it to hyper with no future to allocate or poll.
-    Ready(http::Response<Body>),
-    /// The work that makes the response, polled by the server.
-    Later(BoxFuture<'static, http::Response<Body>>),
-}
-
-impl Answer {
-    /// The answer as a future, whichever it is (for callers that await
-    /// every answer alike, such as tests).
-    pub fn into_future(self) -> BoxFuture<'static, http::Response<Body>> {
-        match self {
-            Answer::Ready(resp) => Box::pin(std::future::ready(resp)),
-            Answer::Later(work) => work,
-        }
-    }
-}
-
-/// Anything the server can call: one request in, one response out.
-pub trait Service: Send + Sync + 'static {
-    /// Answer one request from `caller`: now, or through a future.
-    fn call(&self, req: http::Request<Incoming>, caller: Caller) -> Answer;
-
-    /// Whether [`call`](Self::call) may answer [`Answer::Ready`]: the
-    /// server then calls it on arrival, in hyper's connection task. A
-    /// service that always answers later (gRPC: a call reads its
-    /// messages) says `false` and is called from its request's own task,
-    /// as every request was before answers could be ready: a unary call
-    /// over HTTP/2 counted about 850 instructions more when called on
-    /// arrival. Default `true`.
-    fn may_answer_in_call(&self) -> bool {
-        true
-    }
-
-    /// The answer to a request the governor refuses because the process
-    /// is over its budget of bytes waiting for peers (`grpc`: the request
-    /// is a gRPC call). Default [`governor::overloaded`].
-    fn overloaded(&self, grpc: bool) -> http::Response<Body> {
-        governor::overloaded(grpc)
-    }
-}
 
 /// Transport settings of one listener: the clocks, the cap, the protocols.
 #[derive(Debug, Clone)]
@@ -491,7 +415,7 @@ async fn serve_connection(conn: Connection) {
         builder
     };
     let tracker = activity.clone();
-    let hyper_svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
+    let hyper_svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
         let request = tracker.request_started(req.version());
         let grpc = governor::is_grpc(&req);
         let h2 = req.version() == http::Version::HTTP_2;
@@ -509,9 +433,6 @@ async fn serve_connection(conn: Connection) {
                 answer.map(|resp| resp.map(|body| Tracked::new(body, request))),
             ));
         }
-        if secure {
-            req.extensions_mut().insert(tls::Secure);
-        }
         // Every request runs in its trace (W3C traceparent, or a new one).
         let trace = TraceContext::from_headers(req.headers());
         let pending = Pending {
@@ -519,6 +440,7 @@ async fn serve_connection(conn: Connection) {
             share: share.clone(),
             conn: tracker.clone(),
             request,
+            tls: secure,
             trace,
             h2,
             grpc,
@@ -669,6 +591,8 @@ struct Pending {
     share: Arc<ConnectionShare>,
     conn: Arc<Activity>,
     request: InFlight,
+    /// Whether the connection is TLS.
+    tls: bool,
     trace: TraceContext,
     h2: bool,
     grpc: bool,
@@ -680,8 +604,9 @@ impl Pending {
         Caller {
             remote,
             received_at: self.request.received_at().into_std(),
-            share: Some(self.share.clone()),
+            tls: self.tls,
             trace: Some(self.trace),
+            intake: Some(self.share.clone()),
         }
     }
 

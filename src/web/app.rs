@@ -13,7 +13,6 @@
 //! JSON answers these in Kratos JSON too.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,14 +22,12 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
+use crate::contract::{self, Answer, Bounds, Caller, Intake, Refusal, Service};
 use crate::ops::log;
 use crate::ops::metrics::{Operation, OPERATION_KEY};
 use crate::ops::tracecontext;
-use crate::server::governor::ConnectionShare;
-use crate::server::intake::{self, Bounds, Refusal};
-use crate::server::{Answer, Caller, Service};
 use crate::types::{self, Body, BoxError, BoxFuture};
-use crate::web::chain::{Context, Handler, APPLICATION_JSON};
+use crate::web::chain::{Arrival, Context, Handler, APPLICATION_JSON};
 use crate::web::path_params::PathParams;
 use crate::web::router::{self, Lookup, Miss, Router};
 
@@ -107,12 +104,12 @@ impl Service for App {
     /// 503 in the service's error shape; gRPC-Web calls get the gRPC answer.
     fn overloaded(&self, grpc: bool) -> Response<Body> {
         if grpc {
-            return crate::server::governor::overloaded(true);
+            return contract::overloaded(true);
         }
         let mut resp = (self.on_edge_error)(
             StatusCode::SERVICE_UNAVAILABLE,
             "SERVICE_UNAVAILABLE",
-            crate::server::governor::OVERLOADED,
+            contract::OVERLOADED,
         );
         resp.headers_mut().insert(
             http::header::RETRY_AFTER,
@@ -161,9 +158,15 @@ impl App {
         let Caller {
             remote,
             received_at,
-            share,
+            tls,
             trace: trace_context,
+            intake,
         } = from.into();
+        let arrival = Arrival {
+            remote,
+            received_at,
+            tls,
+        };
         let (parts, body) = req.into_parts();
         let chosen = self.choose(&parts);
         let operation = self.metered.as_ref().map(|m| {
@@ -186,7 +189,7 @@ impl App {
         // request's future was several times the chain's, allocated and
         // copied each time.
         if refused.is_none() && body.is_end_stream() {
-            let mut c = chosen.context(parts, Bytes::new(), remote, received_at);
+            let mut c = chosen.context(parts, Bytes::new(), arrival);
             if c.rest_never_awaits() {
                 let resp = tracecontext::enter(trace_context, || run_now(&mut c, trace, counted));
                 return Answer::Ready(resp);
@@ -204,19 +207,20 @@ impl App {
             on_error: self.on_edge_error,
         };
         let early = self.early.clone();
+        let body = boxed(body);
         Answer::Later(Box::pin(async move {
             let read = match refused {
                 Some((status, reason, message)) => Err((read.on_error)(status, reason, &message)),
-                None => read_body(&parts, body, read, share.as_deref()).await,
+                None => read_body(&parts, body, read, intake.as_deref()).await,
             };
             match read {
                 Ok(body) => {
-                    let c = chosen.context(parts, body, remote, received_at);
+                    let c = chosen.context(parts, body, arrival);
                     run(c, trace, counted).await
                 }
                 Err(answer) => {
                     let none = PathParams::none();
-                    let c = Context::new(parts, Bytes::new(), remote, received_at, none, early);
+                    let c = Context::arriving(parts, Bytes::new(), arrival, none, early);
                     answer_early(c, answer, trace, counted).await
                 }
             }
@@ -289,19 +293,13 @@ struct Chosen {
 
 impl Chosen {
     /// The context that runs the chosen chain on this request.
-    fn context(
-        self,
-        parts: http::request::Parts,
-        body: Bytes,
-        remote: SocketAddr,
-        received_at: Instant,
-    ) -> Context {
+    fn context(self, parts: http::request::Parts, body: Bytes, arrival: Arrival) -> Context {
         // Most requests: the context is built where it is returned (a
         // `c` set up and then returned was copied, 600 bytes, each time).
         if self.redirect_to.is_none() && self.allow.is_none() {
-            return Context::new(parts, body, remote, received_at, self.params, self.chain);
+            return Context::arriving(parts, body, arrival, self.params, self.chain);
         }
-        let mut c = Context::new(parts, body, remote, received_at, self.params, self.chain);
+        let mut c = Context::arriving(parts, body, arrival, self.params, self.chain);
         if let Some(location) = self.redirect_to {
             c.set(TSR_LOCATION, location);
         }
@@ -358,17 +356,12 @@ struct ReadLimits {
 }
 
 /// The whole body, or the answer to give instead (413, 408, 503, 400).
-async fn read_body<B>(
+async fn read_body(
     parts: &http::request::Parts,
-    body: B,
+    body: Body,
     limits: ReadLimits,
-    share: Option<&ConnectionShare>,
-) -> Result<Bytes, Response<Body>>
-where
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-{
+    intake: Option<&dyn Intake>,
+) -> Result<Bytes, Response<Body>> {
     let max = limits.bounds.bytes;
     let declared_too_large = parts
         .headers
@@ -380,16 +373,19 @@ where
         return Err(too_large(limits));
     }
     // A body that is already complete needs no clock.
-    if body.is_end_stream() {
+    if hyper::body::Body::is_end_stream(&body) {
         return Ok(Bytes::new());
     }
-    let account = share.map(|s| s.bodies());
     let closing = |mut resp: Response<Body>| {
         resp.headers_mut()
             .insert(CONNECTION, http::HeaderValue::from_static("close"));
         resp
     };
-    match intake::collect(body, limits.bounds, account).await {
+    let read = match intake {
+        Some(intake) => intake.read(body, limits.bounds).await,
+        None => read_unserved(body, limits.bounds).await,
+    };
+    match read {
         Ok(body) => Ok(body),
         Err(Refusal::TooLarge) => Err(too_large(limits)),
         Err(Refusal::TimedOut) => Err(closing((limits.on_timeout)(limits.bounds.time))),
@@ -413,6 +409,48 @@ where
             &format!("cannot read request body: {e}"),
         )),
     }
+}
+
+/// `body` as the crate's one body type, which the server's [`Intake`]
+/// reads.
+fn boxed<B>(body: B) -> Body
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    body.map_frame(|frame| {
+        frame.map_data(|mut d| {
+            let n = bytes::Buf::remaining(&d);
+            bytes::Buf::copy_to_bytes(&mut d, n)
+        })
+    })
+    .map_err(|e| -> BoxError { e.into() })
+    .boxed_unsync()
+}
+
+/// A body read with no server behind the call (tests): its size and time
+/// are bounded here; the data rates and the process' budget are the
+/// server's ([`Intake`]).
+fn read_unserved(mut body: Body, bounds: Bounds) -> BoxFuture<'static, Result<Bytes, Refusal>> {
+    Box::pin(async move {
+        let read = async {
+            let mut data = bytes::BytesMut::new();
+            while let Some(frame) = body.frame().await {
+                let Ok(chunk) = frame.map_err(Refusal::Failed)?.into_data() else {
+                    continue;
+                };
+                if data.len() + chunk.len() > bounds.bytes {
+                    return Err(Refusal::TooLarge);
+                }
+                data.extend_from_slice(&chunk);
+            }
+            Ok(data.freeze())
+        };
+        tokio::time::timeout(bounds.time, read)
+            .await
+            .unwrap_or(Err(Refusal::TimedOut))
+    })
 }
 
 /// Run `c`'s chain from the start; then the trace (and the log lines held
@@ -615,7 +653,7 @@ mod tests {
     #[test]
     fn a_bodiless_request_future_holds_its_context_once() {
         let parts = Request::new(()).into_parts().0;
-        let remote = SocketAddr::from(([127, 0, 0, 1], 1));
+        let remote = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
         let none: Arc<[Handler]> = Arc::from(Vec::new());
         let c = Context::new(
             parts,
@@ -689,7 +727,7 @@ mod tests {
         )
         .unwrap();
         let app = e.build();
-        let remote = SocketAddr::from(([127, 0, 0, 1], 1));
+        let remote = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
 
         let Answer::Ready(resp) = app.answer(request(Method::GET, "/now/7", ""), remote) else {
             panic!("a chain that never awaits gave a future");

@@ -295,7 +295,7 @@ pub struct Context {
     headers: HeaderMap,
     body: Bytes,
     remote: SocketAddr,
-    /// The request came over TLS ([`crate::server::tls::Secure`]).
+    /// The request came over TLS (the server said so: [`crate::contract::Caller::tls`]).
     tls: bool,
     received_at: Instant,
     /// What [`latency`](Self::latency) last read, kept for the engine's
@@ -313,6 +313,15 @@ pub struct Context {
     pub(crate) response: ResponseDraft,
 }
 
+/// What the server told of a request's arrival: the peer, when its head
+/// came, whether over TLS.
+#[derive(Clone, Copy)]
+pub(crate) struct Arrival {
+    pub(crate) remote: SocketAddr,
+    pub(crate) received_at: Instant,
+    pub(crate) tls: bool,
+}
+
 impl Context {
     /// A context for one request that will run `handlers`; `received_at` is
     /// when its head arrived (see [`received_at`](Self::received_at)).
@@ -324,11 +333,29 @@ impl Context {
         params: PathParams,
         handlers: Arc<[Handler]>,
     ) -> Context {
+        let arrival = Arrival {
+            remote,
+            received_at,
+            tls: false,
+        };
+        Context::arriving(parts, body, arrival, params, handlers)
+    }
+
+    /// [`new`](Self::new), for a request whose [`Arrival`] the server told.
+    pub(crate) fn arriving(
+        parts: http::request::Parts,
+        body: Bytes,
+        arrival: Arrival,
+        params: PathParams,
+        handlers: Arc<[Handler]>,
+    ) -> Context {
+        let Arrival {
+            remote,
+            received_at,
+            tls,
+        } = arrival;
         Context {
-            tls: parts
-                .extensions
-                .get::<crate::server::tls::Secure>()
-                .is_some(),
+            tls,
             method: parts.method,
             uri: parts.uri,
             headers: parts.headers,

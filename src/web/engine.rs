@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use http::Method;
 
+use crate::contract::{DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
 use crate::ops::log;
 use crate::ops::metrics::{Kind, Metrics, UNMATCHED};
-use crate::server::intake::{DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
 use crate::web::app::{
     default_method_not_allowed, default_not_found, early_answer, edge_json, request_timeout,
     trailing_slash_redirect, Metered, Route,

@@ -12,6 +12,7 @@
 //! - [`app`]: the frozen engine serving requests: dispatch, 404/405, early answers.
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
 //! - [`unwind`]: catching a handler's panic, for recovery.
+//! - [`operations`]: CORS, rate limits, `/metrics` and health as middleware and routes.
 //! - [`trace`]: the chain trace of `--trace`.
 //! - [`reply`]: handlers returning `Result`, whose error becomes the response.
 //! - [`bind`]: JSON / form / multipart / query binding with required fields.
@@ -27,6 +28,7 @@ pub(crate) mod chain;
 pub(crate) mod engine;
 pub(crate) mod keys;
 pub mod middleware;
+pub mod operations;
 pub(crate) mod path_params;
 pub(crate) mod reply;
 pub mod router;

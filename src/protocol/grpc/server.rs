@@ -296,9 +296,10 @@ impl Service for Server {
         let Caller {
             remote,
             received_at: start,
-            share,
-            trace: _,
+            intake,
+            ..
         } = caller;
+        let share = intake.and_then(|i| i.connection().downcast::<ConnectionShare>().ok());
         let found = self.inner.lookup(req.uri().path());
         let (path, operation): (Arc<str>, _) = match &found {
             Ok(known) => (known.path.clone(), known.operation.clone()),

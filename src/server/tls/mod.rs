@@ -14,9 +14,9 @@
 //! - [`handshake`]: one connection's handshake, bounded in time by the
 //!   caller. A client speaking plain HTTP to the TLS port gets a plain
 //!   `400` saying so (as Go's `net/http` does) and is closed.
-//! - [`Stream`]: a plain or TLS connection, one type for the accept loop.
-//! - [`Secure`]: the request extension that says the connection is TLS, for
-//!   handlers that set `Secure` cookies or build `https://` links.
+//! - [`Stream`]: a plain or TLS connection, one type for the accept loop,
+//!   which tells each request whether it came over TLS
+//!   ([`crate::contract::Caller::tls`]).
 
 pub mod cert;
 
@@ -38,12 +38,6 @@ pub use cert::CertError;
 
 use crate::cli::Flag;
 use crate::ops::log;
-
-/// The request extension present when the request came over TLS (absent on
-/// a plain connection): `req.extensions().get::<Secure>().is_some()`, or
-/// [`crate::web::chain::Context::is_tls`] in a handler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Secure;
 
 /// What a plain-HTTP client on a TLS port reads before the connection closes.
 const PLAIN_HTTP_REFUSAL: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\

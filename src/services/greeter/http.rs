@@ -14,7 +14,7 @@ use std::time::Duration;
 use http::StatusCode;
 
 use crate::ops::cors::Cors;
-use crate::ops::health::{self, Probe};
+use crate::ops::health::Probe;
 use crate::ops::metrics::Metrics;
 use crate::protocol::gateway::{self, error_body, fail, Gateway};
 use crate::protocol::grpc::{web, Server};
@@ -86,7 +86,7 @@ pub fn app(
     }
     e.use_middleware(middleware::recovery());
     e.metrics(metrics)?;
-    health::register(&mut e, ready)?;
+    crate::web::operations::health::register(&mut e, ready)?;
     e.on_edge_error(edge_response);
     if let Some(d) = timeout {
         e.body_timeout(d);

@@ -26,7 +26,6 @@ pub(crate) mod oauth;
 
 pub use middleware::{require_role, ANY_ROLE, TOKEN_INVALID};
 
-use crate::ops::health;
 use crate::services::token_auth::biz::{AuthError, AuthService, Credentials, Registration};
 use crate::services::token_auth::tokens::TokenPair;
 use crate::services::token_auth::user::{Role, User};
@@ -86,7 +85,7 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
     let mut e = Engine::new();
     e.body_limit(BODY_LIMIT);
     let probe = Arc::clone(&service);
-    health::register(
+    crate::web::operations::health::register(
         &mut e,
         Arc::new(move || {
             let service = Arc::clone(&probe);
