@@ -189,12 +189,15 @@ impl App {
         // request's future was several times the chain's, allocated and
         // copied each time.
         if refused.is_none() && body.is_end_stream() {
-            let mut c = chosen.context(parts, Bytes::new(), arrival);
-            if c.rest_never_awaits() {
-                let resp = tracecontext::enter(trace_context, || run_now(&mut c, trace, counted));
-                return Answer::Ready(resp);
-            }
-            return Answer::Later(Box::pin(run(c, trace, counted)));
+            let c = chosen.context(parts, Bytes::new(), arrival);
+            let mut work: BoxFuture<'static, Response<Body>> = Box::pin(run(c, trace, counted));
+            // A chain that never waits is done at its first poll: then it
+            // is answered in the call, with no task to wake it later.
+            let polled = tracecontext::enter(trace_context, || poll_once(work.as_mut()));
+            return match polled {
+                Some(resp) => Answer::Ready(resp),
+                None => Answer::Later(work),
+            };
         }
         let read = ReadLimits {
             bounds: Bounds {
@@ -477,14 +480,15 @@ fn run(
     }
 }
 
-/// [`run`] for a chain in which no handler awaits: the same steps, as a
-/// plain call.
-fn run_now(c: &mut Context, trace: bool, counted: Counted) -> Response<Body> {
-    if trace {
-        c.start_trace();
+/// Poll `work` once, with a waker that does nothing: its output if it
+/// was done at once. A future still pending has registered that waker with
+/// whatever it waits for; the server polls it again with its own.
+fn poll_once<T>(work: std::pin::Pin<&mut (dyn Future<Output = T> + Send)>) -> Option<T> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match work.poll(&mut cx) {
+        std::task::Poll::Ready(out) => Some(out),
+        std::task::Poll::Pending => None,
     }
-    c.next_now();
-    finish(c, counted)
 }
 
 /// After the chain: the trace printed (if it was traced), the response

@@ -21,7 +21,6 @@
 
 use std::any::Any;
 use std::net::{IpAddr, SocketAddr};
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,73 +35,33 @@ use crate::web::trace::{Trace, Unwound};
 use crate::web::unwind::{panic_message, CatchUnwind};
 use crate::web::urlenc;
 
-/// The function inside an awaiting [`Handler`].
+/// What a [`Handler`] runs: a function of the request's [`Context`]
+/// returning a boxed future, which may call `c.next().await` anywhere in
+/// its own code.
 pub type HandlerFn = dyn for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync;
 
-/// The function inside a [`Handler`] that never awaits ([`handler_now`],
-/// [`after_rest`]).
+/// The function a [`handler_now`] or [`after_rest`] handler calls.
 pub type HandlerFnNow = dyn Fn(&mut Context) + Send + Sync;
 
 /// The function a [`catching`] handler calls with the panic's message.
 pub type HandlerFnCaught = dyn Fn(&mut Context, &str) + Send + Sync;
 
-/// One step of a chain: middleware and route handlers have the same type.
-///
-/// Four kinds, one chain. An awaiting handler ([`handler`], [`named`])
-/// borrows the context for as long as its future runs, so it can call
-/// `c.next().await` in the middle of its own code. A handler that never
-/// awaits ([`handler_now`]) is called and returns: no future, no
-/// allocation; it cannot call `next()`, and the chain goes on after it as
-/// after any handler that did not call `next()`. Middleware whose code all
-/// comes after the rest of the chain ([`after_rest`], the logger) is the
-/// same as one beginning with `c.next().await`, run by the loop without a
-/// future of its own. Middleware that only catches a panic of the rest
-/// ([`catching`], recovery) needs no future either unless a handler after
-/// it awaits. A handler may carry a name (given at registration),
-/// which the route table and the chain trace print; an unnamed one is
-/// shown by its index.
+/// One step of a chain: middleware and route handlers have the same type,
+/// as Gin's `HandlerFunc` is one type. It borrows the context for as long
+/// as its future runs, so it can call `c.next().await` in the middle of its
+/// own code. A handler may carry a name (given at registration), which the
+/// route table and the chain trace print; an unnamed one is shown by its
+/// index.
 #[derive(Clone)]
 pub struct Handler {
-    run: Run,
+    run: Arc<HandlerFn>,
     name: Option<&'static str>,
 }
 
-/// What a [`Handler`] runs, by kind.
-#[derive(Clone)]
-enum Run {
-    /// Its own future, which may await and call `next()` anywhere.
-    Await(Arc<HandlerFn>),
-    /// Called and returned: the loop goes on to the next handler.
-    Now(Arc<HandlerFnNow>),
-    /// Called when the rest of the chain has ended: `c.next().await; f(c)`.
-    AfterRest(Arc<HandlerFnNow>),
-    /// Runs the rest of the chain; called if a handler in it panicked.
-    Catching(Arc<HandlerFnCaught>),
-}
-
 impl Handler {
-    /// Run this handler on `c`. The chain's loop calls the kinds that
-    /// never await without this future; it is for running one handler
-    /// on its own.
+    /// Run this handler on `c`.
     pub fn call<'a>(&self, c: &'a mut Context) -> BoxFuture<'a, ()> {
-        match &self.run {
-            Run::Await(f) => f(c),
-            Run::Now(f) => {
-                let f = f.clone();
-                Box::pin(async move { f(c) })
-            }
-            Run::AfterRest(f) => {
-                let f = f.clone();
-                Box::pin(async move {
-                    c.next().await;
-                    f(c);
-                })
-            }
-            Run::Catching(f) => {
-                let f = f.clone();
-                Box::pin(async move { c.catch_rest(&*f).await })
-            }
-        }
+        (self.run)(c)
     }
 
     /// The name given at registration, if any.
@@ -114,6 +73,24 @@ impl Handler {
     pub(crate) fn with_name(mut self, name: &'static str) -> Handler {
         self.name = Some(name);
         self
+    }
+
+    /// The same handler between its enter and exit lines of the trace
+    /// (`--trace`: [`Context::start_trace`] wraps every handler).
+    fn traced(&self) -> Handler {
+        let inner = self.clone();
+        let traced = handler(move |c| {
+            let inner = inner.clone();
+            Box::pin(async move {
+                c.trace_enter(&inner);
+                inner.call(c).await;
+                c.trace_exit();
+            })
+        });
+        Handler {
+            name: self.name,
+            ..traced
+        }
     }
 }
 
@@ -129,7 +106,7 @@ where
     F: for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync + 'static,
 {
     Handler {
-        run: Run::Await(Arc::new(f)),
+        run: Arc::new(f),
         name: None,
     }
 }
@@ -142,9 +119,10 @@ where
     handler(f).with_name(name)
 }
 
-/// A [`Handler`] called `name` that never awaits: Gin's plain
-/// `func(c *gin.Context)` that does not call `c.Next()`. The loop calls it
-/// and goes on to the next handler (unless it aborted).
+/// A [`Handler`] called `name` whose code never awaits: Gin's plain
+/// `func(c *gin.Context)` that does not call `c.Next()`. It runs when
+/// called and its future is already done; the loop goes on to the next
+/// handler (unless it aborted).
 ///
 /// ```
 /// use handwire::web::{handler_now, Handler};
@@ -155,25 +133,27 @@ pub fn handler_now<F>(name: &'static str, f: F) -> Handler
 where
     F: Fn(&mut Context) + Send + Sync + 'static,
 {
-    Handler {
-        run: Run::Now(Arc::new(f)),
-        name: Some(name),
-    }
+    named(name, move |c| {
+        f(c);
+        Box::pin(std::future::ready(()))
+    })
 }
 
 /// Middleware called `name` whose code all runs after the rest of the
-/// chain: the same as `named(name, |c| Box::pin(async move {
-/// c.next().await; f(c) }))`, with the rest run by the chain's loop and
-/// `f` called when it ends (after an abort too, like any code after
-/// `next()`), innermost first.
+/// chain: `c.next().await` and then `f(c)` (after an abort too, like any
+/// code after `next()`).
 pub fn after_rest<F>(name: &'static str, f: F) -> Handler
 where
     F: Fn(&mut Context) + Send + Sync + 'static,
 {
-    Handler {
-        run: Run::AfterRest(Arc::new(f)),
-        name: Some(name),
-    }
+    let f = Arc::new(f);
+    named(name, move |c| {
+        let f = f.clone();
+        Box::pin(async move {
+            c.next().await;
+            f(c);
+        })
+    })
 }
 
 /// Middleware called `name` that runs the rest of the chain and, if a
@@ -181,18 +161,27 @@ where
 /// `defer func() { if err := recover(); … }()` before `c.Next()`. The rest
 /// is cut short where it panicked (its after-the-rest code does not run),
 /// the index is this handler's again and the trace notes the catch; what
-/// `on_panic` writes or aborts is its own. When no handler after it
-/// awaits, the rest runs inside `std::panic::catch_unwind` with no future
-/// at all; otherwise inside [`CatchUnwind`](crate::web::middleware::CatchUnwind).
-/// Recovery is one ([`crate::web::middleware::recovery`]).
+/// `on_panic` writes or aborts is its own. Recovery is one
+/// ([`crate::web::middleware::recovery`]).
 pub fn catching<F>(name: &'static str, on_panic: F) -> Handler
 where
     F: Fn(&mut Context, &str) + Send + Sync + 'static,
 {
-    Handler {
-        run: Run::Catching(Arc::new(on_panic)),
-        name: Some(name),
-    }
+    let on_panic = Arc::new(on_panic);
+    named(name, move |c| {
+        let on_panic = on_panic.clone();
+        Box::pin(async move {
+            let mark = c.mark();
+            // Pinned in place, not boxed: this runs inside the handler's
+            // own boxed future.
+            let outcome = CatchUnwind(std::pin::pin!(c.next())).await;
+            if let Err(payload) = outcome {
+                let message = panic_message(payload.as_ref());
+                c.unwound_to(mark, Unwound::Panic(message));
+                on_panic(c, message);
+            }
+        })
+    })
 }
 
 /// Index value that means "aborted": far past any real chain length, and far
@@ -380,160 +369,31 @@ impl Context {
     // ---- flow -------------------------------------------------------------
 
     /// Run the rest of the chain now; returns when it has finished (or was
-    /// aborted), so the caller's remaining code runs afterwards.
-    ///
-    /// The future is not boxed: each awaiting handler's own future is (a
-    /// [`BoxFuture`]), which is what lets the chain nest without a type of
-    /// unbounded size, so a second box per step would only cost an
-    /// allocation and a copy. The kinds that never await are called by
-    /// `run_until_await` with no future at all; the
-    /// [`after_rest`] ones it passes are called when the loop ends,
-    /// innermost first.
+    /// aborted), so the caller's remaining code runs afterwards. Gin's
+    /// `Next`: move the index on, run handlers while it is inside the
+    /// chain. A handler that calls `next()` runs the rest in its own loop,
+    /// and `abort()` jumps past the end, so either way this loop stops
+    /// after it.
     #[allow(clippy::should_implement_trait)] // Gin's name, on purpose
     pub async fn next(&mut self) {
-        let handlers = self.next_begins();
-        // The handlers this loop runs are the `ran` from `first`: one that
-        // calls `next()` runs the rest in its own loop, and `abort()` jumps
-        // past the end, so either way this loop stops after it.
-        let first = self.index;
-        let mut ran = 0;
-        while let Some(h) = self.run_until_await(&handlers, &mut ran) {
-            ran += 1;
-            match &h.run {
-                Run::Await(f) if self.trace.is_none() => f(self).await,
-                // Traced, or a catching handler whose rest awaits: through
-                // its boxed future, which a chain needs to nest.
-                _ => self.traced(h).await,
-            }
-            self.index += 1;
-        }
-        self.run_after_rest(&handlers, first, ran);
-    }
-
-    /// [`next`](Self::next) for a rest of the chain in which no handler
-    /// awaits: the same walk, as a plain call.
-    pub(crate) fn next_now(&mut self) {
-        let handlers = self.next_begins();
-        let first = self.index;
-        let mut ran = 0;
-        let stopped = self.run_until_await(&handlers, &mut ran);
-        debug_assert!(stopped.is_none(), "next_now() met an awaiting handler");
-        self.run_after_rest(&handlers, first, ran);
-    }
-
-    /// The start of every `next()`: traced, and the index moved on. The
-    /// chain is returned as its own `Arc`, so that the loop can lend the
-    /// context to its handlers.
-    fn next_begins(&mut self) -> Arc<[Handler]> {
-        let aborted = self.index_is_aborted();
-        if let Some(t) = &mut self.trace {
-            t.next_called(aborted);
-        }
+        self.trace_next();
         self.index += 1;
-        self.handlers.clone()
-    }
-
-    /// Run the handlers from the current index while none of them needs
-    /// to await, counting them in `ran`; returns the one that does (the
-    /// index left at it), or `None` at the end of the chain or after an
-    /// abort. An awaiting handler, and a [`catching`] one whose rest
-    /// awaits, need the caller's future.
-    fn run_until_await<'h>(
-        &mut self,
-        handlers: &'h [Handler],
-        ran: &mut usize,
-    ) -> Option<&'h Handler> {
+        let handlers = self.handlers.clone();
         while let Some(h) = usize::try_from(self.index)
             .ok()
             .and_then(|i| handlers.get(i))
         {
-            match &h.run {
-                Run::Await(_) => return Some(h),
-                Run::Catching(_) if !self.rest_never_awaits() => return Some(h),
-                Run::Now(f) => {
-                    self.trace_enter(h);
-                    f(self);
-                    self.trace_exit();
-                }
-                Run::AfterRest(_) => {
-                    self.trace_enter(h);
-                    if let Some(t) = &mut self.trace {
-                        t.next_called(false);
-                    }
-                }
-                Run::Catching(f) => {
-                    self.trace_enter(h);
-                    self.catch_rest_now(&**f);
-                    self.trace_exit();
-                }
-            }
-            *ran += 1;
+            h.call(self).await;
             self.index += 1;
         }
-        None
     }
 
-    /// The [`after_rest`] handlers among the `ran` from `first`, innermost
-    /// first: the rest of the chain they wait for has ended.
-    fn run_after_rest(&mut self, handlers: &[Handler], first: isize, ran: usize) {
-        let ran = usize::try_from(first)
-            .ok()
-            .and_then(|first| handlers.get(first..first + ran))
-            .unwrap_or_default();
-        for h in ran.iter().rev() {
-            if let Run::AfterRest(f) = &h.run {
-                f(self);
-                self.trace_exit();
-            }
+    /// While tracing, the line `next()` writes about itself.
+    fn trace_next(&mut self) {
+        let aborted = self.index_is_aborted();
+        if let Some(t) = &mut self.trace {
+            t.next_called(aborted);
         }
-    }
-
-    /// Whether no handler after the current one awaits: before the chain
-    /// has begun, whether any does, so that the engine can run the whole
-    /// chain with [`next_now`](Self::next_now) and answer without a future.
-    pub(crate) fn rest_never_awaits(&self) -> bool {
-        let after = usize::try_from(self.index + 1).unwrap_or(usize::MAX);
-        let rest = self.handlers.get(after..).unwrap_or_default();
-        !rest.iter().any(|h| matches!(h.run, Run::Await(_)))
-    }
-
-    /// A [`catching`] handler: the rest of the chain, and `on_panic` if it
-    /// panicked. Without a future when the rest never awaits.
-    async fn catch_rest(&mut self, on_panic: &HandlerFnCaught) {
-        if self.rest_never_awaits() {
-            return self.catch_rest_now(on_panic);
-        }
-        let mark = self.mark();
-        // Pinned in place, not boxed: this runs inside the catching
-        // handler's own boxed future (`Handler::call`), which is what lets
-        // the chain nest.
-        let outcome = CatchUnwind(std::pin::pin!(self.next())).await;
-        if let Err(payload) = outcome {
-            self.caught(mark, payload.as_ref(), on_panic);
-        }
-    }
-
-    /// [`catch_rest`](Self::catch_rest) when the rest never awaits.
-    fn catch_rest_now(&mut self, on_panic: &HandlerFnCaught) {
-        let mark = self.mark();
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.next_now()));
-        if let Err(payload) = outcome {
-            self.caught(mark, payload.as_ref(), on_panic);
-        }
-    }
-
-    /// The rest of the chain after `mark` panicked with `payload`.
-    fn caught(&mut self, mark: Mark, payload: &(dyn Any + Send), on_panic: &HandlerFnCaught) {
-        let message = panic_message(payload);
-        self.unwound_to(mark, Unwound::Panic(message));
-        on_panic(self, message);
-    }
-
-    /// Run `h` (at the current index) between its enter and exit lines.
-    async fn traced(&mut self, h: &Handler) {
-        self.trace_enter(h);
-        h.call(self).await;
-        self.trace_exit();
     }
 
     /// While tracing, the handler at the current index starts.
@@ -555,12 +415,18 @@ impl Context {
     /// Stop the chain: no handler after the current one runs. The current
     /// handler's own code still runs to its end.
     pub fn abort(&mut self) {
+        self.trace_abort();
+        self.index = ABORT_INDEX;
+    }
+
+    /// While tracing, the line `abort()` writes about itself: what it
+    /// skips (once: a second abort skips nothing more).
+    fn trace_abort(&mut self) {
         let first = !self.index_is_aborted();
         if let (Some(t), true) = (&mut self.trace, first) {
             let names: Vec<_> = self.handlers.iter().map(Handler::name).collect();
             t.abort_called(&names);
         }
-        self.index = ABORT_INDEX;
     }
 
     fn index_is_aborted(&self) -> bool {
@@ -599,6 +465,9 @@ impl Context {
     pub(crate) fn start_trace(&mut self) {
         let header = format!("{} {}", self.method, self.uri.path());
         self.trace = Some(Box::new(Trace::new(header, self.handlers.len())));
+        // `--trace` wraps each handler in its enter and exit lines; the
+        // chain itself runs as it does untraced.
+        self.handlers = self.handlers.iter().map(Handler::traced).collect();
     }
 
     /// The recorded walk, if tracing was started.

@@ -3,10 +3,9 @@
 //!
 //! Both are ordinary [`Handler`](crate::web::chain::Handler)s around the
 //! rest of the chain, which is the whole point of the Next mechanism: code
-//! before `next()` runs on the way in, code after it on the way out. Each is
-//! of a kind the chain's loop runs without a future: the logger's code all
-//! comes after the rest ([`after_rest`]), recovery's only when the rest
-//! panicked ([`catching`]).
+//! before `next()` runs on the way in, code after it on the way out. The
+//! logger is `c.next().await` followed by its line; recovery is a catch
+//! around `c.next()` ([`catching`]).
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -16,7 +15,7 @@ use http::{Method, StatusCode, Uri};
 
 use crate::ops::numfmt::{push_ip, push_latency, push_status};
 use crate::ops::{log, timefmt, tracecontext};
-use crate::web::chain::{after_rest, catching, handler, Context, Handler};
+use crate::web::chain::{catching, handler, named, Context, Handler};
 use crate::web::trace::Unwound;
 use crate::web::urlenc;
 
@@ -46,14 +45,19 @@ pub const REDACTED_PARAMS: [&str; 6] = [
 /// With `--trace` the line is held and written after the request's trace,
 /// since this outer handler is the last to finish.
 ///
-/// All its code runs after the rest of the chain ([`after_rest`]), so the
-/// chain's loop runs it with no future of its own.
+/// All its code runs after the rest of the chain: `c.next().await`, then
+/// the line.
 pub fn logger() -> Handler {
-    after_rest("logger", log_after_rest)
+    named("logger", |c| {
+        Box::pin(async move {
+            c.next().await;
+            log_line(c);
+        })
+    })
 }
 
-/// The logger's code, run when the rest of the chain has ended.
-fn log_after_rest(c: &mut Context) {
+/// The logger's line, written when the rest of the chain has ended.
+fn log_line(c: &mut Context) {
     // From the request's arrival, not from here: the engine reads the
     // body before the chain runs, and Gin's latency (its handlers read
     // the body) includes it. It also spares a clock read per request.
@@ -170,9 +174,8 @@ pub fn push_redacted_target(buf: &mut Vec<u8>, uri: &Uri, max: usize) {
 /// recovery's own: with `--trace` they are its lines, and the handler that
 /// panicked exits `[panicked: …]`.
 ///
-/// It is the chain's catching kind ([`catching`]): Gin's `defer`/`recover()`
-/// around `c.Next()`, with no future of its own when the rest of the
-/// chain never awaits.
+/// It is a catch around `c.next()` ([`catching`]): Gin's
+/// `defer`/`recover()` around `c.Next()`.
 pub fn recovery() -> Handler {
     catching("recovery", recovered)
 }
