@@ -109,6 +109,7 @@ async fn hyper_only(listener: tokio::net::TcpListener) -> Result<(), Box<dyn std
                     tls: false,
                     trace: None,
                     intake: None,
+                    refused: None,
                 };
                 let answer = Hello.call(req, caller);
                 async move {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::HeaderValue;
+use http::{HeaderValue, StatusCode};
 use hyper::body::Incoming;
 
 use crate::ops::tracecontext::TraceContext;
@@ -91,7 +91,40 @@ pub struct Caller {
     /// How the connection reads a request body (`None`: no server, as in
     /// tests; the service then reads the body under its size limit only).
     pub intake: Option<Arc<dyn Intake>>,
+    /// Why the server refuses the request's head, if it does: the service
+    /// answers it in its own error shape.
+    pub refused: Option<Box<Refused>>,
 }
+
+/// A request head past the server's limits: 414 for a target over
+/// [`URI_MAX`], 431 past [`HEADER_FIELDS_MAX`] or [`HEADER_BYTES_MAX`].
+#[derive(Debug, Clone)]
+pub struct Refused {
+    /// 414 or 431.
+    pub status: StatusCode,
+    /// The reason in the style of `URI_TOO_LONG`.
+    pub reason: &'static str,
+    /// What was too large, and the limit.
+    pub message: String,
+}
+
+/// Longest request target (path and query) a request may carry; longer is
+/// 414 in the service's error shape. 8 KiB, as Kestrel's request line and
+/// nginx's header buffers; hyper itself answers 414 (empty) only past
+/// 64 KiB, so the server refuses everything between.
+pub const URI_MAX: usize = 8 << 10;
+
+/// Most header fields a request may carry; more is 431 in the service's
+/// error shape. On HTTP/1 hyper's parser stops at the same count and
+/// answers 431 itself, with no body (parsing more costs every request:
+/// see the server's builder); an HTTP/2 head has no such count in hyper,
+/// so there it is this server that refuses a header flood.
+pub const HEADER_FIELDS_MAX: usize = 100;
+
+/// Most bytes of header names and values a request may carry; more is 431.
+/// Below hyper's 128 KiB read buffer, so the server refuses a head between
+/// the two; past the buffer, hyper answers (with no body).
+pub const HEADER_BYTES_MAX: usize = 64 << 10;
 
 impl From<SocketAddr> for Caller {
     /// A plain request from `remote` arriving now, with no server behind
@@ -103,6 +136,7 @@ impl From<SocketAddr> for Caller {
             tls: false,
             trace: None,
             intake: None,
+            refused: None,
         }
     }
 }

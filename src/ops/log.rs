@@ -283,9 +283,13 @@ pub fn push_trace_id(buf: &mut Vec<u8>) {
 pub(crate) fn push_capped(buf: &mut Vec<u8>, text: &str, max: usize) {
     // Printable ASCII that fits, the usual path or method, is copied whole.
     if text.len() <= max && text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-        buf.extend_from_slice(text.as_bytes());
-        return;
+        return buf.extend_from_slice(text.as_bytes());
     }
+    push_escaped(buf, text, max);
+}
+
+/// [`push_capped`] for text that is not printable ASCII or is too long.
+fn push_escaped(buf: &mut Vec<u8>, text: &str, max: usize) {
     let mut used = 0;
     for ch in text.chars() {
         let len = if ch.is_control() { 4 } else { ch.len_utf8() };

@@ -1,7 +1,11 @@
-//! Receiving a request body: the bounds it arrives under.
+//! Receiving a request: the limits on its head ([`refused`]), and the
+//! bounds its body arrives under.
 //!
-//! Three clocks and budgets, each the answer to a client that holds the
-//! server with a body:
+//! A head past [`URI_MAX`] or [`HEADER_FIELDS_MAX`] / [`HEADER_BYTES_MAX`]
+//! is refused (414, 431) before the service runs its chain; the service
+//! shapes the answer ([`crate::contract::Caller::refused`]). Then three
+//! clocks and budgets, each the answer to a client that holds the server
+//! with a body:
 //!
 //! - **size**: past the engine's body limit, 413 (the declared length is
 //!   checked before a byte is read);
@@ -24,14 +28,51 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use http::StatusCode;
 use http_body_util::BodyExt;
 use tokio::time::Instant;
 
-use crate::contract::Intake;
+use crate::contract::{Intake, Refused, HEADER_BYTES_MAX, HEADER_FIELDS_MAX, URI_MAX};
 use crate::server::governor::{ByteAccount, ConnectionShare};
 use crate::types::{Body, BoxError, BoxFuture};
 
 pub use crate::contract::{Bounds, Refusal, DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
+
+/// Why the server refuses a request's head, if it does: 414 for a target
+/// over [`URI_MAX`], 431 past [`HEADER_FIELDS_MAX`] fields or
+/// [`HEADER_BYTES_MAX`] bytes.
+pub fn refused<B>(req: &http::Request<B>) -> Option<Box<Refused>> {
+    let refuse = |status, reason, message| {
+        Some(Box::new(Refused {
+            status,
+            reason,
+            message,
+        }))
+    };
+    let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    if target > URI_MAX {
+        let message = format!("request target too long: {target} bytes (at most {URI_MAX})");
+        return refuse(StatusCode::URI_TOO_LONG, "URI_TOO_LONG", message);
+    }
+    let headers = req.headers();
+    let message = if headers.len() > HEADER_FIELDS_MAX {
+        format!(
+            "too many header fields: {} (at most {HEADER_FIELDS_MAX})",
+            headers.len()
+        )
+    } else {
+        let bytes: usize = headers
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len())
+            .sum();
+        if bytes <= HEADER_BYTES_MAX {
+            return None;
+        }
+        format!("header fields too large: {bytes} bytes (at most {HEADER_BYTES_MAX})")
+    };
+    let reason = "REQUEST_HEADER_FIELDS_TOO_LARGE";
+    refuse(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, reason, message)
+}
 
 /// The minimum data rate's deadline for what began arriving at `start`
 /// and has `received` bytes so far: `grace` after `start`, or later if

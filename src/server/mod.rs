@@ -459,12 +459,13 @@ async fn serve_connection(conn: Connection) {
                 // allocator's thread cache takes (under 1,032 bytes): a
                 // larger one took `malloc`'s slow path on every gRPC call.
                 let work = async move {
+                    let caller = pending.caller(remote, &req);
                     let turn = match arrival {
                         Arrival::Turn(turn) => Some(turn),
                         arrival => pending.share.handler_turn(&pending.conn, arrival).await,
                     };
                     let resp = match turn.as_ref().filter(|_| pending.conn.admits(0)) {
-                        Some(turn) => match pending.service.call(req, pending.caller(remote)) {
+                        Some(turn) => match pending.service.call(req, caller) {
                             Answer::Ready(mut resp) => {
                                 tracecontext::stamp(&mut resp, pending.trace);
                                 resp
@@ -481,7 +482,7 @@ async fn serve_connection(conn: Connection) {
         // A panic here would unwind through hyper's connection task, all of
         // an HTTP/2 connection's streams: its stream is reset instead, as a
         // panic in the stream's own task would have it.
-        let caller = pending.caller(remote);
+        let caller = pending.caller(remote, &req);
         let called = std::panic::catch_unwind(AssertUnwindSafe(|| service.call(req, caller)));
         match called {
             Err(_) => Dispatch::Now(Some(Err(h2::Error::from(h2::Reason::INTERNAL_ERROR)))),
@@ -600,13 +601,14 @@ struct Pending {
 
 impl Pending {
     /// What the service is told of the request's origin.
-    fn caller(&self, remote: SocketAddr) -> Caller {
+    fn caller(&self, remote: SocketAddr, req: &http::Request<Incoming>) -> Caller {
         Caller {
             remote,
             received_at: self.request.received_at().into_std(),
             tls: self.tls,
             trace: Some(self.trace),
             intake: Some(self.share.clone()),
+            refused: intake::refused(req),
         }
     }
 

@@ -14,7 +14,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
@@ -27,9 +27,10 @@ use crate::ops::log;
 use crate::ops::metrics::{Operation, OPERATION_KEY};
 use crate::ops::tracecontext;
 use crate::types::{self, Body, BoxError, BoxFuture};
-use crate::web::chain::{Arrival, Context, Handler, APPLICATION_JSON};
+use crate::web::chain::{Context, Handler, ResponseDraft, APPLICATION_JSON};
 use crate::web::path_params::PathParams;
 use crate::web::router::{self, Lookup, Miss, Router};
+use crate::web::trace::Trace;
 
 /// Builds the answer to a body that did not arrive within the body
 /// time-out (given as the argument). The engine adds `Connection: close`.
@@ -40,24 +41,6 @@ pub type BodyTimeoutAnswer = fn(Duration) -> Response<Body>;
 /// of `PAYLOAD_TOO_LARGE`, and the message. The default, `edge_json`,
 /// writes `{"error": message}`.
 pub type EdgeAnswer = fn(StatusCode, &str, &str) -> Response<Body>;
-
-/// Longest request target (path and query) a request may carry; longer is
-/// 414 in the service's error shape. 8 KiB, as Kestrel's request line and
-/// nginx's header buffers; hyper itself answers 414 (empty) only past
-/// 64 KiB, so the engine answers everything between.
-pub const URI_MAX: usize = 8 << 10;
-
-/// Most header fields a request may carry; more is 431 in the service's
-/// error shape. On HTTP/1 hyper's parser stops at the same count and
-/// answers 431 itself, with no body (parsing more costs every request:
-/// see the server's builder); an HTTP/2 head has no such count in hyper,
-/// so there it is the engine that refuses a header flood.
-pub const HEADER_FIELDS_MAX: usize = 100;
-
-/// Most bytes of header names and values a request may carry; more is 431.
-/// Below hyper's 128 KiB read buffer, so the engine answers a head between
-/// the two; past the buffer, hyper answers (with no body).
-pub const HEADER_BYTES_MAX: usize = 64 << 10;
 
 /// Context key under which the trailing-slash redirect target is stored.
 const TSR_LOCATION: &str = "handwire.tsr_location";
@@ -87,12 +70,8 @@ pub struct App {
     pub(crate) not_found: Arc<[Handler]>,
     pub(crate) method_not_allowed: Arc<[Handler]>,
     pub(crate) redirect: Arc<[Handler]>,
-    pub(crate) body_limit: usize,
-    pub(crate) body_timeout: Duration,
-    pub(crate) on_body_timeout: BodyTimeoutAnswer,
-    /// Least average body rate after the grace (bytes a second, 0: none).
-    pub(crate) min_body_rate: (u32, Duration),
-    pub(crate) on_edge_error: EdgeAnswer,
+    /// How a request body is read, and the answers past its bounds.
+    pub(crate) reading: ReadLimits,
     pub(crate) trace: bool,
 }
 
@@ -106,7 +85,7 @@ impl Service for App {
         if grpc {
             return contract::overloaded(true);
         }
-        let mut resp = (self.on_edge_error)(
+        let mut resp = (self.reading.on_error)(
             StatusCode::SERVICE_UNAVAILABLE,
             "SERVICE_UNAVAILABLE",
             contract::OVERLOADED,
@@ -147,138 +126,104 @@ impl App {
     }
 
     /// [`handle`](Self::handle), answering now when it can: a request with
-    /// no body to read whose chain has no handler that awaits is run to
-    /// its end in the call, in the caller's trace, and needs no future.
+    /// no body to read runs its chain at once, in the caller's trace, and
+    /// a chain done at its first poll is answered in the call.
     pub fn answer<B>(&self, req: Request<B>, from: impl Into<Caller>) -> Answer
     where
         B: hyper::body::Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
-        let Caller {
-            remote,
-            received_at,
-            tls,
-            trace: trace_context,
-            intake,
-        } = from.into();
-        let arrival = Arrival {
-            remote,
-            received_at,
-            tls,
-        };
+        let caller = from.into();
         let (parts, body) = req.into_parts();
         let chosen = self.choose(&parts);
-        let operation = self.metered.as_ref().map(|m| {
-            chosen
-                .route_id
-                .and_then(|id| m.routes.get(id))
-                .unwrap_or(&m.unmatched)
-                .clone()
-        });
-        // Every answer is counted, those given before a chain included.
-        let counted = Counted {
-            operation,
-            received_at,
-        };
-        let trace = self.trace;
-        let refused = head_refused(&parts);
-        // Most requests have no body to read (a GET) and nothing to refuse:
-        // their chain is built now and the future is the chain's alone.
-        // With the reading and the early answers inline, the state of every
-        // request's future was several times the chain's, allocated and
-        // copied each time.
-        if refused.is_none() && body.is_end_stream() {
-            let c = chosen.context(parts, Bytes::new(), arrival);
-            let mut work: BoxFuture<'static, Response<Body>> = Box::pin(run(c, trace, counted));
-            // A chain that never waits is done at its first poll: then it
-            // is answered in the call, with no task to wake it later.
-            let polled = tracecontext::enter(trace_context, || poll_once(work.as_mut()));
-            return match polled {
-                Some(resp) => Answer::Ready(resp),
-                None => Answer::Later(work),
-            };
+        let operation = self.operation(chosen.route_id);
+        if caller.refused.is_some() || !body.is_end_stream() {
+            return self.answer_after_body(parts, boxed(body), caller, chosen, operation);
         }
-        let read = ReadLimits {
-            bounds: Bounds {
-                bytes: self.body_limit,
-                time: self.body_timeout,
-                min_rate: self.min_body_rate.0,
-                grace: self.min_body_rate.1,
-            },
-            on_timeout: self.on_body_timeout,
-            on_error: self.on_edge_error,
-        };
-        let early = self.early.clone();
-        let body = boxed(body);
+        // Most requests have no body to read (a GET): the chain runs now.
+        let trace = caller.trace;
+        let c = chosen.context(parts, Bytes::new(), caller);
+        let mut work: BoxFuture<'static, Response<Body>> = Box::pin(run(c, self.trace, operation));
+        // A chain that never waits is done at its first poll: then it is
+        // answered in the call, with no task to wake it later.
+        match tracecontext::enter(trace, || poll_once(work.as_mut())) {
+            Some(resp) => Answer::Ready(resp),
+            None => Answer::Later(work),
+        }
+    }
+
+    /// [`answer`](Self::answer) for a request with a body to read first,
+    /// or a head the server refused (414, 431): the body is read through the
+    /// server's [`Intake`] under this app's bounds, and a body that is too
+    /// large, too slow or broken gets its answer through the global
+    /// middleware ([`answer_early`]).
+    fn answer_after_body(
+        &self,
+        parts: http::request::Parts,
+        body: Body,
+        mut caller: Caller,
+        chosen: Chosen,
+        operation: Option<Arc<Operation>>,
+    ) -> Answer {
+        let read = self.reading;
+        let (early, trace) = (self.early.clone(), self.trace);
         Answer::Later(Box::pin(async move {
-            let read = match refused {
-                Some((status, reason, message)) => Err((read.on_error)(status, reason, &message)),
-                None => read_body(&parts, body, read, intake.as_deref()).await,
+            let read = match caller.refused.take() {
+                Some(no) => Err((read.on_error)(no.status, no.reason, &no.message)),
+                None => read_body(&parts, body, read, caller.intake.as_deref()).await,
             };
             match read {
                 Ok(body) => {
-                    let c = chosen.context(parts, body, arrival);
-                    run(c, trace, counted).await
+                    let c = chosen.context(parts, body, caller);
+                    run(c, trace, operation).await
                 }
                 Err(answer) => {
                     let none = PathParams::none();
-                    let c = Context::arriving(parts, Bytes::new(), arrival, none, early);
-                    answer_early(c, answer, trace, counted).await
+                    let c = Context::arriving(parts, Bytes::new(), caller, none, early);
+                    answer_early(c, answer, trace, operation).await
                 }
             }
         }))
+    }
+
+    /// The metrics series that counts this request's answer: its
+    /// route's, or the one of unmatched requests (`None`: no metrics).
+    fn operation(&self, route_id: Option<usize>) -> Option<Arc<Operation>> {
+        let m = self.metered.as_ref()?;
+        let route = route_id.and_then(|id| m.routes.get(id));
+        Some(route.unwrap_or(&m.unmatched).clone())
     }
 
     /// The chain for this request, as the router decides: the route's, the
     /// trailing-slash redirect, 405 (with the methods to `Allow`) or 404.
     fn choose(&self, parts: &http::request::Parts) -> Chosen {
         let path = parts.uri.path();
-        let fallback = |chain: &Arc<[Handler]>| Chosen {
-            chain: chain.clone(),
-            params: PathParams::none(),
-            allow: None,
-            redirect_to: None,
-            route_id: None,
-        };
         match self.router.lookup(&parts.method, path) {
             Lookup::Found { value, params } => Chosen {
                 chain: value.chain.clone(),
                 params: PathParams::from_lookup(&value.names, path, &params),
-                allow: None,
-                redirect_to: None,
+                miss: None,
                 route_id: Some(value.id),
             },
-            Lookup::Miss(Miss::Redirect { location }) => Chosen {
-                redirect_to: Some(location),
-                ..fallback(&self.redirect)
-            },
-            Lookup::Miss(Miss::MethodNotAllowed { allowed }) => Chosen {
-                allow: Some(router::allow_header(&allowed)),
-                ..fallback(&self.method_not_allowed)
-            },
-            Lookup::Miss(Miss::NotFound) => fallback(&self.not_found),
+            Lookup::Miss(miss) => self.unmatched(miss),
         }
     }
-}
 
-/// Counts an answer in its operation's metrics series: the route's, or
-/// the one a self-routing handler named, if any.
-struct Counted {
-    operation: Option<Arc<Operation>>,
-    received_at: Instant,
-}
-
-impl Counted {
-    /// Count `resp`, with the latency the chain last read (the logger's)
-    /// when there was one: one clock reading serves both.
-    fn count(&self, resp: Response<Body>, latency: Option<Duration>) -> Response<Body> {
-        let named = resp.extensions().get::<Served>().map(|s| &s.0);
-        if let Some(op) = named.or(self.operation.as_ref()) {
-            let latency = latency.unwrap_or_else(|| self.received_at.elapsed());
-            op.observe_http(resp.status(), latency);
+    /// The chain for a request no route matched: the trailing-slash
+    /// redirect, 405 (with the methods to `Allow`) or 404.
+    fn unmatched(&self, miss: Miss) -> Chosen {
+        let chain = match &miss {
+            Miss::Redirect { .. } => &self.redirect,
+            Miss::MethodNotAllowed { .. } => &self.method_not_allowed,
+            Miss::NotFound => &self.not_found,
+        };
+        Chosen {
+            chain: chain.clone(),
+            params: PathParams::none(),
+            miss: Some(miss),
+            route_id: None,
         }
-        resp
     }
 }
 
@@ -286,76 +231,41 @@ impl Counted {
 struct Chosen {
     chain: Arc<[Handler]>,
     params: PathParams,
-    /// For 405: the value of the `Allow` header.
-    allow: Option<String>,
-    /// For the trailing-slash redirect: where to.
-    redirect_to: Option<String>,
+    /// Why no route matched, for the redirect's target or 405's `Allow`.
+    miss: Option<Miss>,
     /// The route found, for its metrics series.
     route_id: Option<usize>,
 }
 
 impl Chosen {
     /// The context that runs the chosen chain on this request.
-    fn context(self, parts: http::request::Parts, body: Bytes, arrival: Arrival) -> Context {
+    fn context(self, parts: http::request::Parts, body: Bytes, caller: Caller) -> Context {
         // Most requests: the context is built where it is returned (a
         // `c` set up and then returned was copied, 600 bytes, each time).
-        if self.redirect_to.is_none() && self.allow.is_none() {
-            return Context::arriving(parts, body, arrival, self.params, self.chain);
-        }
-        let mut c = Context::arriving(parts, body, arrival, self.params, self.chain);
-        if let Some(location) = self.redirect_to {
-            c.set(TSR_LOCATION, location);
-        }
-        if let Some(allow) = self.allow {
-            c.set_header(ALLOW, &allow);
-        }
+        let Some(miss) = self.miss else {
+            return Context::arriving(parts, body, caller, self.params, self.chain);
+        };
+        let mut c = Context::arriving(parts, body, caller, self.params, self.chain);
+        unmatched_context(&mut c, miss);
         c
     }
 }
 
-/// Why the head is refused, if it is: 414 for a request target over
-/// [`URI_MAX`], 431 (see [`too_many_headers`]).
-fn head_refused(parts: &http::request::Parts) -> Option<(StatusCode, &'static str, String)> {
-    let target = parts.uri.path_and_query().map_or(0, |pq| pq.as_str().len());
-    if target > URI_MAX {
-        return Some((
-            StatusCode::URI_TOO_LONG,
-            "URI_TOO_LONG",
-            format!("request target too long: {target} bytes (at most {URI_MAX})"),
-        ));
+/// What a redirect's or 405's chain needs in its context.
+fn unmatched_context(c: &mut Context, miss: Miss) {
+    match miss {
+        Miss::Redirect { location } => c.set(TSR_LOCATION, location),
+        Miss::MethodNotAllowed { allowed } => c.set_header(ALLOW, &router::allow_header(&allowed)),
+        Miss::NotFound => {}
     }
-    too_many_headers(&parts.headers).map(|message| {
-        (
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "REQUEST_HEADER_FIELDS_TOO_LARGE",
-            message,
-        )
-    })
-}
-
-/// Why the head is refused (431), if it carries more than
-/// [`HEADER_FIELDS_MAX`] fields or [`HEADER_BYTES_MAX`] bytes.
-fn too_many_headers(headers: &http::HeaderMap) -> Option<String> {
-    if headers.len() > HEADER_FIELDS_MAX {
-        return Some(format!(
-            "too many header fields: {} (at most {HEADER_FIELDS_MAX})",
-            headers.len()
-        ));
-    }
-    let bytes: usize = headers
-        .iter()
-        .map(|(k, v)| k.as_str().len() + v.len())
-        .sum();
-    (bytes > HEADER_BYTES_MAX)
-        .then(|| format!("header fields too large: {bytes} bytes (at most {HEADER_BYTES_MAX})"))
 }
 
 /// The bounds on reading a request body, and the answers past them.
 #[derive(Clone, Copy)]
-struct ReadLimits {
-    bounds: Bounds,
-    on_timeout: BodyTimeoutAnswer,
-    on_error: EdgeAnswer,
+pub(crate) struct ReadLimits {
+    pub(crate) bounds: Bounds,
+    pub(crate) on_timeout: BodyTimeoutAnswer,
+    pub(crate) on_error: EdgeAnswer,
 }
 
 /// The whole body, or the answer to give instead (413, 408, 503, 400).
@@ -469,14 +379,14 @@ fn read_unserved(mut body: Body, bounds: Bounds) -> BoxFuture<'static, Result<By
 fn run(
     mut c: Context,
     trace: bool,
-    counted: Counted,
+    operation: Option<Arc<Operation>>,
 ) -> impl Future<Output = Response<Body>> + Send {
     async move {
         if trace {
             c.start_trace();
         }
         c.next().await;
-        finish(&mut c, counted)
+        finish(&mut c, operation)
     }
 }
 
@@ -492,21 +402,46 @@ fn poll_once<T>(work: std::pin::Pin<&mut (dyn Future<Output = T> + Send)>) -> Op
 }
 
 /// After the chain: the trace printed (if it was traced), the response
-/// made and counted.
-fn finish(c: &mut Context, counted: Counted) -> Response<Body> {
+/// made and counted in its metrics series: `operation`, or the one a
+/// self-routing handler named.
+fn finish(c: &mut Context, operation: Option<Arc<Operation>>) -> Response<Body> {
     if let Some(mut t) = c.take_trace() {
-        t.finish(c.response_status());
-        log::stdout().line(|buf| {
-            for line in t.text().lines() {
-                buf.extend_from_slice(b"[trace] ");
-                buf.extend_from_slice(line.as_bytes());
-                buf.push(b'\n');
-            }
-            buf.extend_from_slice(t.held());
-        });
+        print_trace(&mut t, c.response_status());
     }
+    // The latency the chain last read (the logger's), if it did: one
+    // clock reading serves both.
     let latency = c.latency_read();
-    counted.count(into_response(c), latency)
+    let latency = latency.unwrap_or_else(|| c.received_at().elapsed());
+    let named = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
+    let resp = into_response(c);
+    if let Some(op) = named.or(operation) {
+        op.observe_http(resp.status(), latency);
+    }
+    resp
+}
+
+/// `--trace`: the request's walk of its chain, then the log lines held
+/// behind it.
+fn print_trace(t: &mut Trace, status: StatusCode) {
+    t.finish(status);
+    log::stdout().line(|buf| {
+        for line in t.text().lines() {
+            buf.extend_from_slice(b"[trace] ");
+            buf.extend_from_slice(line.as_bytes());
+            buf.push(b'\n');
+        }
+        buf.extend_from_slice(t.held());
+    });
+}
+
+/// The empty body of an answer to `HEAD`, with the `Content-Length` the
+/// `GET` would have had.
+fn head_body(draft: &mut ResponseDraft) -> Body {
+    let len = std::mem::take(&mut draft.body).freeze().len();
+    if len > 0 {
+        draft.headers.insert(CONTENT_LENGTH, len.into());
+    }
+    types::full(Bytes::new())
 }
 
 /// Context key under which an answer given before the chain waits for
@@ -526,7 +461,7 @@ async fn answer_early(
     mut c: Context,
     answer: Response<Body>,
     trace: bool,
-    counted: Counted,
+    operation: Option<Arc<Operation>>,
 ) -> Response<Body> {
     let (head, body) = answer.into_parts();
     // The engine's own answers are whole in memory: this does not wait.
@@ -543,7 +478,7 @@ async fn answer_early(
             body,
         },
     );
-    run(c, trace, counted).await
+    run(c, trace, operation).await
 }
 
 /// The last handler of the early chain: writes the held [`EarlyAnswer`].
@@ -556,11 +491,6 @@ pub(crate) fn early_answer(c: &mut Context) {
     }
 }
 
-/// The operation a handler named under [`OPERATION_KEY`], carried from its
-/// context to the count.
-#[derive(Clone)]
-struct Served(Arc<Operation>);
-
 /// The response the chain built. To HEAD it is the headers the handler gave,
 /// with `Content-Length` saying how long the body would be, and no body:
 /// hyper leaves a HEAD body out over HTTP/1.1 but sends it over HTTP/2,
@@ -569,27 +499,17 @@ struct Served(Arc<Operation>);
 /// It takes the response out of the context rather than the context: a
 /// context is 600 bytes, which a move copies.
 fn into_response(c: &mut Context) -> Response<Body> {
-    let served = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
     let head = c.method() == Method::HEAD;
     let draft = &mut c.response;
-    let body = std::mem::take(&mut draft.body);
-    let body = if head {
-        let len = body.freeze().len();
-        if len > 0 {
-            draft.headers.insert(CONTENT_LENGTH, len.into());
-        }
-        types::full(Bytes::new())
-    } else {
-        body.into_body()
+    let body = match head {
+        true => head_body(draft),
+        false => std::mem::take(&mut draft.body).into_body(),
     };
     let mut resp = Response::new(body);
     *resp.status_mut() = draft.status;
     // Swapped, not taken: the empty map `Response::new` made is then dropped
     // with the context, and no second empty map is made and dropped here.
     std::mem::swap(resp.headers_mut(), &mut draft.headers);
-    if let Some(op) = served {
-        resp.extensions_mut().insert(Served(op));
-    }
     resp
 }
 
@@ -663,16 +583,12 @@ mod tests {
             parts,
             Bytes::new(),
             remote,
-            Instant::now(),
+            std::time::Instant::now(),
             PathParams::none(),
             none,
         );
         let context = std::mem::size_of_val(&c);
-        let counted = Counted {
-            operation: None,
-            received_at: Instant::now(),
-        };
-        let future = std::mem::size_of_val(&run(c, false, counted));
+        let future = std::mem::size_of_val(&run(c, false, None));
         assert!(
             future < context + context / 2,
             "the run future is {future} bytes for a {context}-byte context"

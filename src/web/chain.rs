@@ -21,13 +21,14 @@
 
 use std::any::Any;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, Method, StatusCode, Uri};
 
+use crate::contract::Caller;
 use crate::types::BoxFuture;
 use crate::web::keys::Keys;
 use crate::web::path_params::PathParams;
@@ -202,8 +203,8 @@ pub(crate) struct Mark {
     open: usize,
 }
 
-/// The response a chain is building.
-#[derive(Debug)]
+/// The response a chain is building: 200 and nothing written, at first.
+#[derive(Debug, Default)]
 pub(crate) struct ResponseDraft {
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
@@ -211,15 +212,14 @@ pub(crate) struct ResponseDraft {
     pub(crate) written: bool,
 }
 
-/// The body written so far. Most handlers write once: that write is kept as
-/// it came (a `&'static str` or a `String` becomes `Bytes` without a copy),
-/// and only a second write starts a buffer.
+/// The body written so far: most handlers write once, and that write is
+/// kept as it came (a `&'static str` or a `String` becomes `Bytes` without
+/// a copy); a later write is appended to a copy.
 #[derive(Default)]
 pub(crate) enum DraftBody {
     #[default]
     Empty,
     One(Bytes),
-    Many(BytesMut),
     /// Produced while it is sent ([`Context::stream`]); later writes are
     /// ignored. In a mutex only so that a context stays `Sync`.
     Stream(std::sync::Mutex<crate::types::Body>),
@@ -230,7 +230,6 @@ impl std::fmt::Debug for DraftBody {
         match self {
             DraftBody::Empty => f.write_str("Empty"),
             DraftBody::One(b) => write!(f, "One({} bytes)", b.len()),
-            DraftBody::Many(b) => write!(f, "Many({} bytes)", b.len()),
             DraftBody::Stream(_) => f.write_str("Stream"),
         }
     }
@@ -240,16 +239,7 @@ impl DraftBody {
     fn push(&mut self, chunk: Bytes) {
         *self = match std::mem::take(self) {
             DraftBody::Empty => DraftBody::One(chunk),
-            DraftBody::One(first) => {
-                let mut buf = BytesMut::with_capacity(first.len() + chunk.len());
-                buf.extend_from_slice(&first);
-                buf.extend_from_slice(&chunk);
-                DraftBody::Many(buf)
-            }
-            DraftBody::Many(mut buf) => {
-                buf.extend_from_slice(&chunk);
-                DraftBody::Many(buf)
-            }
+            DraftBody::One(first) => DraftBody::One([first, chunk].concat().into()),
             stream @ DraftBody::Stream(_) => stream,
         }
     }
@@ -257,10 +247,7 @@ impl DraftBody {
     /// The response body.
     pub(crate) fn into_body(self) -> crate::types::Body {
         match self {
-            DraftBody::Stream(body) => match body.into_inner() {
-                Ok(body) => body,
-                Err(poisoned) => poisoned.into_inner(),
-            },
+            DraftBody::Stream(body) => body.into_inner().unwrap_or_else(PoisonError::into_inner),
             other => crate::types::full(other.freeze()),
         }
     }
@@ -268,10 +255,8 @@ impl DraftBody {
     /// The whole body.
     pub(crate) fn freeze(self) -> Bytes {
         match self {
-            DraftBody::Empty => Bytes::new(),
             DraftBody::One(bytes) => bytes,
-            DraftBody::Many(buf) => buf.freeze(),
-            DraftBody::Stream(_) => Bytes::new(),
+            DraftBody::Empty | DraftBody::Stream(_) => Bytes::new(),
         }
     }
 }
@@ -279,14 +264,12 @@ impl DraftBody {
 /// Everything one request's handlers share: the request, path parameters, a
 /// key/value store and the response being built.
 pub struct Context {
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
+    /// The request's method, target, version and header fields.
+    head: http::request::Parts,
     body: Bytes,
-    remote: SocketAddr,
-    /// The request came over TLS (the server said so: [`crate::contract::Caller::tls`]).
-    tls: bool,
-    received_at: Instant,
+    /// Where the request came from, as the server told: the peer, when the
+    /// head arrived, whether over TLS.
+    caller: Caller,
     /// What [`latency`](Self::latency) last read, kept for the engine's
     /// count of the request.
     latency_read: Option<Duration>,
@@ -302,15 +285,6 @@ pub struct Context {
     pub(crate) response: ResponseDraft,
 }
 
-/// What the server told of a request's arrival: the peer, when its head
-/// came, whether over TLS.
-#[derive(Clone, Copy)]
-pub(crate) struct Arrival {
-    pub(crate) remote: SocketAddr,
-    pub(crate) received_at: Instant,
-    pub(crate) tls: bool,
-}
-
 impl Context {
     /// A context for one request that will run `handlers`; `received_at` is
     /// when its head arrived (see [`received_at`](Self::received_at)).
@@ -322,47 +296,32 @@ impl Context {
         params: PathParams,
         handlers: Arc<[Handler]>,
     ) -> Context {
-        let arrival = Arrival {
-            remote,
+        let caller = Caller {
             received_at,
-            tls: false,
+            ..Caller::from(remote)
         };
-        Context::arriving(parts, body, arrival, params, handlers)
+        Context::arriving(parts, body, caller, params, handlers)
     }
 
-    /// [`new`](Self::new), for a request whose [`Arrival`] the server told.
+    /// [`new`](Self::new), for a request from the server's `caller`.
     pub(crate) fn arriving(
         parts: http::request::Parts,
         body: Bytes,
-        arrival: Arrival,
+        caller: Caller,
         params: PathParams,
         handlers: Arc<[Handler]>,
     ) -> Context {
-        let Arrival {
-            remote,
-            received_at,
-            tls,
-        } = arrival;
         Context {
-            tls,
-            method: parts.method,
-            uri: parts.uri,
-            headers: parts.headers,
+            head: parts,
             body,
-            remote,
-            received_at,
+            caller,
             latency_read: None,
             params,
             keys: Keys::default(),
             handlers,
             index: -1,
             trace: None,
-            response: ResponseDraft {
-                status: StatusCode::OK,
-                headers: HeaderMap::new(),
-                body: DraftBody::Empty,
-                written: false,
-            },
+            response: ResponseDraft::default(),
         }
     }
 
@@ -379,10 +338,8 @@ impl Context {
         self.trace_next();
         self.index += 1;
         let handlers = self.handlers.clone();
-        while let Some(h) = usize::try_from(self.index)
-            .ok()
-            .and_then(|i| handlers.get(i))
-        {
+        // The index is never negative here: -1 before the chain, moved on.
+        while let Some(h) = handlers.get(self.index as usize) {
             h.call(self).await;
             self.index += 1;
         }
@@ -463,7 +420,7 @@ impl Context {
 
     /// Record the walk of the chain from now on (see [`Trace`]).
     pub(crate) fn start_trace(&mut self) {
-        let header = format!("{} {}", self.method, self.uri.path());
+        let header = format!("{} {}", self.head.method, self.head.uri.path());
         self.trace = Some(Box::new(Trace::new(header, self.handlers.len())));
         // `--trace` wraps each handler in its enter and exit lines; the
         // chain itself runs as it does untraced.
@@ -524,27 +481,27 @@ impl Context {
 
     /// The request method.
     pub fn method(&self) -> &Method {
-        &self.method
+        &self.head.method
     }
 
     /// The raw (not decoded) request path.
     pub fn path(&self) -> &str {
-        self.uri.path()
+        self.head.uri.path()
     }
 
     /// The request URI.
     pub fn uri(&self) -> &Uri {
-        &self.uri
+        &self.head.uri
     }
 
     /// The request headers.
     pub fn headers(&self) -> &HeaderMap {
-        &self.headers
+        &self.head.headers
     }
 
     /// A request header as text; `None` when absent or not visible ASCII.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
+        self.head.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
     /// The whole request body (already read and size-checked by the engine).
@@ -555,14 +512,14 @@ impl Context {
     /// When the request head arrived: the engine takes it before reading the
     /// body, so a time-out measured from here counts the body's time too.
     pub fn received_at(&self) -> Instant {
-        self.received_at
+        self.caller.received_at
     }
 
     /// How long the request has taken since it arrived, read from the
     /// clock now. The reading is kept: the engine counts the request in
     /// its metrics with it instead of reading the clock again.
     pub fn latency(&mut self) -> Duration {
-        let latency = self.received_at.elapsed();
+        let latency = self.caller.received_at.elapsed();
         self.latency_read = Some(latency);
         latency
     }
@@ -574,7 +531,7 @@ impl Context {
 
     /// The peer address of the connection.
     pub fn remote_addr(&self) -> SocketAddr {
-        self.remote
+        self.caller.remote
     }
 
     /// The request's trace (W3C `traceparent`, continued or new; see
@@ -588,23 +545,23 @@ impl Context {
     /// Whether the request came over TLS (the listener serves HTTPS): what
     /// decides a cookie's `Secure` attribute or an `https://` link.
     pub fn is_tls(&self) -> bool {
-        self.tls
+        self.caller.tls
     }
 
     /// The client's IP: the peer address. Forwarding headers are not
     /// trusted, because nothing here says which proxy may set them.
     pub(crate) fn client_ip(&self) -> IpAddr {
-        self.remote.ip()
+        self.caller.remote.ip()
     }
 
     /// A path parameter (`:name` or `*name`), percent-decoded.
     pub fn param(&self, name: &str) -> Option<&str> {
-        self.params.get(self.uri.path(), name)
+        self.params.get(self.head.uri.path(), name)
     }
 
     /// The first value of query parameter `name`, decoded (`+` is a space).
     pub fn query(&self, name: &str) -> Option<String> {
-        urlenc::find(self.uri.query().unwrap_or(""), name)
+        urlenc::find(self.head.uri.query().unwrap_or(""), name)
     }
 
     /// Like [`query`](Self::query), with `default` when the key is absent.
@@ -711,7 +668,7 @@ impl Context {
     /// GET, a small HTML body with the link, as Go's `http.Redirect` writes.
     pub fn redirect(&mut self, status: StatusCode, location: &str) {
         self.set_header(LOCATION, location);
-        if self.method == Method::GET || self.method == Method::HEAD {
+        if self.head.method == Method::GET || self.head.method == Method::HEAD {
             let text = status.canonical_reason().unwrap_or("Redirect");
             let body = format!("<a href=\"{}\">{text}</a>.\n\n", html_escape(location));
             self.data(status, "text/html; charset=utf-8", body);

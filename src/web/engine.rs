@@ -17,12 +17,12 @@ use std::time::Duration;
 
 use http::Method;
 
-use crate::contract::{DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
+use crate::contract::{Bounds, DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
 use crate::ops::log;
 use crate::ops::metrics::{Kind, Metrics, UNMATCHED};
 use crate::web::app::{
     default_method_not_allowed, default_not_found, early_answer, edge_json, request_timeout,
-    trailing_slash_redirect, Metered, Route,
+    trailing_slash_redirect, Metered, ReadLimits, Route,
 };
 use crate::web::chain::{handler_now, Handler};
 use crate::web::middleware;
@@ -285,11 +285,16 @@ impl Engine {
             method_not_allowed: with_global(self.no_method.clone()),
             redirect: with_global(vec![handler_now("redirect", trailing_slash_redirect)]),
             router: self.router,
-            body_limit: self.body_limit,
-            body_timeout: self.body_timeout,
-            on_body_timeout: self.on_body_timeout,
-            min_body_rate: self.min_body_rate,
-            on_edge_error: self.on_edge_error,
+            reading: ReadLimits {
+                bounds: Bounds {
+                    bytes: self.body_limit,
+                    time: self.body_timeout,
+                    min_rate: self.min_body_rate.0,
+                    grace: self.min_body_rate.1,
+                },
+                on_timeout: self.on_body_timeout,
+                on_error: self.on_edge_error,
+            },
             trace: self.trace,
         })
     }

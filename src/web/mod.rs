@@ -39,7 +39,8 @@ pub(crate) mod urlenc;
 // The public surface. The modules above stay crate-private except the
 // namespaces a caller names as such (`middleware::logger()`, `bind::bind`,
 // `router::Router`); everything else a user of the framework needs is here.
-pub use app::{App, BodyTimeoutAnswer, EdgeAnswer, HEADER_BYTES_MAX, HEADER_FIELDS_MAX, URI_MAX};
+pub use crate::contract::{HEADER_BYTES_MAX, HEADER_FIELDS_MAX, URI_MAX};
+pub use app::{App, BodyTimeoutAnswer, EdgeAnswer};
 pub use chain::{
     after_rest, catching, handler, handler_now, named, Context, Handler, HandlerFn,
     HandlerFnCaught, HandlerFnNow,

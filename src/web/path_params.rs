@@ -4,8 +4,7 @@
 //! The matcher returns each value as a slice of the request path (decoded
 //! only when it holds a `%`). The context owns that path anyway (it keeps the
 //! request URI), so a value is stored as a byte range of the path, and the
-//! names as one shared list per route, computed at registration. Up to three
-//! parameters need no heap at all, as in the matcher itself; only a value
+//! names as one shared list per route, computed at registration; only a value
 //! that percent-decoding changed is stored as its own text.
 
 use std::borrow::Cow;
@@ -13,31 +12,20 @@ use std::sync::Arc;
 
 use crate::web::router::Params;
 
-/// Up to this many parameters live inline.
-const INLINE: usize = 3;
-
-/// The start of a range that stands for decoded text: its end is the
-/// text's index in [`More::decoded`]. No path starts a value there (a
-/// request head is at most hyper's 128 KiB buffer).
-const DECODED: u32 = u32::MAX;
-
-/// The parameters of one matched route: 56 bytes, moved with the context.
+/// The route's parameter names and this request's values, in route
+/// order.
 #[derive(Debug, Default)]
 pub struct PathParams {
-    /// The route's parameter names, in route order (shared by every request
-    /// of the route).
+    /// The route's parameter names (shared by every request of the route).
     names: Option<Arc<[Box<str>]>>,
-    /// The first values, each a byte range of the path (or [`DECODED`]).
-    ranges: [(u32, u32); INLINE],
-    len: usize,
-    /// Values past the third, and text percent-decoding changed: rare.
-    more: Option<Box<More>>,
+    values: Vec<Value>,
 }
 
-#[derive(Debug, Default)]
-struct More {
-    ranges: Vec<(u32, u32)>,
-    decoded: Vec<Box<str>>,
+/// One value: a byte range of the path, or the text percent-decoding made.
+#[derive(Debug)]
+enum Value {
+    Range(u32, u32),
+    Decoded(Box<str>),
 }
 
 impl PathParams {
@@ -55,66 +43,32 @@ impl PathParams {
         if names.is_empty() {
             return PathParams::none();
         }
-        let mut out = PathParams {
-            names: Some(Arc::clone(names)),
-            ..PathParams::default()
-        };
         let base = path.as_ptr() as usize;
+        let mut values = Vec::with_capacity(names.len());
         params.for_each_value(|value| {
-            let range = match value {
+            values.push(match value {
                 // A slice of `path` itself; `get` checks the range again.
                 Cow::Borrowed(value) => {
                     let start = (value.as_ptr() as usize).wrapping_sub(base);
-                    (start as u32, start.wrapping_add(value.len()) as u32)
+                    Value::Range(start as u32, start.wrapping_add(value.len()) as u32)
                 }
-                Cow::Owned(text) => out.decoded(text),
-            };
-            match out.ranges.get_mut(out.len) {
-                Some(slot) => *slot = range,
-                None => out.spill(range),
-            }
-            out.len += 1;
+                Cow::Owned(text) => Value::Decoded(text.as_str().into()),
+            })
         });
-        out
-    }
-
-    /// Keep `text` (a value percent-decoding changed) in the side list;
-    /// the range that stands for it. Out of line: rare, and it keeps the
-    /// walk of the values small enough to inline.
-    #[cold]
-    fn decoded(&mut self, text: &str) -> (u32, u32) {
-        let more = self.more.get_or_insert_with(Box::default);
-        more.decoded.push(text.into());
-        (DECODED, (more.decoded.len() - 1) as u32)
-    }
-
-    /// The range of a value past the inline ones.
-    #[cold]
-    fn spill(&mut self, range: (u32, u32)) {
-        self.more
-            .get_or_insert_with(Box::default)
-            .ranges
-            .push(range);
+        PathParams {
+            names: Some(Arc::clone(names)),
+            values,
+        }
     }
 
     /// The value of parameter `name`; `path` must be the path given to
     /// [`from_lookup`](Self::from_lookup).
     pub fn get<'a>(&'a self, path: &'a str, name: &str) -> Option<&'a str> {
-        // Names are a few bytes: compared in place, not through `memcmp`.
-        let same =
-            |n: &str| n.len() == name.len() && n.bytes().zip(name.bytes()).all(|(a, b)| a == b);
-        let index = self.names.as_ref()?.iter().position(|n| same(n))?;
-        if index >= self.len {
-            return None;
+        let index = self.names.as_ref()?.iter().position(|n| **n == *name)?;
+        match self.values.get(index)? {
+            Value::Range(start, end) => path.get(*start as usize..*end as usize),
+            Value::Decoded(text) => Some(text),
         }
-        let (start, end) = match self.ranges.get(index) {
-            Some(range) => *range,
-            None => *self.more.as_ref()?.ranges.get(index - INLINE)?,
-        };
-        if start == DECODED {
-            return self.more.as_ref()?.decoded.get(end as usize).map(|t| &**t);
-        }
-        path.get(start as usize..end as usize)
     }
 }
 
@@ -194,7 +148,7 @@ mod tests {
                 Some("1".into())
             ]
         );
-        assert_eq!(std::mem::size_of::<PathParams>(), 56);
+        assert_eq!(std::mem::size_of::<PathParams>(), 40);
     }
 
     #[test]

@@ -121,15 +121,8 @@ fn hello_with_default(default: &'static str) -> Handler {
 }
 
 fn book(c: &mut Context) {
-    // One block of the exact size, which the body then owns as it is:
-    // `format!` grows its buffer, and a body made from a `String` with
-    // spare capacity takes a second block to share it.
-    const TEXT: &str = "You are reading book ";
     let id = c.param("id").unwrap_or_default();
-    let mut text = String::with_capacity(TEXT.len() + id.len());
-    text.push_str(TEXT);
-    text.push_str(id);
-    c.string(StatusCode::OK, text);
+    c.string(StatusCode::OK, format!("You are reading book {id}"));
 }
 
 fn user(c: &mut Context) {

@@ -314,28 +314,17 @@ impl<T> Node<T> {
             let rest = bytes.get(pos..)?;
             match &node.kind {
                 Kind::Static(prefix) => {
-                    if !rest
-                        .get(..prefix.len())
-                        .is_some_and(|head| eq_words(head, prefix))
-                    {
+                    if !rest.starts_with(prefix) {
                         return None;
                     }
                     pos += prefix.len();
                 }
                 Kind::Param(name) => {
-                    // One pass finds the segment's end and notes any `%`.
-                    let mut len = 0;
-                    let mut escaped = false;
-                    while let Some(&b) = rest.get(len) {
-                        if b == b'/' {
-                            break;
-                        }
-                        escaped |= b == b'%';
-                        len += 1;
-                    }
+                    let len = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
                     if len == 0 {
                         return None;
                     }
+                    let escaped = rest[..len].contains(&b'%');
                     params.push(name, path.get(pos..pos + len)?, escaped);
                     pos += len;
                 }
@@ -435,25 +424,6 @@ fn segment_end(bytes: &[u8], start: usize) -> usize {
         .map_or(bytes.len(), |i| start + 1 + i)
 }
 
-/// `a == b` for two byte strings of the same length. Like `memcmp`, it
-/// compares two (possibly overlapping) words from each end instead of
-/// looping over bytes; unlike it, it is inlined: the prefixes of a tree are
-/// short, and a library call per node costs more than the comparison.
-#[inline]
-fn eq_words(a: &[u8], b: &[u8]) -> bool {
-    fn ends<const N: usize>(a: &[u8], b: &[u8]) -> bool {
-        a.first_chunk::<N>() == b.first_chunk::<N>() && a.last_chunk::<N>() == b.last_chunk::<N>()
-    }
-    match a.len() {
-        0 => b.is_empty(),
-        1 => a.first() == b.first(),
-        2..=3 => ends::<2>(a, b),
-        4..=7 => ends::<4>(a, b),
-        8..=16 => ends::<8>(a, b),
-        _ => a == b,
-    }
-}
-
 /// The conflict Gin reports when a catch-all already covers the new route.
 fn shadowed_by_catch_all(original: &str, route: &str, pos: usize, catch_all: &str) -> InsertError {
     // The catch-all's parent ends with `/`; Gin shows the wildcard with it.
@@ -463,24 +433,5 @@ fn shadowed_by_catch_all(original: &str, route: &str, pos: usize, catch_all: &st
         path: original.into(),
         wildcard: format!("/*{catch_all}"),
         prefix: format!("{}/*{catch_all}", String::from_utf8_lossy(parent)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::eq_words;
-
-    #[test]
-    fn eq_words_agrees_with_slice_equality_for_every_length_and_position() {
-        let base: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
-        for len in 0..base.len() {
-            let a = &base[..len];
-            assert!(eq_words(a, a), "equal, length {len}");
-            for at in 0..len {
-                let mut b = a.to_vec();
-                b[at] ^= 0x20;
-                assert!(!eq_words(a, &b), "differs at {at} of {len}");
-            }
-        }
     }
 }

@@ -92,7 +92,13 @@ impl<T> Router<T> {
                 return Lookup::Found { value, params };
             }
         }
-        Lookup::Miss(Miss::decide(
+        Lookup::Miss(self.miss(method, path, root))
+    }
+
+    /// Why nothing matched `path`: a trailing-slash redirect, 405 with the
+    /// methods that would match, or 404.
+    fn miss(&self, method: &Method, path: &str, root: Option<&Node<T>>) -> Miss {
+        Miss::decide(
             path,
             |other| root.is_some_and(|root| root.matches(other)),
             || {
@@ -102,7 +108,7 @@ impl<T> Router<T> {
                     .map(|(m, _)| m.clone())
                     .collect()
             },
-        ))
+        )
     }
 
     /// The registered (method, path) pairs, in registration order.
