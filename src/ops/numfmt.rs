@@ -1,17 +1,30 @@
-//! The gRPC access line's numbers, written without `core::fmt`: the
-//! latency as `Duration`'s `Debug` prints it and the client's IPv4
-//! address, each padded as a `format!` spec would pad it.
+//! The request log's numbers, written without `core::fmt`: the status,
+//! the latency as `Duration`'s `Debug` prints it, and the client's IPv4
+//! address, each padded as the logger's `format!` spec would pad it.
 //!
 //! `core::fmt` was a tenth of a request's user-space time in a profile of
-//! `GET /hello`, so the gRPC access line
-//! ([`crate::protocol::grpc::access_log`]) appends these digits by hand;
-//! the tests prove the text is the same. The HTTP request logger
-//! ([`crate::web::middleware::logger`]) is part of the lesson and writes
-//! its line with `write!`, as Gin's does with `fmt.Sprintf`.
+//! `GET /hello`, so the logger ([`crate::web::middleware::logger`]) appends
+//! these digits by hand; the tests prove the text is the same.
 
 use std::io::Write;
 use std::net::IpAddr;
 use std::time::Duration;
+
+use http::StatusCode;
+
+/// The status as three digits (what `{:3}` prints for 100–999).
+pub(crate) fn push_status(buf: &mut Vec<u8>, status: StatusCode) {
+    let n = status.as_u16();
+    if (100..1000).contains(&n) {
+        buf.extend_from_slice(&[
+            b'0' + (n / 100) as u8,
+            b'0' + (n / 10 % 10) as u8,
+            b'0' + (n % 10) as u8,
+        ]);
+    } else {
+        let _ = write!(buf, "{n:3}");
+    }
+}
 
 /// `{:>width$?}` of a `Duration`: `84.741µs`, `1.234567ms`, `2s`,
 /// right-aligned in `width` characters (the request log's 12; the gRPC
@@ -163,6 +176,12 @@ mod tests {
             let mut buf = Vec::new();
             push_ip(&mut buf, ip, 0);
             assert_eq!(String::from_utf8(buf).unwrap(), ip.to_string());
+        }
+        for code in [200u16, 404, 503, 101] {
+            let status = StatusCode::from_u16(code).unwrap();
+            let mut buf = Vec::new();
+            push_status(&mut buf, status);
+            assert_eq!(String::from_utf8(buf).unwrap(), format!("{:3}", code));
         }
     }
 }

@@ -3,17 +3,70 @@
 //! Two formats are needed: Gin's log timestamp and RFC 3339 for API fields.
 //! Both rest on one conversion from days to a civil date.
 
-use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Append `YYYY/MM/DD - HH:MM:SS` of `t` in UTC to `buf`, as Gin's logger
-/// prints it.
-pub(crate) fn push_log_timestamp(buf: &mut Vec<u8>, t: SystemTime) {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+/// `YYYY/MM/DD - HH:MM:SS` in UTC, as Gin's logger prints.
+pub fn log_timestamp(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let (y, m, d) = civil_from_days(days);
-    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    let _ = write!(buf, "{y:04}/{m:02}/{d:02} - {hh:02}:{mm:02}:{ss:02}");
+    format!(
+        "{y:04}/{m:02}/{d:02} - {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Append [`log_timestamp`] of the wall-clock second `now` falls in to
+/// `buf`. The text changes once a second, so each thread keeps the last one
+/// with the span of [`Instant`]s it covers: a line whose moment falls in it
+/// (the request's end, read already for its latency) needs neither a read
+/// of the wall clock nor formatting; only the first line of a new second
+/// reads both clocks to place the second's bounds.
+pub(crate) fn push_log_timestamp(buf: &mut Vec<u8>, now: Instant) {
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST: RefCell<Option<Second>> = const { RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        let second = match &mut *last {
+            Some(s) if s.from <= now && now < s.until => s,
+            slot => slot.insert(second_of(now)),
+        };
+        buf.extend_from_slice(second.text.as_bytes());
+    });
+}
+
+/// A formatted second of wall-clock time and the instants it spans.
+struct Second {
+    from: Instant,
+    until: Instant,
+    text: String,
+}
+
+/// The wall-clock second `now` falls in, placed by one reading of both
+/// clocks.
+fn second_of(now: Instant) -> Second {
+    let (mono, wall) = (Instant::now(), SystemTime::now());
+    // The wall time at `now`: `now` is usually a moment ago.
+    let wall = match mono.checked_duration_since(now) {
+        Some(ago) => wall.checked_sub(ago).unwrap_or(wall),
+        None => wall + now.duration_since(mono),
+    };
+    let into = wall
+        .duration_since(UNIX_EPOCH)
+        .map(|d| Duration::from_nanos(u64::from(d.subsec_nanos())))
+        .unwrap_or_default();
+    Second {
+        from: now.checked_sub(into).unwrap_or(now),
+        until: now + (Duration::from_secs(1) - into),
+        text: log_timestamp(wall),
+    }
 }
 
 /// Format Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
@@ -64,7 +117,30 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
+    #[test]
+    fn a_log_timestamp_taken_from_an_instant_is_the_wall_clock_second_it_falls_in() {
+        let text = |now: Instant| {
+            let mut buf = Vec::new();
+            push_log_timestamp(&mut buf, now);
+            String::from_utf8(buf).unwrap()
+        };
+        let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_secs();
+        for _ in 0..5 {
+            let (before, now, after) = (SystemTime::now(), Instant::now(), SystemTime::now());
+            if secs(before) != secs(after) {
+                continue; // a second began between the readings: try again
+            }
+            let two = Duration::from_secs(2);
+            assert_eq!(text(now), log_timestamp(before));
+            // Later and earlier instants each leave the kept second.
+            assert_eq!(text(now + two), log_timestamp(before + two));
+            assert_eq!(text(now), log_timestamp(before));
+            assert_eq!(text(now - two), log_timestamp(before - two));
+            return;
+        }
+        panic!("no two clock readings within one second");
+    }
 
     #[test]
     fn log_timestamps_are_utc_calendar_dates() {
@@ -75,9 +151,7 @@ mod tests {
             (4_107_542_400, "2100/03/01 - 00:00:00"),
         ];
         for (secs, want) in cases {
-            let mut buf = Vec::new();
-            push_log_timestamp(&mut buf, UNIX_EPOCH + Duration::from_secs(secs));
-            assert_eq!(String::from_utf8(buf).unwrap(), want);
+            assert_eq!(log_timestamp(UNIX_EPOCH + Duration::from_secs(secs)), want);
         }
     }
 

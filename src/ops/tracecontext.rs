@@ -122,11 +122,6 @@ impl TraceContext {
         value
     }
 
-    /// The trace-id as one number: `{:032x}` prints it as the header does.
-    pub fn trace_id_number(&self) -> u128 {
-        u128::from_be_bytes(self.trace_id)
-    }
-
     /// Append the trace-id as 32 hex digits to `buf`, without allocating
     /// (for the access-log lines).
     pub fn push_trace_id(&self, buf: &mut Vec<u8>) {
