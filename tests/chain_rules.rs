@@ -724,6 +724,51 @@ async fn keys_belong_to_one_request_and_a_missing_key_is_none() {
     }
 }
 
+#[tokio::test]
+async fn a_middleware_can_delete_a_key_an_earlier_one_stored() {
+    let mut e = Engine::bare();
+    e.use_middleware(handler(|c| {
+        Box::pin(async move {
+            c.set("user", String::from("ann"));
+            c.set("role", String::from("admin"));
+            c.next().await;
+        })
+    }));
+    e.use_middleware(handler(|c| {
+        Box::pin(async move {
+            if c.query("drop").is_some() {
+                c.delete("role");
+            }
+            c.next().await;
+        })
+    }));
+    e.get(
+        "/",
+        handler(|c| {
+            Box::pin(async move {
+                let text = format!(
+                    "{:?} {:?}",
+                    c.get::<String>("user"),
+                    c.get::<String>("role")
+                );
+                c.string(StatusCode::OK, text);
+            })
+        }),
+    )
+    .unwrap();
+    let srv = start(e.build()).await;
+    for proto in BOTH {
+        let r = get(proto, srv.addr, "/").await;
+        assert_eq!(r.text(), r#"Some("ann") Some("admin")"#);
+        let r = get(proto, srv.addr, "/?drop=1").await;
+        assert_eq!(
+            r.text(),
+            r#"Some("ann") None"#,
+            "the later handler sees it gone"
+        );
+    }
+}
+
 /// Over both protocols: `/panic` gets no answer, and `/ok` after it does.
 async fn panic_gets_no_answer_and_ok_still_does(addr: std::net::SocketAddr) {
     for proto in BOTH {

@@ -582,6 +582,12 @@ impl Context {
         self.keys.get(key)
     }
 
+    /// Gin's `c.Delete(key)`: remove what an earlier handler stored under
+    /// `key`, so that later handlers [`get`](Self::get) `None` for it.
+    pub fn delete(&mut self, key: &str) {
+        self.keys.delete(key);
+    }
+
     // ---- response ---------------------------------------------------------
 
     /// Set the response status without writing a body.

@@ -25,6 +25,11 @@ impl Keys {
     pub(crate) fn get<V: Any>(&self, key: &str) -> Option<&V> {
         self.0.iter().find(|(k, _)| *k == key)?.1.downcast_ref()
     }
+
+    /// Remove `key` and its value, if it was set (Gin's `c.Delete`).
+    pub(crate) fn delete(&mut self, key: &str) {
+        self.0.retain(|(k, _)| *k != key);
+    }
 }
 
 #[cfg(test)]
@@ -51,5 +56,22 @@ mod tests {
         assert_eq!(keys.get::<u8>("a"), Some(&1));
         assert_eq!(keys.get::<&str>("b"), Some(&"now text"));
         assert_eq!(keys.0.len(), 3, "a replaced key is not stored twice");
+    }
+
+    #[test]
+    fn a_deleted_key_is_gone_and_the_others_stay() {
+        let mut keys = Keys::default();
+        keys.set("a", 1u8);
+        keys.set("b", 2u8);
+        keys.delete("a");
+        keys.delete("never set");
+        assert_eq!(keys.get::<u8>("a"), None);
+        assert_eq!(keys.get::<u8>("b"), Some(&2));
+        keys.set("a", 3u8);
+        assert_eq!(
+            keys.get::<u8>("a"),
+            Some(&3),
+            "a deleted key can be set again"
+        );
     }
 }
