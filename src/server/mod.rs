@@ -5,11 +5,10 @@
 //! - [`budget`]: the one connection budget all listeners of a process share.
 //! - [`clocks`]: one connection's header and idle time-outs.
 //! - [`beside`]: the clocks polled beside the connection only when they woke.
-//! - [`intake`]: reading a request body: size, time-out, minimum rate, process budget.
+//! - [`intake`]: a request's head limits, and its body: size, time-out, minimum rate, process budget.
 //! - [`admission`]: scarce work (database reads) admitted process-wide, connections holding nothing first.
 //! - [`governor`]: what one connection may cost (its handler window, its inflate allowance).
 //! - [`tls`]: optional TLS on a listener, certificates reloaded on SIGHUP.
-//!
 //!
 //! One listener speaks HTTP/1.1 and cleartext HTTP/2 (prior knowledge) through
 //! hyper-util's auto builder, each connection restricted to the protocol it
@@ -459,19 +458,23 @@ async fn serve_connection(conn: Connection) {
                 // allocator's thread cache takes (under 1,032 bytes): a
                 // larger one took `malloc`'s slow path on every gRPC call.
                 let work = async move {
-                    let caller = pending.caller(remote, &req);
                     let turn = match arrival {
                         Arrival::Turn(turn) => Some(turn),
                         arrival => pending.share.handler_turn(&pending.conn, arrival).await,
                     };
                     let resp = match turn.as_ref().filter(|_| pending.conn.admits(0)) {
-                        Some(turn) => match pending.service.call(req, caller) {
-                            Answer::Ready(mut resp) => {
-                                tracecontext::stamp(&mut resp, pending.trace);
-                                resp
+                        Some(turn) => {
+                            // Told only once it has its turn: not held
+                            // across the wait, and not checked if refused.
+                            let caller = pending.caller(remote, &req);
+                            match pending.service.call(req, caller) {
+                                Answer::Ready(mut resp) => {
+                                    tracecontext::stamp(&mut resp, pending.trace);
+                                    resp
+                                }
+                                Answer::Later(work) => pending.run(work, turn).await,
                             }
-                            Answer::Later(work) => pending.run(work, turn).await,
-                        },
+                        }
                         None => pending.refuse()?,
                     };
                     pending.answered(resp, turn)

@@ -409,12 +409,12 @@ fn finish(c: &mut Context, operation: Option<Arc<Operation>>) -> Response<Body> 
         print_trace(&mut t, c.response_status());
     }
     // The latency the chain last read (the logger's), if it did: one
-    // clock reading serves both.
-    let latency = c.latency_read();
-    let latency = latency.unwrap_or_else(|| c.received_at().elapsed());
+    // clock reading serves both, and none is read when nothing counts.
+    let (latency, received_at) = (c.latency_read(), c.received_at());
     let named = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
     let resp = into_response(c);
     if let Some(op) = named.or(operation) {
+        let latency = latency.unwrap_or_else(|| received_at.elapsed());
         op.observe_http(resp.status(), latency);
     }
     resp

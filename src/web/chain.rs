@@ -535,11 +535,11 @@ impl Context {
     }
 
     /// The request's trace (W3C `traceparent`, continued or new; see
-    /// [`crate::ops::tracecontext`]): `None` only for an app called
-    /// without the server, as in a unit test. Use cases reach the same
-    /// value with [`crate::ops::tracecontext::current`].
+    /// [`crate::ops::tracecontext`]), as the server handed it: `None` only
+    /// for an app called without the server, as in a unit test. Use cases
+    /// reach the same value with [`crate::ops::tracecontext::current`].
     pub fn trace_context(&self) -> Option<crate::ops::tracecontext::TraceContext> {
-        crate::ops::tracecontext::current()
+        self.caller.trace
     }
 
     /// Whether the request came over TLS (the listener serves HTTPS): what
