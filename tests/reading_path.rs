@@ -7,18 +7,20 @@
 //! a table of file, item and code lines. This test counts each item again
 //! in the source (code lines only: no blank lines, no comment lines, no
 //! tests), fails when a row's count or the total is no longer true, and
-//! holds the total to the committed [`CEILING`]: it may fall, never grow.
-//! The goal is [`GOAL`]; the section says what stands between.
+//! holds the total to the committed [`CEILING`]: it may fall, and rises
+//! only with a reason in the commit, never past [`LIMIT`].
 
 use std::fs;
 use std::path::Path;
 
 /// The most code lines a student reads to follow one request, today. A
-/// change that shortens the path lowers it; none raises it.
-const CEILING: usize = 721;
+/// change that shortens the path lowers it.
+const CEILING: usize = 591;
 
-/// Where the ceiling is going.
-const GOAL: usize = 600;
+/// The most the path may ever be: one request, from the contract to the
+/// response, readable in a sitting.
+const LIMIT: usize = 600;
+const _: () = assert!(CEILING <= LIMIT, "the ceiling is past the limit");
 
 /// The section of `docs/middleware.md` that holds the table.
 const SECTION: &str = "## 12. One request end to end";
@@ -205,9 +207,6 @@ fn following_get_book_42_from_the_contract_to_the_response_reads_no_more_than_th
         total <= CEILING,
         "{total} lines to read, more than {CEILING}"
     );
-    if total > GOAL {
-        println!("{total} lines to read; the goal is {GOAL}");
-    }
 }
 
 #[test]

@@ -3,14 +3,12 @@
 //! Two formats are needed: Gin's log timestamp and RFC 3339 for API fields.
 //! Both rest on one conversion from days to a civil date.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::cell::RefCell;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `YYYY/MM/DD - HH:MM:SS` in UTC, as Gin's logger prints.
 pub fn log_timestamp(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let (y, m, d) = civil_from_days(days);
     format!(
@@ -21,52 +19,20 @@ pub fn log_timestamp(t: SystemTime) -> String {
     )
 }
 
-/// Append [`log_timestamp`] of the wall-clock second `now` falls in to
-/// `buf`. The text changes once a second, so each thread keeps the last one
-/// with the span of [`Instant`]s it covers: a line whose moment falls in it
-/// (the request's end, read already for its latency) needs neither a read
-/// of the wall clock nor formatting; only the first line of a new second
-/// reads both clocks to place the second's bounds.
-pub(crate) fn push_log_timestamp(buf: &mut Vec<u8>, now: Instant) {
-    use std::cell::RefCell;
+/// Append [`log_timestamp`] of `now` to `buf`. The text changes once a
+/// second, so each thread keeps the last second's text and formats anew
+/// only when the second has changed.
+pub(crate) fn push_log_timestamp(buf: &mut Vec<u8>, now: SystemTime) {
     thread_local! {
-        static LAST: RefCell<Option<Second>> = const { RefCell::new(None) };
+        static LAST: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
     }
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        let second = match &mut *last {
-            Some(s) if s.from <= now && now < s.until => s,
-            slot => slot.insert(second_of(now)),
-        };
-        buf.extend_from_slice(second.text.as_bytes());
+    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    LAST.with_borrow_mut(|(second, text)| {
+        if *second != secs {
+            (*second, *text) = (secs, log_timestamp(now));
+        }
+        buf.extend_from_slice(text.as_bytes());
     });
-}
-
-/// A formatted second of wall-clock time and the instants it spans.
-struct Second {
-    from: Instant,
-    until: Instant,
-    text: String,
-}
-
-/// The wall-clock second `now` falls in, placed by one reading of both
-/// clocks.
-fn second_of(now: Instant) -> Second {
-    let (mono, wall) = (Instant::now(), SystemTime::now());
-    // The wall time at `now`: `now` is usually a moment ago.
-    let wall = match mono.checked_duration_since(now) {
-        Some(ago) => wall.checked_sub(ago).unwrap_or(wall),
-        None => wall + now.duration_since(mono),
-    };
-    let into = wall
-        .duration_since(UNIX_EPOCH)
-        .map(|d| Duration::from_nanos(u64::from(d.subsec_nanos())))
-        .unwrap_or_default();
-    Second {
-        from: now.checked_sub(into).unwrap_or(now),
-        until: now + (Duration::from_secs(1) - into),
-        text: log_timestamp(wall),
-    }
 }
 
 /// Format Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
@@ -117,29 +83,25 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
-    fn a_log_timestamp_taken_from_an_instant_is_the_wall_clock_second_it_falls_in() {
-        let text = |now: Instant| {
+    fn a_pushed_log_timestamp_is_the_text_of_its_own_second_whatever_came_before() {
+        let text = |now: SystemTime| {
             let mut buf = Vec::new();
             push_log_timestamp(&mut buf, now);
             String::from_utf8(buf).unwrap()
         };
-        let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_secs();
-        for _ in 0..5 {
-            let (before, now, after) = (SystemTime::now(), Instant::now(), SystemTime::now());
-            if secs(before) != secs(after) {
-                continue; // a second began between the readings: try again
-            }
-            let two = Duration::from_secs(2);
-            assert_eq!(text(now), log_timestamp(before));
-            // Later and earlier instants each leave the kept second.
-            assert_eq!(text(now + two), log_timestamp(before + two));
-            assert_eq!(text(now), log_timestamp(before));
-            assert_eq!(text(now - two), log_timestamp(before - two));
-            return;
-        }
-        panic!("no two clock readings within one second");
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_301_999_250);
+        let later = Duration::from_millis(800); // into the next second
+        assert_eq!(text(t), "2026/11/21 - 22:59:59");
+        assert_eq!(
+            text(t + Duration::from_millis(100)),
+            "2026/11/21 - 22:59:59"
+        );
+        assert_eq!(text(t + later), "2026/11/21 - 23:00:00");
+        assert_eq!(text(t), "2026/11/21 - 22:59:59", "back to the kept second");
+        assert_eq!(text(UNIX_EPOCH), "1970/01/01 - 00:00:00");
     }
 
     #[test]

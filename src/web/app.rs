@@ -27,8 +27,7 @@ use crate::ops::log;
 use crate::ops::metrics::{Operation, OPERATION_KEY};
 use crate::ops::tracecontext;
 use crate::types::{self, Body, BoxError, BoxFuture};
-use crate::web::chain::{Context, Handler, ResponseDraft, APPLICATION_JSON};
-use crate::web::path_params::PathParams;
+use crate::web::chain::{Context, Handler, PathParams, ResponseDraft, APPLICATION_JSON};
 use crate::web::router::{self, Lookup, Miss, Router};
 use crate::web::trace::Trace;
 
@@ -49,7 +48,6 @@ const TSR_LOCATION: &str = "handwire.tsr_location";
 /// names (so a request's parameters need not copy them).
 pub(crate) struct Route {
     pub(crate) chain: Arc<[Handler]>,
-    pub(crate) names: Arc<[Box<str>]>,
     /// Position in the route table (the index of its metrics series).
     pub(crate) id: usize,
 }
@@ -179,8 +177,7 @@ impl App {
                     run(c, trace, operation).await
                 }
                 Err(answer) => {
-                    let none = PathParams::none();
-                    let c = Context::arriving(parts, Bytes::new(), caller, none, early);
+                    let c = Context::arriving(parts, Bytes::new(), caller, Vec::new(), early);
                     answer_early(c, answer, trace, operation).await
                 }
             }
@@ -202,7 +199,7 @@ impl App {
         match self.router.lookup(&parts.method, path) {
             Lookup::Found { value, params } => Chosen {
                 chain: value.chain.clone(),
-                params: PathParams::from_lookup(&value.names, path, &params),
+                params: params.into_owned(),
                 miss: None,
                 route_id: Some(value.id),
             },
@@ -220,7 +217,7 @@ impl App {
         };
         Chosen {
             chain: chain.clone(),
-            params: PathParams::none(),
+            params: Vec::new(),
             miss: Some(miss),
             route_id: None,
         }
@@ -367,8 +364,7 @@ fn read_unserved(mut body: Body, bounds: Bounds) -> BoxFuture<'static, Result<By
 }
 
 /// Run `c`'s chain from the start; then the trace (and the log lines held
-/// behind it) if tracing; then the response, counted with the chain's last
-/// latency reading ([`Context::latency_read`]).
+/// behind it) if tracing; then the response, counted in its metrics.
 ///
 /// A plain function returning one `async move` block, not an `async fn`:
 /// an `async fn` moves its arguments into locals of its future, which
@@ -408,16 +404,11 @@ fn finish(c: &mut Context, operation: Option<Arc<Operation>>) -> Response<Body> 
     if let Some(mut t) = c.take_trace() {
         print_trace(&mut t, c.response_status());
     }
-    // The latency the chain last read (the logger's), if it did: one
-    // clock reading serves both, and none is read when nothing counts.
-    let (latency, received_at) = (c.latency_read(), c.received_at());
     let named = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
-    let resp = into_response(c);
     if let Some(op) = named.or(operation) {
-        let latency = latency.unwrap_or_else(|| received_at.elapsed());
-        op.observe_http(resp.status(), latency);
+        op.observe_http(c.response_status(), c.latency());
     }
-    resp
+    into_response(c)
 }
 
 /// `--trace`: the request's walk of its chain, then the log lines held
@@ -584,7 +575,7 @@ mod tests {
             Bytes::new(),
             remote,
             std::time::Instant::now(),
-            PathParams::none(),
+            Vec::new(),
             none,
         );
         let context = std::mem::size_of_val(&c);

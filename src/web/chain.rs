@@ -31,7 +31,6 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 use crate::contract::Caller;
 use crate::types::BoxFuture;
 use crate::web::keys::Keys;
-use crate::web::path_params::PathParams;
 use crate::web::trace::{Trace, Unwound};
 use crate::web::unwind::{panic_message, CatchUnwind};
 use crate::web::urlenc;
@@ -195,6 +194,10 @@ const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain; charset=ut
 pub(crate) const APPLICATION_JSON: HeaderValue =
     HeaderValue::from_static("application/json; charset=utf-8");
 
+/// The path parameters of a request, in route order: each name from the
+/// route and its value, decoded (Gin's `c.Params`).
+pub type PathParams = Vec<(Arc<str>, Box<str>)>;
+
 /// A handler's place in the chain, from [`Context::mark`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Mark {
@@ -248,7 +251,8 @@ impl DraftBody {
     pub(crate) fn into_body(self) -> crate::types::Body {
         match self {
             DraftBody::Stream(body) => body.into_inner().unwrap_or_else(PoisonError::into_inner),
-            other => crate::types::full(other.freeze()),
+            DraftBody::One(bytes) => crate::types::full(bytes),
+            DraftBody::Empty => crate::types::full(Bytes::new()),
         }
     }
 
@@ -270,9 +274,6 @@ pub struct Context {
     /// Where the request came from, as the server told: the peer, when the
     /// head arrived, whether over TLS.
     caller: Caller,
-    /// What [`latency`](Self::latency) last read, kept for the engine's
-    /// count of the request.
-    latency_read: Option<Duration>,
     params: PathParams,
     /// Gin's `c.Keys`: few entries, so a list beats a hash map; the first
     /// is held inline, and a `&'static str` value unboxed ([`Keys`]).
@@ -315,7 +316,6 @@ impl Context {
             head: parts,
             body,
             caller,
-            latency_read: None,
             params,
             keys: Keys::default(),
             handlers,
@@ -516,17 +516,9 @@ impl Context {
     }
 
     /// How long the request has taken since it arrived, read from the
-    /// clock now. The reading is kept: the engine counts the request in
-    /// its metrics with it instead of reading the clock again.
-    pub fn latency(&mut self) -> Duration {
-        let latency = self.caller.received_at.elapsed();
-        self.latency_read = Some(latency);
-        latency
-    }
-
-    /// The last reading of [`latency`](Self::latency), if it was read.
-    pub fn latency_read(&self) -> Option<Duration> {
-        self.latency_read
+    /// clock now.
+    pub fn latency(&self) -> Duration {
+        self.caller.received_at.elapsed()
     }
 
     /// The peer address of the connection.
@@ -556,7 +548,8 @@ impl Context {
 
     /// A path parameter (`:name` or `*name`), percent-decoded.
     pub fn param(&self, name: &str) -> Option<&str> {
-        self.params.get(self.head.uri.path(), name)
+        let (_, value) = self.params.iter().find(|(n, _)| **n == *name)?;
+        Some(value)
     }
 
     /// The first value of query parameter `name`, decoded (`+` is a space).

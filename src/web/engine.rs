@@ -26,7 +26,6 @@ use crate::web::app::{
 };
 use crate::web::chain::{handler_now, Handler};
 use crate::web::middleware;
-use crate::web::path_params;
 use crate::web::router::{InsertError, Router};
 
 use crate::web::app::{App, BodyTimeoutAnswer, EdgeAnswer};
@@ -142,7 +141,6 @@ impl Engine {
             .collect();
         let route = Route {
             chain: chain.clone(),
-            names: path_params::names_of(path),
             id: self.routes.len(),
         };
         self.router.insert(method.clone(), path, route)?;

@@ -7,7 +7,6 @@
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
 //! - [`keys`]: the values middleware hand down the chain (`c.set`, `c.get`).
-//! - [`path_params`]: a route's parameters, held as ranges of the path.
 //! - [`engine`]: Gin-style route registration and groups.
 //! - [`app`]: the frozen engine serving requests: dispatch, 404/405, early answers.
 //! - [`middleware`]: the default logger and panic recovery, and a time-out.
@@ -29,7 +28,6 @@ pub(crate) mod engine;
 pub(crate) mod keys;
 pub mod middleware;
 pub mod operations;
-pub(crate) mod path_params;
 pub(crate) mod reply;
 pub mod router;
 pub(crate) mod trace;
@@ -43,10 +41,9 @@ pub use crate::contract::{HEADER_BYTES_MAX, HEADER_FIELDS_MAX, URI_MAX};
 pub use app::{App, BodyTimeoutAnswer, EdgeAnswer};
 pub use chain::{
     after_rest, catching, handler, handler_now, named, Context, Handler, HandlerFn,
-    HandlerFnCaught, HandlerFnNow,
+    HandlerFnCaught, HandlerFnNow, PathParams,
 };
 pub use engine::{Engine, Group, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT};
-pub use path_params::PathParams;
 pub use reply::{fallible, ErrorResponse, Status};
 pub use trace::Trace;
 pub use urlenc::{pairs as form_pairs, percent_decode};

@@ -253,7 +253,6 @@ mod tests {
 
     use crate::web::chain::{named, Context, Handler};
     use crate::web::middleware;
-    use crate::web::path_params::PathParams;
 
     /// Run `handlers` on `GET path` with tracing on, as the app does; the
     /// trace's lines and the log lines held behind it.
@@ -265,7 +264,7 @@ mod tests {
             Bytes::new(),
             remote,
             Instant::now(),
-            PathParams::none(),
+            Vec::new(),
             handlers.into(),
         );
         c.start_trace();

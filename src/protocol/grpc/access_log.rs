@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
 use http::{HeaderMap, Response};
@@ -56,7 +56,7 @@ impl Call {
         }
         log::stdout().line(|buf| {
             buf.extend_from_slice(b"[grpc] ");
-            timefmt::push_log_timestamp(buf, now);
+            timefmt::push_log_timestamp(buf, SystemTime::now());
             // The digits without `core::fmt`, as the request log writes them.
             buf.extend_from_slice(b" | ");
             buf.extend_from_slice(outcome.as_bytes());

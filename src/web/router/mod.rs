@@ -74,7 +74,7 @@ mod tree;
 
 pub use error::InsertError;
 pub use miss::{allow_header, redirect_answer, Miss};
-pub use params::Params;
+pub use params::{Param, Params};
 pub use tree::*;
 
 #[cfg(test)]

@@ -15,6 +15,8 @@
 //! that descent recurses: no heap stack, and a recursion depth bounded by
 //! the routes, never by the request. Insertion is a plain loop.
 
+use std::sync::Arc;
+
 use super::error::InsertError;
 use super::params::Params;
 
@@ -24,10 +26,10 @@ enum Kind {
     /// multi-byte character between a node and its child.
     Static(Box<[u8]>),
     /// A non-empty run up to the next `/`, captured under this name.
-    Param(Box<str>),
+    Param(Arc<str>),
     /// The rest of the path, captured with the `/` before it. Its parent's
     /// path ends with that `/`.
-    CatchAll(Box<str>),
+    CatchAll(Arc<str>),
 }
 
 /// A node of the radix tree. Only static nodes have static children; the
@@ -324,12 +326,11 @@ impl<T> Node<T> {
                     if len == 0 {
                         return None;
                     }
-                    let escaped = rest[..len].contains(&b'%');
-                    params.push(name, path.get(pos..pos + len)?, escaped);
+                    params.push(name, path.get(pos..pos + len)?);
                     pos += len;
                 }
                 Kind::CatchAll(name) => {
-                    params.push(name, path.get(pos.checked_sub(1)?..)?, rest.contains(&b'%'));
+                    params.push(name, path.get(pos.checked_sub(1)?..)?);
                     return node.value.as_ref();
                 }
             }

@@ -79,16 +79,15 @@ impl<T> Router<T> {
     /// Finds what handles `method` and `path` (the raw request path).
     ///
     /// A static match allocates nothing; a match with parameters allocates
-    /// only for more than three parameters or to decode a value containing
-    /// `%`. Otherwise only a redirect's `location` and a 405's `allowed`
-    /// list allocate: a 404 does not (for paths under 256 bytes).
+    /// their list, and a value's own text to decode one containing
+    /// `%`. Otherwise only a redirect's `location`, a 405's `allowed` list
+    /// and the parameters a miss's tries captured allocate.
     #[inline]
     pub fn lookup<'r, 'p>(&'r self, method: &Method, path: &'p str) -> Lookup<'r, 'p, T> {
         let root = self.tree(method);
         if let Some(root) = root {
             let mut params = Params::new();
             if let Some(value) = root.find(path, 0, &mut params) {
-                params.decode_values();
                 return Lookup::Found { value, params };
             }
         }
