@@ -12,8 +12,10 @@
 //! by the engine's [`EdgeAnswer`], so a service whose errors are Kratos
 //! JSON answers these in Kratos JSON too.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,7 +29,7 @@ use crate::ops::log;
 use crate::ops::metrics::{Operation, OPERATION_KEY};
 use crate::ops::tracecontext;
 use crate::types::{self, Body, BoxError, BoxFuture};
-use crate::web::chain::{Context, Handler, PathParams, ResponseDraft, APPLICATION_JSON};
+use crate::web::chain::{named, Context, Handler, PathParams, ResponseDraft, APPLICATION_JSON};
 use crate::web::router::{self, Lookup, Miss, Router};
 use crate::web::trace::Trace;
 
@@ -71,6 +73,40 @@ pub struct App {
     /// How a request body is read, and the answers past its bounds.
     pub(crate) reading: ReadLimits,
     pub(crate) trace: bool,
+    /// How the path is rewritten before matching; `None`: matched as sent.
+    pub(crate) paths: Option<PathRules>,
+    pub(crate) misses: MissRules,
+}
+
+/// The engine's switches on the path it matches (Gin's `UseRawPath`,
+/// `UseEscapedPath`, `RemoveExtraSlash`), when it is not the path as sent.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PathRules {
+    /// Match the percent-decoded path: `%2F` then separates segments.
+    pub(crate) decoded: bool,
+    pub(crate) remove_extra_slash: bool,
+}
+
+impl PathRules {
+    fn matching(self, path: &str) -> Cow<'_, str> {
+        let path = match self.decoded {
+            true => crate::web::urlenc::percent_decode(path),
+            false => Cow::Borrowed(path),
+        };
+        match self.remove_extra_slash {
+            true => Cow::Owned(router::clean_path(&path)),
+            false => path,
+        }
+    }
+}
+
+/// The engine's switches on a request no route matched (Gin's
+/// `RedirectTrailingSlash`, `RedirectFixedPath`, `HandleMethodNotAllowed`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MissRules {
+    pub(crate) redirect_trailing_slash: bool,
+    pub(crate) redirect_fixed_path: bool,
+    pub(crate) handle_method_not_allowed: bool,
 }
 
 impl Service for App {
@@ -145,9 +181,13 @@ impl App {
         let mut work: BoxFuture<'static, Response<Body>> = Box::pin(run(c, self.trace, operation));
         // A chain that never waits is done at its first poll: then it is
         // answered in the call, with no task to wake it later.
-        match tracecontext::enter(trace, || poll_once(work.as_mut())) {
-            Some(resp) => Answer::Ready(resp),
-            None => Answer::Later(work),
+        // Polled once with a waker that does nothing: a future still
+        // pending has registered it with what it waits for, and the server
+        // polls it again with its own.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match tracecontext::enter(trace, || work.as_mut().poll(&mut cx)) {
+            Poll::Ready(resp) => Answer::Ready(resp),
+            Poll::Pending => Answer::Later(work),
         }
     }
 
@@ -196,14 +236,39 @@ impl App {
     /// trailing-slash redirect, 405 (with the methods to `Allow`) or 404.
     fn choose(&self, parts: &http::request::Parts) -> Chosen {
         let path = parts.uri.path();
-        match self.router.lookup(&parts.method, path) {
+        let path = self
+            .paths
+            .map_or(Cow::Borrowed(path), |rules| rules.matching(path));
+        match self.router.lookup(&parts.method, &path) {
             Lookup::Found { value, params } => Chosen {
                 chain: value.chain.clone(),
                 params: params.into_owned(),
                 miss: None,
                 route_id: Some(value.id),
             },
-            Lookup::Miss(miss) => self.unmatched(miss),
+            Lookup::Miss(miss) => self.unmatched(self.unrouted(&parts.method, &path, miss)),
+        }
+    }
+
+    /// Gin's order for a request no route matched: the trailing-slash
+    /// redirect, the fixed path's redirect, 405, 404, as the switches allow.
+    fn unrouted(&self, method: &Method, path: &str, miss: Miss) -> Miss {
+        let rules = self.misses;
+        let mut miss = match miss {
+            Miss::Redirect { .. } if !rules.redirect_trailing_slash => {
+                Miss::decide(path, |_| false, || self.router.allowed(method, path))
+            }
+            miss => miss,
+        };
+        let fixable = *method != Method::CONNECT && path != "/";
+        if rules.redirect_fixed_path && fixable && !matches!(miss, Miss::Redirect { .. }) {
+            if let Some(location) = self.router.fixed_path(method, path) {
+                miss = Miss::Redirect { location };
+            }
+        }
+        match miss {
+            Miss::MethodNotAllowed { .. } if !rules.handle_method_not_allowed => Miss::NotFound,
+            miss => miss,
         }
     }
 
@@ -386,17 +451,6 @@ fn run(
     }
 }
 
-/// Poll `work` once, with a waker that does nothing: its output if it
-/// was done at once. A future still pending has registered that waker with
-/// whatever it waits for; the server polls it again with its own.
-fn poll_once<T>(work: std::pin::Pin<&mut (dyn Future<Output = T> + Send)>) -> Option<T> {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match work.poll(&mut cx) {
-        std::task::Poll::Ready(out) => Some(out),
-        std::task::Poll::Pending => None,
-    }
-}
-
 /// After the chain: the trace printed (if it was traced), the response
 /// made and counted in its metrics series: `operation`, or the one a
 /// self-routing handler named.
@@ -540,12 +594,25 @@ pub(crate) fn request_timeout(limit: Duration) -> Response<Body> {
     )
 }
 
-pub(crate) fn default_not_found(c: &mut Context) {
-    c.string(StatusCode::NOT_FOUND, "404 page not found")
-}
-
-pub(crate) fn default_method_not_allowed(c: &mut Context) {
-    c.string(StatusCode::METHOD_NOT_ALLOWED, "405 method not allowed")
+/// Gin's `serveError`, at the head of the 404 and 405 chains: `status` is
+/// set before the global middleware and the `no_route` / `no_method`
+/// handlers run. Then an answer something wrote stands; with nothing
+/// written and the status still `status`, Gin's default text; a status a
+/// middleware set without writing goes out with an empty body.
+pub(crate) fn serve_error(status: StatusCode) -> Handler {
+    named("serve_error", move |c| {
+        Box::pin(async move {
+            c.status(status);
+            c.next().await;
+            if !c.written() && c.response_status() == status {
+                let text = match status {
+                    StatusCode::NOT_FOUND => "404 page not found",
+                    _ => "405 method not allowed",
+                };
+                c.string(status, text);
+            }
+        })
+    })
 }
 
 /// Gin's RedirectTrailingSlash, as [`router::redirect_answer`] words it:

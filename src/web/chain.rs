@@ -347,7 +347,7 @@ impl Context {
 
     /// While tracing, the line `next()` writes about itself.
     fn trace_next(&mut self) {
-        let aborted = self.index_is_aborted();
+        let aborted = self.index >= ABORT_INDEX;
         if let Some(t) = &mut self.trace {
             t.next_called(aborted);
         }
@@ -468,6 +468,8 @@ impl Context {
     /// Set the status and abort, writing no body.
     pub fn abort_with_status(&mut self, status: StatusCode) {
         self.status(status);
+        // Gin's `WriteHeaderNow`: the answer is this status, written.
+        self.response.written = true;
         self.abort();
     }
 

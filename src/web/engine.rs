@@ -15,18 +15,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::Method;
+use http::{Method, StatusCode};
 
 use crate::contract::{Bounds, DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE};
 use crate::ops::log;
 use crate::ops::metrics::{Kind, Metrics, UNMATCHED};
 use crate::web::app::{
-    default_method_not_allowed, default_not_found, early_answer, edge_json, request_timeout,
-    trailing_slash_redirect, Metered, ReadLimits, Route,
+    early_answer, edge_json, request_timeout, serve_error, trailing_slash_redirect, Metered,
+    MissRules, PathRules, ReadLimits, Route,
 };
 use crate::web::chain::{handler_now, Handler};
 use crate::web::middleware;
-use crate::web::router::{InsertError, Router};
+use crate::web::router::{clean_path, InsertError, Router};
 
 use crate::web::app::{App, BodyTimeoutAnswer, EdgeAnswer};
 
@@ -70,6 +70,19 @@ pub struct Engine {
     on_edge_error: EdgeAnswer,
     trace: bool,
     metrics: Option<Arc<Metrics>>,
+    switches: Switches,
+}
+
+/// The engine's switches, named as Gin's `Engine` fields; see the setters.
+#[derive(Clone, Copy, Debug)]
+struct Switches {
+    redirect_trailing_slash: bool,
+    redirect_fixed_path: bool,
+    remove_extra_slash: bool,
+    use_raw_path: bool,
+    use_escaped_path: bool,
+    unescape_path_values: bool,
+    handle_method_not_allowed: bool,
 }
 
 impl Default for Engine {
@@ -94,11 +107,8 @@ impl Engine {
             router: Router::new(),
             routes: Vec::new(),
             global: Vec::new(),
-            no_route: vec![handler_now("not_found", default_not_found)],
-            no_method: vec![handler_now(
-                "method_not_allowed",
-                default_method_not_allowed,
-            )],
+            no_route: Vec::new(),
+            no_method: Vec::new(),
             body_limit: DEFAULT_BODY_LIMIT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             on_body_timeout: request_timeout,
@@ -106,6 +116,15 @@ impl Engine {
             on_edge_error: edge_json,
             trace: false,
             metrics: None,
+            switches: Switches {
+                redirect_trailing_slash: true,
+                redirect_fixed_path: false,
+                remove_extra_slash: false,
+                use_raw_path: true,
+                use_escaped_path: false,
+                unescape_path_values: true,
+                handle_method_not_allowed: true,
+            },
         }
     }
 
@@ -122,7 +141,7 @@ impl Engine {
         path: &str,
         handlers: Vec<Handler>,
     ) -> Result<(), InsertError> {
-        self.add_route(method, path, &[], handlers)
+        self.add_route(method, &join_paths("/", path), &[], handlers)
     }
 
     fn add_route(
@@ -132,6 +151,11 @@ impl Engine {
         group_mw: &[Handler],
         handlers: Vec<Handler>,
     ) -> Result<(), InsertError> {
+        let invalid = |method: &Method| !method.as_str().bytes().all(|b| b.is_ascii_uppercase());
+        if invalid(&method) {
+            let (method, path) = (method.to_string(), path.to_string());
+            return Err(InsertError::InvalidMethod { method, path });
+        }
         let chain: Arc<[Handler]> = self
             .global
             .iter()
@@ -139,6 +163,10 @@ impl Engine {
             .cloned()
             .chain(handlers)
             .collect();
+        if chain.is_empty() {
+            let (method, path) = (method.to_string(), path.to_string());
+            return Err(InsertError::NoHandlers { method, path });
+        }
         let route = Route {
             chain: chain.clone(),
             id: self.routes.len(),
@@ -198,12 +226,60 @@ impl Engine {
     pub fn group(&mut self, prefix: &str) -> Group<'_> {
         Group {
             engine: self,
-            prefix: prefix.to_string(),
+            prefix: join_paths("/", prefix),
             middleware: Vec::new(),
         }
     }
 
     /// Replace the 404 handlers (default: `404 page not found`, text/plain).
+    /// Gin's `RedirectTrailingSlash` (on): a miss whose path matches a
+    /// route with the trailing slash added or removed is redirected there,
+    /// 301 for GET and 307 otherwise. Off: that miss is a 405 or a 404.
+    pub fn redirect_trailing_slash(&mut self, on: bool) {
+        self.switches.redirect_trailing_slash = on;
+    }
+
+    /// Gin's `RedirectFixedPath` (off): a miss is retried with its path
+    /// cleaned ([`clean_path`]) and matched ignoring case (and its trailing
+    /// slash); a match is redirected there, 301 for GET and 307 otherwise.
+    pub fn redirect_fixed_path(&mut self, on: bool) {
+        self.switches.redirect_fixed_path = on;
+    }
+
+    /// Gin's `RemoveExtraSlash` (off): the path is cleaned ([`clean_path`]:
+    /// `.` and `..` resolved, repeated slashes removed) before matching.
+    pub fn remove_extra_slash(&mut self, on: bool) {
+        self.switches.remove_extra_slash = on;
+    }
+
+    /// Gin's `UseRawPath`, on in handwire (Gin: off): match the path as the
+    /// client sent it, so `%2F` stays inside a segment. Off (and
+    /// [`use_escaped_path`](Self::use_escaped_path) off): match the
+    /// percent-decoded path, as Gin's default does, and take parameter
+    /// values from it as they are.
+    pub fn use_raw_path(&mut self, on: bool) {
+        self.switches.use_raw_path = on;
+    }
+
+    /// Gin's `UseEscapedPath` (off): match the path as sent, whatever
+    /// [`use_raw_path`](Self::use_raw_path) says.
+    pub fn use_escaped_path(&mut self, on: bool) {
+        self.switches.use_escaped_path = on;
+    }
+
+    /// Gin's `UnescapePathValues` (on): when the path is matched as sent,
+    /// parameter values are percent-decoded; off, they are as sent.
+    pub fn unescape_path_values(&mut self, on: bool) {
+        self.switches.unescape_path_values = on;
+    }
+
+    /// Gin's `HandleMethodNotAllowed`, on in handwire (Gin: off): a path
+    /// that another method's route matches is answered 405 with `Allow`
+    /// through the `no_method` chain. Off: 404 through `no_route`.
+    pub fn handle_method_not_allowed(&mut self, on: bool) {
+        self.switches.handle_method_not_allowed = on;
+    }
+
     pub fn no_route(&mut self, handlers: Vec<Handler>) {
         self.no_route = handlers;
     }
@@ -264,9 +340,26 @@ impl Engine {
     }
 
     /// Freeze the routes into a servable [`App`].
-    pub fn build(self) -> Arc<App> {
+    pub fn build(mut self) -> Arc<App> {
+        let s = self.switches;
+        let as_sent = s.use_raw_path || s.use_escaped_path;
+        // A decoded path's values are not decoded a second time.
+        self.router.raw_values(!as_sent || !s.unescape_path_values);
+        let paths = (!as_sent || s.remove_extra_slash).then_some(PathRules {
+            decoded: !as_sent,
+            remove_extra_slash: s.remove_extra_slash,
+        });
         let with_global = |tail: Vec<Handler>| -> Arc<[Handler]> {
             self.global.iter().cloned().chain(tail).collect()
+        };
+        // Gin's serveError: the status is set before the global middleware
+        // and the handlers run; the default text only if nothing wrote.
+        let serving_error = |status, tail: Vec<Handler>| -> Arc<[Handler]> {
+            let head = serve_error(status);
+            std::iter::once(head)
+                .chain(self.global.iter().cloned())
+                .chain(tail)
+                .collect()
         };
         let metered = self.metrics.as_ref().map(|m| Metered {
             routes: self
@@ -279,8 +372,11 @@ impl Engine {
         Arc::new(App {
             metered,
             early: with_global(vec![handler_now("early_answer", early_answer)]),
-            not_found: with_global(self.no_route.clone()),
-            method_not_allowed: with_global(self.no_method.clone()),
+            not_found: serving_error(StatusCode::NOT_FOUND, self.no_route.clone()),
+            method_not_allowed: serving_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                self.no_method.clone(),
+            ),
             redirect: with_global(vec![handler_now("redirect", trailing_slash_redirect)]),
             router: self.router,
             reading: ReadLimits {
@@ -294,6 +390,12 @@ impl Engine {
                 on_error: self.on_edge_error,
             },
             trace: self.trace,
+            paths,
+            misses: MissRules {
+                redirect_trailing_slash: s.redirect_trailing_slash,
+                redirect_fixed_path: s.redirect_fixed_path,
+                handle_method_not_allowed: s.handle_method_not_allowed,
+            },
         })
     }
 }
@@ -337,19 +439,18 @@ impl Group<'_> {
 
 /// Join a group prefix and a relative path as Gin's `joinPaths` does: one
 /// slash between them, and a trailing slash of `rel` kept.
-fn join_paths(prefix: &str, rel: &str) -> String {
+/// Gin's `joinPaths`: `rel` joined onto `base` as Go's `path.Join` does
+/// (`.` and `..` resolved, repeated slashes removed), with the trailing
+/// slash `rel` ends with kept.
+fn join_paths(base: &str, rel: &str) -> String {
     if rel.is_empty() {
-        return prefix.to_string();
+        return base.to_string();
     }
-    let mut out = prefix.trim_end_matches('/').to_string();
-    if !rel.starts_with('/') {
-        out.push('/');
+    let mut joined = clean_path(&format!("{base}/{rel}"));
+    if joined.len() > 1 && joined.ends_with('/') && !rel.ends_with('/') {
+        joined.pop();
     }
-    out.push_str(rel);
-    if out.is_empty() {
-        out.push('/');
-    }
-    out
+    joined
 }
 
 #[cfg(test)]
@@ -361,6 +462,26 @@ mod tests {
     use http::{Request, StatusCode};
     use http_body_util::{BodyExt, Full};
     use std::net::SocketAddr;
+
+    /// Gin's `TestJoinPaths` (`utils_test.go`), case for case.
+    #[test]
+    fn join_paths_is_gins_join_paths() {
+        let cases = [
+            ("", "", ""),
+            ("", "/", "/"),
+            ("/a", "", "/a"),
+            ("/a/", "", "/a/"),
+            ("/a/", "/", "/a/"),
+            ("/a", "/", "/a/"),
+            ("/a", "/hola", "/a/hola"),
+            ("/a/", "/hola", "/a/hola"),
+            ("/a/", "/hola/", "/a/hola/"),
+            ("/a/", "/hola//", "/a/hola/"),
+        ];
+        for (base, rel, want) in cases {
+            assert_eq!(join_paths(base, rel), want, "{base:?} + {rel:?}");
+        }
+    }
 
     fn remote() -> SocketAddr {
         "127.0.0.1:1".parse().unwrap()

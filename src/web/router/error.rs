@@ -46,6 +46,21 @@ pub enum InsertError {
         /// The refused path.
         path: String,
     },
+    /// The route's whole chain (global middleware, its groups' middleware
+    /// and its own handlers) is empty.
+    NoHandlers {
+        /// The route's method.
+        method: String,
+        /// The refused path.
+        path: String,
+    },
+    /// A method given to the generic `handle` is not upper-case letters.
+    InvalidMethod {
+        /// The refused method.
+        method: String,
+        /// The route's path.
+        path: String,
+    },
     /// The same method and path were registered before.
     AlreadyRegistered {
         /// The refused path.
@@ -100,6 +115,13 @@ impl fmt::Display for InsertError {
                 write!(f, "no / before catch-all in path '{path}'")
             }
             Self::InvalidEscape { path } => write!(f, "invalid escape string in path '{path}'"),
+            Self::NoHandlers { method, path } => write!(
+                f,
+                "there must be at least one handler for {method} '{path}'"
+            ),
+            Self::InvalidMethod { method, path } => {
+                write!(f, "http method {method} is not valid for path '{path}'")
+            }
             Self::AlreadyRegistered { path } => {
                 write!(f, "handlers are already registered for path '{path}'")
             }

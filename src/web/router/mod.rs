@@ -67,12 +67,14 @@
 //! `error.rs` the registration errors.
 
 mod error;
+mod fixed;
 mod miss;
 mod node;
 mod params;
 mod tree;
 
 pub use error::InsertError;
+pub use fixed::clean_path;
 pub use miss::{allow_header, redirect_answer, Miss};
 pub use params::{Param, Params};
 pub use tree::*;

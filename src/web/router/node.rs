@@ -293,7 +293,7 @@ impl<T> Node<T> {
 
     /// True if some route of this tree matches `path`.
     pub(super) fn matches(&self, path: &str) -> bool {
-        self.find(path, 0, &mut Params::new()).is_some()
+        self.find(path, 0, &mut Params::new(true)).is_some()
     }
 
     /// Matches this node at `path[pos..]`, then its children, depth first.

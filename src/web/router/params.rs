@@ -18,55 +18,66 @@ pub struct Param<'r, 'p> {
 
 /// The parameters of a matched route, in the order they appear in the route.
 #[derive(Clone, Default)]
-pub struct Params<'r, 'p>(Vec<Param<'r, 'p>>);
+pub struct Params<'r, 'p> {
+    list: Vec<Param<'r, 'p>>,
+    /// Values are taken as they are in the path, not decoded.
+    raw: bool,
+}
 
 impl<'r, 'p> Params<'r, 'p> {
-    /// An empty list (no allocation until the first value).
-    pub fn new() -> Self {
-        Params(Vec::new())
+    /// An empty list (no allocation until the first value), whose values
+    /// are percent-decoded unless `raw`.
+    pub fn new(raw: bool) -> Self {
+        Params {
+            list: Vec::new(),
+            raw,
+        }
     }
 
     /// The value of the first parameter called `name`, decoded.
     pub fn get(&self, name: &str) -> Option<&str> {
-        let param = self.0.iter().find(|param| **param.name == *name)?;
+        let param = self.list.iter().find(|param| **param.name == *name)?;
         Some(&param.value)
     }
 
     /// `(name, value)` pairs in route order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.0.iter().map(|param| (&**param.name, &*param.value))
+        self.list.iter().map(|param| (&**param.name, &*param.value))
     }
 
     /// The pairs as text of their own, for a context that outlives the
     /// router's borrow of the path.
     pub fn into_owned(self) -> Vec<(Arc<str>, Box<str>)> {
-        let pairs = self.0.into_iter().map(|p| (p.name.clone(), p.value.into()));
+        let pairs = self
+            .list
+            .into_iter()
+            .map(|p| (p.name.clone(), p.value.into()));
         pairs.collect()
     }
 
     /// How many parameters were captured.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.list.len()
     }
 
     /// True when the route has no parameters.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.list.is_empty()
     }
 
     /// Appends the value `raw`, decoded if it holds a `%` (Gin's
-    /// `UnescapePathValues`).
+    /// `UnescapePathValues`, on unless the list is `raw`).
     pub(crate) fn push(&mut self, name: &'r Arc<str>, raw: &'p str) {
-        let value = match raw.contains('%') {
+        let value = match !self.raw && raw.contains('%') {
             true => percent_decode(raw),
             false => Cow::Borrowed(raw),
         };
-        self.0.push(Param { name, value });
+        self.list.push(Param { name, value });
     }
 
     /// Forgets the parameters after the first `len` (used when backtracking).
     pub(crate) fn truncate(&mut self, len: usize) {
-        self.0.truncate(len);
+        self.list.truncate(len);
     }
 }
 
@@ -128,7 +139,7 @@ mod tests {
     #[test]
     fn params_truncate_to_a_mark_and_decode_only_escaped_values() {
         let names: Vec<Arc<str>> = ["a", "b", "c", "d", "e", "f"].map(Arc::from).into();
-        let mut params = Params::new();
+        let mut params = Params::new(false);
         for name in &names {
             params.push(name, name);
         }
@@ -139,7 +150,7 @@ mod tests {
         assert_eq!(params.get("e"), None);
         params.push(&names[2], "x%20y");
         assert_eq!(params.get("c"), Some("x y"));
-        assert!(matches!(params.0[0].value, Cow::Borrowed(_)));
+        assert!(matches!(params.list[0].value, Cow::Borrowed(_)));
         assert!(!params.is_empty());
         assert!(Params::default().is_empty());
     }
@@ -147,7 +158,7 @@ mod tests {
     #[test]
     fn params_get_returns_the_first_of_repeated_names() {
         let id = Arc::<str>::from("id");
-        let mut params = Params::new();
+        let mut params = Params::new(false);
         params.push(&id, "first");
         params.push(&id, "second");
         assert_eq!(params.get("id"), Some("first"));

@@ -28,6 +28,8 @@ pub struct Router<T> {
     trees: Vec<(Method, Node<T>)>,
     /// Every registered (method, path), in registration order.
     routes: Vec<(Method, String)>,
+    /// Parameter values as sent, not percent-decoded (see [`Self::raw_values`]).
+    raw_values: bool,
 }
 
 /// The outcome of [`Router::lookup`], checked in this order (as Gin does).
@@ -51,6 +53,7 @@ impl<T> Router<T> {
         Router {
             trees: Vec::new(),
             routes: Vec::new(),
+            raw_values: false,
         }
     }
 
@@ -86,7 +89,7 @@ impl<T> Router<T> {
     pub fn lookup<'r, 'p>(&'r self, method: &Method, path: &'p str) -> Lookup<'r, 'p, T> {
         let root = self.tree(method);
         if let Some(root) = root {
-            let mut params = Params::new();
+            let mut params = Params::new(self.raw_values);
             if let Some(value) = root.find(path, 0, &mut params) {
                 return Lookup::Found { value, params };
             }
@@ -100,14 +103,47 @@ impl<T> Router<T> {
         Miss::decide(
             path,
             |other| root.is_some_and(|root| root.matches(other)),
-            || {
-                self.trees
-                    .iter()
-                    .filter(|(m, root)| m != method && root.matches(path))
-                    .map(|(m, _)| m.clone())
-                    .collect()
-            },
+            || self.allowed(method, path),
         )
+    }
+
+    /// The methods other than `method` with a route matching `path`: what a
+    /// 405 lists in `Allow` (unsorted).
+    pub fn allowed(&self, method: &Method, path: &str) -> Vec<Method> {
+        self.trees
+            .iter()
+            .filter(|(m, root)| m != method && root.matches(path))
+            .map(|(m, _)| m.clone())
+            .collect()
+    }
+
+    /// Take parameter values as the path has them, without percent-decoding
+    /// (Gin's `UnescapePathValues` off); decoding is on by default.
+    pub fn raw_values(&mut self, raw: bool) {
+        self.raw_values = raw;
+    }
+
+    /// Gin's `RedirectFixedPath`: a path of `method`'s routes that `path`
+    /// names case-insensitively, with or without its trailing slash, once
+    /// cleaned; a route with fewer wildcards is preferred, as the tree
+    /// prefers static text. `None` if there is none.
+    pub fn fixed_path(&self, method: &Method, path: &str) -> Option<String> {
+        let cleaned = super::fixed::clean_path(path);
+        let toggled = match cleaned.strip_suffix('/') {
+            Some(without) if !without.is_empty() => without.to_owned(),
+            _ => format!("{cleaned}/"),
+        };
+        let mut routes: Vec<&str> = (self.routes.iter())
+            .filter(|(m, _)| m == method)
+            .map(|(_, route)| route.as_str())
+            .collect();
+        routes.sort_by_key(|route| route.matches([':', '*']).count());
+        let found = [&cleaned, &toggled].into_iter().find_map(|candidate| {
+            (routes.iter())
+                .filter_map(|route| super::fixed::in_route_case(route, candidate))
+                .find(|fixed| matches!(self.lookup(method, fixed), Lookup::Found { .. }))
+        });
+        found
     }
 
     /// The registered (method, path) pairs, in registration order.
