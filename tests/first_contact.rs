@@ -482,3 +482,43 @@ fn no_metrics_turns_off_get_metrics_in_router_demo_and_token_auth() {
         }
     }
 }
+
+/// Kratos' `${KEY}` / `${KEY:default}` placeholders, read from
+/// `GREETER_`-prefixed environment variables: set, the greeter starts on
+/// what they say; unset without a default, it refuses to start naming the
+/// key and the variable (Kratos would substitute an empty string).
+#[test]
+fn config_placeholders_read_the_prefixed_environment_or_refuse_naming_key_and_variable() {
+    let dir = TempDir::new("placeholders");
+    let yaml = config_text(":memory:", "1s", "1s")
+        .replacen("source: \":memory:\"", "source: \"${DB_SOURCE}\"", 1)
+        .replacen("addr: 127.0.0.1:0", "addr: \"${HTTP_ADDR:127.0.0.1:0}\"", 1);
+    assert!(
+        yaml.contains("${DB_SOURCE}") && yaml.contains("${HTTP_ADDR"),
+        "{yaml}"
+    );
+    let config = dir.0.join("config.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    let out = run({
+        let mut cmd = command(GREETER, &dir.0);
+        cmd.args(["--config", "config.yaml"])
+            .env_remove("GREETER_DB_SOURCE");
+        cmd
+    });
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(
+            "data.database.source: placeholder ${DB_SOURCE} has no value: set the \
+             environment variable GREETER_DB_SOURCE"
+        ),
+        "{err}"
+    );
+    let path = config.display().to_string();
+    let env = [("GREETER_DB_SOURCE", ":memory:")];
+    let (mut child, addrs, _out) = support::bin::spawn(GREETER, &["--config", &path], &env, 2);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(addrs.iter().all(|a| a.ip().is_loopback()), "{addrs:?}");
+    assert!(!dir.0.join("${DB_SOURCE}").exists());
+}

@@ -54,6 +54,11 @@ use serde::Deserialize;
 use crate::config;
 use crate::ops::cors::{Cors, CorsConfig};
 
+/// The prefix of the environment variables that `${KEY}` placeholders in
+/// the greeter config read (`${DB_PASSWORD}` reads `GREETER_DB_PASSWORD`), as
+/// Kratos' `env.NewSource("GREETER_")`: see [`config::resolve`].
+pub const ENV_PREFIX: &str = "GREETER_";
+
 /// Networks a server can listen on (Go's names; `tcp` picks from the address).
 const SERVER_NETWORKS: [&str; 3] = ["tcp", "tcp4", "tcp6"];
 /// Networks a cache can be reached over.
@@ -347,7 +352,7 @@ impl Config {
 
     /// Reads and checks the file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        config::load::<Config>(path)?.checked()
+        config::load_with_env::<Config>(path, ENV_PREFIX)?.checked()
     }
 
     /// Parses and checks a configuration held in memory.

@@ -45,6 +45,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// The prefix of the environment variables that `${KEY}` placeholders in
+/// the token-auth config read (`${DB_PASSWORD}` reads `TOKEN_AUTH_DB_PASSWORD`), as
+/// Kratos' `env.NewSource("TOKEN_AUTH_")`: see [`config::resolve`].
+pub const ENV_PREFIX: &str = "TOKEN_AUTH_";
+
 /// Registration of this service at one provider.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -277,7 +282,7 @@ impl std::error::Error for UrlError {
 impl FileConfig {
     /// Read and check the file at `path`.
     pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
-        config::load::<FileConfig>(path)?.checked()
+        config::load_with_env::<FileConfig>(path, ENV_PREFIX)?.checked()
     }
 
     /// Parse and check YAML text. An empty text is a valid "no providers"
