@@ -620,6 +620,30 @@ fn request_log_redacts_secret_query_values_and_caps_long_paths() {
     child.wait().unwrap();
 }
 
+/// Issue: a client could put raw U+202E (right-to-left override), U+2028,
+/// `"` and `|` into the access line through the request target. They are
+/// escaped by the one rule of every log line.
+#[test]
+fn the_access_line_escapes_bidi_controls_separators_quotes_and_bars_a_client_sent() {
+    use std::io::Write;
+    let (mut child, mut out, _, addr) = start_binary(&["--quiet"]);
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    let target = "/x\"|200|\u{202e}gpj.exe\u{2028}y";
+    write!(conn, "GET {target} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut conn, &mut answer);
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(
+        line.contains(r#""/x\"\u{7c}200\u{7c}\u{202e}gpj.exe\u{2028}y""#),
+        "{line}"
+    );
+    assert!(!line.contains('\u{202e}') && !line.contains('\u{2028}'), "{line}");
+    assert_eq!(line.matches(" | ").count(), 5, "{line}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 #[test]
 fn a_log_reader_that_never_reads_does_not_stop_the_server() {
     // stdout is a pipe nobody reads: it fills after a few hundred lines. The

@@ -22,6 +22,7 @@
 //! Nothing is lost on a clean exit: the binaries call [`Sink::flush`] (with a
 //! bound, since a reader that never reads must not hold the exit forever).
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -277,33 +278,44 @@ pub fn push_trace_id(buf: &mut Vec<u8>) {
     }
 }
 
-/// Append `text` to `buf`, cut to at most `max` bytes (on a character
-/// boundary, marked with `…`), with control characters escaped so that user
-/// input cannot forge or break log lines.
+/// The one escaping rule for text a client controls, in every log line of
+/// every service: as Rust's `Debug` quotes a string (control characters,
+/// C1, bidi controls such as U+202E, the line and paragraph separators
+/// U+2028 and U+2029, `"` and `\` are escaped), and `|`, the field
+/// separator of the access lines, as `\u{7c}`. A client can then neither
+/// end a line, nor fake a field, nor make a line display as other text.
+pub fn escape_for_log(text: &str) -> Cow<'_, str> {
+    if text.bytes().all(plain) {
+        return Cow::Borrowed(text);
+    }
+    let quoted = format!("{text:?}");
+    Cow::Owned(quoted[1..quoted.len() - 1].replace('|', "\\u{7c}"))
+}
+
+/// A byte [`escape_for_log`] keeps as it is.
+fn plain(b: u8) -> bool {
+    (0x20..0x7f).contains(&b) && !matches!(b, b'"' | b'\\' | b'|')
+}
+
+/// Append `text` to `buf`, escaped by [`escape_for_log`], cut to at most
+/// `max` bytes of the text (on a character boundary, marked with `…`).
 pub(crate) fn push_capped(buf: &mut Vec<u8>, text: &str, max: usize) {
-    // Printable ASCII that fits, the usual path or method, is copied whole.
-    if text.len() <= max && text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+    // Plain ASCII that fits, the usual path or method, is copied whole.
+    if text.len() <= max && text.bytes().all(plain) {
         return buf.extend_from_slice(text.as_bytes());
     }
     push_escaped(buf, text, max);
 }
 
-/// [`push_capped`] for text that is not printable ASCII or is too long.
+/// [`push_capped`] for text that needs escaping or is too long.
 fn push_escaped(buf: &mut Vec<u8>, text: &str, max: usize) {
-    let mut used = 0;
-    for ch in text.chars() {
-        let len = if ch.is_control() { 4 } else { ch.len_utf8() };
-        if used + len > max {
-            buf.extend_from_slice("…".as_bytes());
-            return;
-        }
-        used += len;
-        if ch.is_control() {
-            let _ = write!(buf, "\\x{:02x}", u32::from(ch) & 0xff);
-        } else {
-            let mut tmp = [0u8; 4];
-            buf.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
-        }
+    let mut cut = text.len().min(max);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    buf.extend_from_slice(escape_for_log(&text[..cut]).as_bytes());
+    if cut < text.len() {
+        buf.extend_from_slice("…".as_bytes());
     }
 }
 
@@ -426,12 +438,26 @@ mod tests {
     }
 
     #[test]
-    fn user_text_in_log_lines_is_capped_and_control_characters_escaped() {
-        let cases: [(&str, usize, &str); 4] = [
+    fn user_text_in_log_lines_is_capped_and_escaped_by_one_rule() {
+        let cases: [(&str, usize, &str); 14] = [
             ("/hello", 64, "/hello"),
             ("/aaaaaaaaaa", 4, "/aaa…"),
-            ("/a\nb\0", 64, "/a\\x0ab\\x00"),
+            ("/a\nb\0", 64, "/a\\nb\\0"),
+            ("/\r\t\x1b[31m", 64, "/\\r\\t\\u{1b}[31m"),
+            ("/\u{7f}\u{85}\u{9b}", 64, "/\\u{7f}\\u{85}\\u{9b}"),
+            ("/x\u{202e}gpj.exe", 64, "/x\\u{202e}gpj.exe"),
+            (
+                "/\u{2066}\u{2069}\u{200f}\u{61c}",
+                64,
+                "/\\u{2066}\\u{2069}\\u{200f}\\u{61c}",
+            ),
+            ("/a\u{2028}b\u{2029}", 64, "/a\\u{2028}b\\u{2029}"),
+            ("/\" | 200 | x", 64, "/\\\" \\u{7c} 200 \\u{7c} x"),
+            ("/back\\slash", 64, "/back\\\\slash"),
             ("/é€", 3, "/é…"),
+            ("/é€", 64, "/é€"),
+            ("/\u{feff}", 64, "/\\u{feff}"),
+            ("", 8, ""),
         ];
         for (input, max, want) in cases {
             let mut buf = Vec::new();

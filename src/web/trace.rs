@@ -211,24 +211,18 @@ pub(crate) enum Unwound<'a> {
     TimedOut,
 }
 
-/// A panic message on one line of at most 200 characters: a control
-/// character (a newline would start a forged log line) is written `\x0a`,
-/// as the log lines write it.
+/// A panic message on one line of at most 200 characters, escaped by the
+/// one rule of every log line ([`crate::ops::log::escape_for_log`]): a
+/// newline, which would start a forged log line, is written `\n`.
 struct OneLine<'a>(&'a str);
 
 impl std::fmt::Display for OneLine<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use std::fmt::Write;
-        for (i, ch) in self.0.chars().enumerate() {
-            if i == 200 {
-                return f.write_char('…');
-            }
-            match ch.is_control() {
-                true => write!(f, "\\x{:02x}", u32::from(ch) & 0xff)?,
-                false => f.write_char(ch)?,
-            }
-        }
-        Ok(())
+        let (shown, cut) = match self.0.char_indices().nth(200) {
+            Some((at, _)) => (&self.0[..at], "…"),
+            None => (self.0, ""),
+        };
+        write!(f, "{}{cut}", crate::ops::log::escape_for_log(shown))
     }
 }
 
@@ -310,7 +304,7 @@ mod tests {
                 "      enter 2 mw",
                 "        2 mw: next()",
                 "        enter 3 boom",
-                r"        exit  3 boom [panicked: boom went off\x0asecond line]",
+                r"        exit  3 boom [panicked: boom went off\nsecond line]",
                 "      exit  2 mw [cut short: its code after next() did not run]",
                 "      1 recovery: caught the panic",
                 "      1 recovery: abort() (4 after will not run)",
@@ -322,7 +316,7 @@ mod tests {
         );
         assert_eq!(
             held,
-            "[recovery] GET /boom panicked: boom went off\\x0asecond line\n"
+            "[recovery] GET /boom panicked: boom went off\\nsecond line\n"
         );
     }
 

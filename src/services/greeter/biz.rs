@@ -333,25 +333,23 @@ pub const PASSWORD_MAX_BYTES: usize = 128;
 /// entry in the repeated field 1 + 2 + 197 = 200 bytes.
 pub const MAX_WIRE_USER_BYTES: usize = 200;
 
-/// A value quoted for a log line, cut at 64 characters so a huge request
-/// cannot flood the log.
+/// A value quoted for a log line, escaped by the one rule of every log line
+/// ([`crate::ops::log::escape_for_log`]) and cut at 64 characters so a huge
+/// request cannot flood the log.
 struct Preview<'a>(&'a str);
 
 impl fmt::Display for Preview<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const MAX: usize = 64;
         let value = self.0;
-        // Printable ASCII with nothing to escape, the usual name, is quoted
-        // as it is: `{:?}` escapes character by character.
-        let plain = |b: u8| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\';
-        if value.len() <= MAX && value.bytes().all(plain) {
-            f.write_str("\"")?;
-            f.write_str(value)?;
-            return f.write_str("\"");
-        }
-        match value.char_indices().nth(MAX) {
-            None => write!(f, "{value:?}"),
-            Some((cut, _)) => write!(f, "{:?}... ({} bytes)", &value[..cut], value.len()),
+        let (shown, cut) = match value.char_indices().nth(MAX) {
+            None => (value, false),
+            Some((at, _)) => (&value[..at], true),
+        };
+        write!(f, "\"{}\"", crate::ops::log::escape_for_log(shown))?;
+        match cut {
+            true => write!(f, "... ({} bytes)", value.len()),
+            false => Ok(()),
         }
     }
 }
@@ -382,9 +380,12 @@ mod tests {
             "tab\t",
             "é",
             "\u{7f}",
+            "rtl\u{202e}txt",
         ] {
             assert_eq!(Preview(name).to_string(), format!("{name:?}"), "{name:?}");
         }
+        // `|`, a field separator of the access lines, too: the one rule.
+        assert_eq!(Preview("a|b").to_string(), "\"a\\u{7c}b\"");
         let long = "x".repeat(70);
         assert_eq!(
             Preview(&long).to_string(),

@@ -67,7 +67,11 @@ pub fn fail(c: &mut Context, status: StatusCode, message: &str) {
 pub fn internal(c: &mut Context, what: &str, cause: &dyn std::fmt::Display) {
     log::message(
         "token-auth",
-        format_args!("{} {}: {what}: {cause}", c.method(), c.path()),
+        format_args!(
+            "{} {}: {what}: {cause}",
+            c.method(),
+            log::escape_for_log(c.path())
+        ),
     );
     fail(c, StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR);
 }
@@ -87,7 +91,11 @@ pub fn store_failure(c: &mut Context, what: &str, e: &StoreError) {
         StoreError::Down(_) => {
             log::message(
                 "token-auth",
-                format_args!("{} {}: {what}: {e}", c.method(), c.path()),
+                format_args!(
+                    "{} {}: {what}: {e}",
+                    c.method(),
+                    log::escape_for_log(c.path())
+                ),
             );
             fail(c, StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE)
         }
@@ -189,7 +197,7 @@ impl ErrorResponse for ApiError {
             ApiError::Logged { note, answer } => {
                 log::message(
                     "token-auth",
-                    format_args!("{} {}: {note}", c.method(), c.path()),
+                    format_args!("{} {}: {note}", c.method(), log::escape_for_log(c.path())),
                 );
                 answer.respond(c);
             }
@@ -239,7 +247,12 @@ pub fn authenticate(service: Arc<AuthService>) -> Handler {
                     };
                     log::message(
                         "token-auth",
-                        format_args!("{} {}: refused token: {why}", c.method(), c.path()),
+                        format_args!(
+                            "{} {}: refused token: {}",
+                            c.method(),
+                            log::escape_for_log(c.path()),
+                            log::escape_for_log(&why)
+                        ),
                     );
                     return unauthorized(c, TOKEN_INVALID, true);
                 }
