@@ -114,3 +114,58 @@ async fn without_cors_configured_no_answer_has_access_control_headers() {
     .await;
     assert!(r.headers.get("access-control-allow-origin").is_none());
 }
+
+/// Issue: with CORS configured, answers to requests without `Origin` had no
+/// `Vary: Origin`, so a shared cache could hand one to a cross-origin page.
+#[tokio::test]
+async fn with_cors_configured_answers_without_origin_carry_vary_origin_too() {
+    let g = start_with_cors().await;
+    for path in ["/helloworld/ann", "/no/such/route"] {
+        let r = send(Proto::H1, g.http, Method::GET, path, &[], Bytes::new()).await;
+        assert_eq!(r.headers["vary"], "Origin", "{path}");
+        assert!(r.headers.get("access-control-allow-origin").is_none());
+    }
+}
+
+/// Issue: a cross-origin "simple" POST (`Content-Type: text/plain`, no
+/// preflight) of a JSON body registered a user. A body not declared JSON is
+/// refused as Kratos refuses a Content-Type it has no codec for: 400 `CODEC`,
+/// and nothing is stored.
+#[tokio::test]
+async fn a_body_not_declared_json_is_refused_400_codec_and_nothing_is_stored() {
+    let g = start_with_cors().await;
+    let body = Bytes::from_static(br#"{"username":"mallory","password":"pw"}"#);
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
+        let mut headers = vec![("origin", "http://evil.example")];
+        headers.extend(content_type.map(|t| ("content-type", t)));
+        let r = send(
+            Proto::H1,
+            g.http,
+            Method::POST,
+            "/v1/users",
+            &headers,
+            body.clone(),
+        )
+        .await;
+        assert_eq!(r.status, 400, "{content_type:?}: {}", r.text());
+        let got: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(got["reason"], "CODEC", "{got}");
+    }
+    let json = [("content-type", "application/json; charset=utf-8")];
+    let r = send(
+        Proto::H1,
+        g.http,
+        Method::GET,
+        "/v1/users",
+        &json,
+        Bytes::new(),
+    )
+    .await;
+    assert!(!r.text().contains("mallory"), "{}", r.text());
+    let r = send(Proto::H1, g.http, Method::POST, "/v1/users", &json, body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+}

@@ -629,7 +629,11 @@ fn the_access_line_escapes_bidi_controls_separators_quotes_and_bars_a_client_sen
     let (mut child, mut out, _, addr) = start_binary(&["--quiet"]);
     let mut conn = std::net::TcpStream::connect(addr).unwrap();
     let target = "/x\"|200|\u{202e}gpj.exe\u{2028}y";
-    write!(conn, "GET {target} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+    write!(
+        conn,
+        "GET {target} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut answer = Vec::new();
     let _ = std::io::Read::read_to_end(&mut conn, &mut answer);
     let mut line = String::new();
@@ -638,7 +642,10 @@ fn the_access_line_escapes_bidi_controls_separators_quotes_and_bars_a_client_sen
         line.contains(r#""/x\"\u{7c}200\u{7c}\u{202e}gpj.exe\u{2028}y""#),
         "{line}"
     );
-    assert!(!line.contains('\u{202e}') && !line.contains('\u{2028}'), "{line}");
+    assert!(
+        !line.contains('\u{202e}') && !line.contains('\u{2028}'),
+        "{line}"
+    );
     assert_eq!(line.matches(" | ").count(), 5, "{line}");
     child.kill().unwrap();
     child.wait().unwrap();

@@ -43,7 +43,10 @@ impl Cors {
 async fn cors_handle(cors: &Cors, c: &mut Context) {
     let origin = c.header(ORIGIN.as_str()).map(str::to_owned);
     let Some(origin) = origin else {
-        return c.next().await;
+        // The answer still depends on `Origin` (its absence), so a shared
+        // cache must not hand it to a request that has one.
+        c.next().await;
+        return c.set_header(VARY, "Origin");
     };
     let preflight = c.method() == Method::OPTIONS;
     let requested = c

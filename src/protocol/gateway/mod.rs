@@ -308,6 +308,9 @@ impl Gateway {
         let answer = async {
             let values = values
                 .map_err(|e| Failure::new(Code::InvalidArgument, "INVALID_ARGUMENT", e.message))?;
+            if !c.body().is_empty() {
+                declared_json(c.header("content-type"))?;
+            }
             let bytes = self.input_message(route, c.body(), c.uri().query(), values)?;
             let framed = (route.handler)(bytes).await?;
             let message = framed
@@ -366,6 +369,28 @@ impl fmt::Debug for Gateway {
             )
             .finish()
     }
+}
+
+/// A request body is read only when it is declared JSON (`application/json`
+/// or a `+json` type), as Kratos picks its codec by `Content-Type` and
+/// answers 400 `CODEC` for one it has not registered: a cross-origin page's
+/// "simple" `text/plain` POST (no preflight) is refused, not read as JSON.
+fn declared_json(content_type: Option<&str>) -> Result<(), Failure> {
+    let media = content_type
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim();
+    let media = media.to_ascii_lowercase();
+    if media == "application/json"
+        || (media.starts_with("application/") && media.ends_with("+json"))
+    {
+        return Ok(());
+    }
+    let shown = content_type.unwrap_or("(none)");
+    let message = format!("unregistered Content-Type: {shown}; send the body as application/json");
+    Err(Failure::new(Code::InvalidArgument, "CODEC", message))
 }
 
 #[cfg(test)]
