@@ -3,6 +3,8 @@
 //! gives its connection slot back, a certificate that expired or a key of
 //! another certificate stops start-up naming the file, and SIGHUP swaps the
 //! certificate for new handshakes while open connections keep serving.
+//! Certificate paths that are FIFOs stall neither start-up, nor a reload,
+//! nor shutdown; garbage handshakes are logged at a bounded rate.
 
 mod support;
 
@@ -155,13 +157,21 @@ async fn at_the_connection_cap_a_stalled_handshake_gives_its_slot_to_a_new_clien
     assert_eq!(n, 0, "the stalled handshake is closed without an answer");
 }
 
-/// Run the greeter binary on `config` expecting a start-up failure; stderr.
-fn greeter_start_error(dir: &Path, config: &str) -> String {
+/// A greeter configuration in `dir` serving HTTPS with `cert` and `key`.
+fn greeter_tls_config(dir: &Path, cert: &Path, key: &Path) -> std::path::PathBuf {
+    let db = dir.join("g.db");
+    let config = config_text(path(&db), "1s", "1s").replacen(
+        "timeout: 1s }",
+        &format!(
+            "timeout: 1s, tls: {{ cert_file: {:?}, key_file: {:?} }} }}",
+            path(cert),
+            path(key)
+        ),
+        1,
+    );
     let file = dir.join("config.yaml");
     std::fs::write(&file, config).unwrap();
-    let out = run(Command::new(GREETER).args(["--config", path(&file)]));
-    assert!(!out.status.success(), "the greeter started");
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    file
 }
 
 #[test]
@@ -169,17 +179,10 @@ fn an_expired_certificate_is_a_start_up_error_naming_the_file() {
     let dir = TempDir::new("tls-expired");
     let pki = TestPki::expired("old CA");
     let (_, cert, key) = pki.write_files(&dir.0);
-    let db = dir.0.join("g.db");
-    let config = config_text(path(&db), "1s", "1s").replacen(
-        "timeout: 1s }",
-        &format!(
-            "timeout: 1s, tls: {{ cert_file: {:?}, key_file: {:?} }} }}",
-            path(&cert),
-            path(&key)
-        ),
-        1,
-    );
-    let err = greeter_start_error(&dir.0, &config);
+    let config = greeter_tls_config(&dir.0, &cert, &key);
+    let out = run(Command::new(GREETER).args(["--config", path(&config)]));
+    assert!(!out.status.success(), "the greeter started");
+    let err = String::from_utf8_lossy(&out.stderr);
     let want = format!(
         "greeter: server.http.tls: {}: the certificate expired on 2020-01-01",
         cert.display()
@@ -502,19 +505,8 @@ fn a_certificate_path_that_is_a_fifo_is_refused_at_start_up_naming_it() {
     let err = start_up_error_within_10s(&mut flags(&cert, null));
     assert!(err.contains(&refused(null, "a device")), "{err}");
     // The greeter's configuration names its key.
-    let db = dir.0.join("g.db");
-    let config = config_text(path(&db), "1s", "1s").replacen(
-        "timeout: 1s }",
-        &format!(
-            "timeout: 1s, tls: {{ cert_file: {:?}, key_file: {:?} }} }}",
-            path(&fifo),
-            path(&key)
-        ),
-        1,
-    );
-    let file = dir.0.join("config.yaml");
-    std::fs::write(&file, config).unwrap();
-    let err = start_up_error_within_10s(Command::new(GREETER).args(["--config", path(&file)]));
+    let config = greeter_tls_config(&dir.0, &fifo, &key);
+    let err = start_up_error_within_10s(Command::new(GREETER).args(["--config", path(&config)]));
     let want = format!("greeter: server.http.tls: {}", refused(&fifo, "a FIFO"));
     assert!(err.starts_with(&want), "{err}");
 }
@@ -554,32 +546,41 @@ async fn next_line_with(
     }
 }
 
+/// router-demo serving HTTPS with `cert` and `key` (killed when dropped,
+/// should an assertion fail first), and its log from the line after its
+/// address.
+fn tls_router_demo(
+    cert: &Path,
+    key: &Path,
+) -> (
+    support::bin::Server,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    let args = [
+        "--addr",
+        "127.0.0.1:0",
+        "--quiet",
+        "--tls-cert",
+        path(cert),
+        "--tls-key",
+        path(key),
+    ];
+    let (child, addrs, out) = support::bin::spawn(ROUTER_DEMO, &args, &[], 1);
+    let server = support::bin::Server {
+        child,
+        addrs,
+        _dir: None,
+    };
+    (server, out)
+}
+
 #[tokio::test]
 async fn a_reload_from_a_fifo_keeps_the_old_pair_and_the_server_answers() {
     let dir = TempDir::new("tls-fifo-reload");
     let pki = TestPki::new("fifo reload CA");
     let (cert, key) = pki.write_server_files(&dir.0);
-    let (child, addrs, out) = support::bin::spawn(
-        ROUTER_DEMO,
-        &[
-            "--addr",
-            "127.0.0.1:0",
-            "--quiet",
-            "--tls-cert",
-            path(&cert),
-            "--tls-key",
-            path(&key),
-        ],
-        &[],
-        1,
-    );
-    let addr = addrs[0];
-    // Killed when dropped, should an assertion fail first.
-    let mut server = support::bin::Server {
-        child,
-        addrs,
-        _dir: None,
-    };
+    let (mut server, out) = tls_router_demo(&cert, &key);
+    let addr = server.addrs[0];
     mkfifo(&cert);
     signal(&server.child, "-HUP");
     let (line, out) = next_line_with(out, "[tls] reload").await;
@@ -617,26 +618,8 @@ async fn handshake_failures_are_logged_at_a_bounded_rate_with_a_suppressed_count
     let dir = TempDir::new("tls-garbage");
     let pki = TestPki::new("garbage CA");
     let (cert, key) = pki.write_server_files(&dir.0);
-    let (child, addrs, out) = support::bin::spawn(
-        ROUTER_DEMO,
-        &[
-            "--addr",
-            "127.0.0.1:0",
-            "--quiet",
-            "--tls-cert",
-            path(&cert),
-            "--tls-key",
-            path(&key),
-        ],
-        &[],
-        1,
-    );
-    let addr = addrs[0];
-    let server = support::bin::Server {
-        child,
-        addrs,
-        _dir: None,
-    };
+    let (server, out) = tls_router_demo(&cert, &key);
+    let addr = server.addrs[0];
     let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let seen = lines.clone();
     std::thread::spawn(move || {
