@@ -96,7 +96,9 @@ pub struct CertStore {
 impl CertStore {
     /// Read and check `cert_file` (PEM chain, leaf first) and `key_file`
     /// (PEM private key). The error names the file at fault: unreadable,
-    /// empty, a key of another certificate, an expired certificate.
+    /// not a regular file, empty, a key of another certificate, an expired
+    /// certificate. The files are read on a thread of their own; the
+    /// caller waits at most [`READ_LIMIT`] (a start-up error past it).
     pub fn load(
         cert_file: impl Into<PathBuf>,
         key_file: impl Into<PathBuf>,
