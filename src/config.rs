@@ -140,15 +140,7 @@ fn read_text(path: &Path) -> Result<String, Error> {
         path: path.to_owned(),
         source,
     };
-    // Only a regular file: opening a FIFO blocks until a writer comes (a
-    // service that never starts), and a device streams without end.
-    let kind = std::fs::metadata(path).map_err(read_err)?.file_type();
-    if !kind.is_file() {
-        return Err(read_err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("not a regular file ({})", file_kind(kind)),
-        )));
-    }
+    regular_file(path).map_err(read_err)?;
     let file = std::fs::File::open(path).map_err(read_err)?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
@@ -306,6 +298,22 @@ fn expand(
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// `Ok` if `path` is a regular file (after symbolic links), else why not
+/// (`not a regular file (a FIFO)`), found without opening it: opening a
+/// FIFO blocks until a writer comes (a service that never starts, a reload
+/// that never ends), and a device streams without end. Every file the
+/// services read at start-up (configuration, certificates) passes here.
+pub fn regular_file(path: &Path) -> std::io::Result<()> {
+    let kind = std::fs::metadata(path)?.file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("not a regular file ({})", file_kind(kind)),
+    ))
 }
 
 /// What a path that is not a regular file is, for the start-up error.

@@ -3,6 +3,8 @@
 //! gives its connection slot back, a certificate that expired or a key of
 //! another certificate stops start-up naming the file, and SIGHUP swaps the
 //! certificate for new handshakes while open connections keep serving.
+//! Certificate paths that are FIFOs stall neither start-up, nor a reload,
+//! nor shutdown; garbage handshakes are logged at a bounded rate.
 
 mod support;
 
@@ -155,13 +157,21 @@ async fn at_the_connection_cap_a_stalled_handshake_gives_its_slot_to_a_new_clien
     assert_eq!(n, 0, "the stalled handshake is closed without an answer");
 }
 
-/// Run the greeter binary on `config` expecting a start-up failure; stderr.
-fn greeter_start_error(dir: &Path, config: &str) -> String {
+/// A greeter configuration in `dir` serving HTTPS with `cert` and `key`.
+fn greeter_tls_config(dir: &Path, cert: &Path, key: &Path) -> std::path::PathBuf {
+    let db = dir.join("g.db");
+    let config = config_text(path(&db), "1s", "1s").replacen(
+        "timeout: 1s }",
+        &format!(
+            "timeout: 1s, tls: {{ cert_file: {:?}, key_file: {:?} }} }}",
+            path(cert),
+            path(key)
+        ),
+        1,
+    );
     let file = dir.join("config.yaml");
     std::fs::write(&file, config).unwrap();
-    let out = run(Command::new(GREETER).args(["--config", path(&file)]));
-    assert!(!out.status.success(), "the greeter started");
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    file
 }
 
 #[test]
@@ -169,17 +179,10 @@ fn an_expired_certificate_is_a_start_up_error_naming_the_file() {
     let dir = TempDir::new("tls-expired");
     let pki = TestPki::expired("old CA");
     let (_, cert, key) = pki.write_files(&dir.0);
-    let db = dir.0.join("g.db");
-    let config = config_text(path(&db), "1s", "1s").replacen(
-        "timeout: 1s }",
-        &format!(
-            "timeout: 1s, tls: {{ cert_file: {:?}, key_file: {:?} }} }}",
-            path(&cert),
-            path(&key)
-        ),
-        1,
-    );
-    let err = greeter_start_error(&dir.0, &config);
+    let config = greeter_tls_config(&dir.0, &cert, &key);
+    let out = run(Command::new(GREETER).args(["--config", path(&config)]));
+    assert!(!out.status.success(), "the greeter started");
+    let err = String::from_utf8_lossy(&out.stderr);
     let want = format!(
         "greeter: server.http.tls: {}: the certificate expired on 2020-01-01",
         cert.display()
@@ -423,5 +426,262 @@ async fn handlers_see_whether_their_request_came_over_tls_and_its_trace() {
     assert_eq!(
         cleartext.text(),
         "tls=false trace=4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+}
+
+/// Make a FIFO at `at` (where a hung network mount would be: opening it
+/// blocks until a writer comes, which never does here).
+fn mkfifo(at: &Path) {
+    let _ = std::fs::remove_file(at);
+    let made = run(Command::new("mkfifo").arg(at));
+    assert!(made.status.success(), "mkfifo {}", at.display());
+}
+
+/// Wait at most `limit` for `child` to exit; `false` (and the child
+/// killed) if it did not.
+fn exits_within(child: &mut std::process::Child, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    false
+}
+
+/// Start `cmd` expecting it to fail at start-up within 10 s; its stderr.
+fn start_up_error_within_10s(cmd: &mut Command) -> String {
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the binary");
+    let name = format!("{:?}", cmd.get_program());
+    assert!(
+        exits_within(&mut child, Duration::from_secs(10)),
+        "{name} still starting after 10 s (blocked on a certificate file?)"
+    );
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!child.wait().unwrap().success(), "{name} started: {err}");
+    err
+}
+
+#[test]
+fn a_certificate_path_that_is_a_fifo_is_refused_at_start_up_naming_it() {
+    let dir = TempDir::new("tls-fifo-start");
+    let (_, cert, key) = TestPki::new("fifo CA").write_files(&dir.0);
+    let fifo = dir.0.join("fifo.pem");
+    mkfifo(&fifo);
+    let refused =
+        |p: &Path, kind: &str| format!("{}: cannot read: not a regular file ({kind})", p.display());
+    let flags = |cert: &Path, key: &Path| {
+        let mut cmd = Command::new(ROUTER_DEMO);
+        cmd.args([
+            "--addr",
+            "127.0.0.1:0",
+            "--tls-cert",
+            path(cert),
+            "--tls-key",
+            path(key),
+        ]);
+        cmd
+    };
+    let err = start_up_error_within_10s(&mut flags(&fifo, &key));
+    assert!(err.contains(&refused(&fifo, "a FIFO")), "{err}");
+    let err = start_up_error_within_10s(&mut flags(&cert, &fifo));
+    assert!(err.contains(&refused(&fifo, "a FIFO")), "{err}");
+    // A device is no certificate either (it reads as empty, or without end).
+    let null = Path::new("/dev/null");
+    let err = start_up_error_within_10s(&mut flags(&cert, null));
+    assert!(err.contains(&refused(null, "a device")), "{err}");
+    // The greeter's configuration names its key.
+    let config = greeter_tls_config(&dir.0, &fifo, &key);
+    let err = start_up_error_within_10s(Command::new(GREETER).args(["--config", path(&config)]));
+    let want = format!("greeter: server.http.tls: {}", refused(&fifo, "a FIFO"));
+    assert!(err.starts_with(&want), "{err}");
+}
+
+/// Send SIGHUP (or another signal) to `child`.
+fn signal(child: &std::process::Child, sig: &str) {
+    let sent = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+/// The next line of `out` containing `needle`, read for at most 10 s.
+async fn next_line_with(
+    out: std::io::BufReader<std::process::ChildStdout>,
+    needle: &'static str,
+) -> (
+    Option<String>,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    let reading = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        let mut out = out;
+        let mut line = String::new();
+        while out.read_line(&mut line).unwrap_or(0) > 0 {
+            if line.contains(needle) {
+                return (Some(line), out);
+            }
+            line.clear();
+        }
+        (None, out)
+    });
+    match tokio::time::timeout(Duration::from_secs(10), reading).await {
+        Ok(done) => done.unwrap(),
+        Err(_) => panic!("no line with {needle:?} within 10 s"),
+    }
+}
+
+/// router-demo serving HTTPS with `cert` and `key` (killed when dropped,
+/// should an assertion fail first), and its log from the line after its
+/// address.
+fn tls_router_demo(
+    cert: &Path,
+    key: &Path,
+) -> (
+    support::bin::Server,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    let args = [
+        "--addr",
+        "127.0.0.1:0",
+        "--quiet",
+        "--tls-cert",
+        path(cert),
+        "--tls-key",
+        path(key),
+    ];
+    let (child, addrs, out) = support::bin::spawn(ROUTER_DEMO, &args, &[], 1);
+    let server = support::bin::Server {
+        child,
+        addrs,
+        _dir: None,
+    };
+    (server, out)
+}
+
+#[tokio::test]
+async fn a_reload_from_a_fifo_keeps_the_old_pair_and_the_server_answers() {
+    let dir = TempDir::new("tls-fifo-reload");
+    let pki = TestPki::new("fifo reload CA");
+    let (cert, key) = pki.write_server_files(&dir.0);
+    let (mut server, out) = tls_router_demo(&cert, &key);
+    let addr = server.addrs[0];
+    mkfifo(&cert);
+    signal(&server.child, "-HUP");
+    let (line, out) = next_line_with(out, "[tls] reload").await;
+    let line = line.expect("a line about the reload");
+    assert!(
+        line.contains("reload failed, keeping the previous certificate")
+            && line.contains(&format!(
+                "{}: cannot read: not a regular file (a FIFO)",
+                cert.display()
+            )),
+        "{line}"
+    );
+    // Every new handshake still gets the old pair, promptly.
+    for _ in 0..5 {
+        let mut conn = tokio::time::timeout(
+            Duration::from_secs(5),
+            keep_alive_connection(addr, pki.client_roots()),
+        )
+        .await
+        .expect("a handshake within 5 s")
+        .unwrap();
+        assert_eq!(hello(&mut conn).await, StatusCode::OK);
+    }
+    // And SIGTERM stops the process.
+    std::thread::spawn(move || std::io::copy(&mut { out }, &mut std::io::sink()));
+    signal(&server.child, "-TERM");
+    assert!(
+        exits_within(&mut server.child, Duration::from_secs(10)),
+        "still running 10 s after SIGTERM"
+    );
+}
+
+#[tokio::test]
+async fn handshake_failures_are_logged_at_a_bounded_rate_with_a_suppressed_count() {
+    let dir = TempDir::new("tls-garbage");
+    let pki = TestPki::new("garbage CA");
+    let (cert, key) = pki.write_server_files(&dir.0);
+    let (server, out) = tls_router_demo(&cert, &key);
+    let addr = server.addrs[0];
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = lines.clone();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in out.lines().map_while(Result::ok) {
+            if line.contains("TLS handshake error") {
+                seen.lock().unwrap().push(line);
+            }
+        }
+    });
+    // One garbage byte, then the client's end closed; wait for the server's.
+    let garbage = move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(&[0x00]).unwrap();
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let _ = s.read_to_end(&mut Vec::new());
+    };
+    const FLOOD: usize = 3_000;
+    let started = Instant::now();
+    let workers: Vec<_> = (0..10)
+        .map(|_| std::thread::spawn(move || (0..FLOOD / 10).for_each(|_| garbage())))
+        .collect();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+    let took = started.elapsed();
+    // After a quiet second, the next failure is logged with the count of
+    // those left out.
+    std::thread::sleep(Duration::from_millis(1_100));
+    garbage();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let logged = loop {
+        let logged = lines.lock().unwrap().clone();
+        if logged.len() > 1 && logged.last().is_some_and(|l| l.contains("suppressed")) {
+            break logged;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no line with the count: {logged:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(server);
+    // At most 10 lines a second, and every failure either logged or counted.
+    let seconds = took.as_secs() as usize + 2;
+    assert!(
+        logged.len() <= 10 * seconds,
+        "{} lines for {FLOOD} failures in {took:?}",
+        logged.len()
+    );
+    let suppressed: usize = logged
+        .iter()
+        .filter_map(|l| {
+            let (_, count) = l.rsplit_once("; ")?;
+            count
+                .strip_suffix(" similar line(s) suppressed")?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(
+        logged.len() + suppressed,
+        FLOOD + 1,
+        "every failure logged or counted: {logged:#?}"
     );
 }

@@ -10,6 +10,10 @@
 //! - [`PerClient`]: windows keyed by client address behind a mutex, reading
 //!   "now" from an injectable [`Clock`]; [`PerClient::middleware`] puts it in
 //!   front of a route as chain middleware.
+//! - [`LogLines`]: one window for the log lines of an event that can repeat
+//!   without end (a failed TLS handshake per garbage connection): past the
+//!   limit lines are counted, and the next line written says how many were
+//!   left out, as the log sink reports the lines it dropped.
 //!
 //! Memory: a key is forgotten once its newest event leaves the window. That
 //! happens in [`Windows::prune`] (run it periodically) and inline when a
@@ -198,6 +202,60 @@ impl PerClient {
     }
 }
 
+/// The log lines of one kind of event: at most `max` per `window` for the
+/// whole process (a flood from many addresses is still one flood), the
+/// others left out and counted.
+pub struct LogLines {
+    clock: Arc<dyn Clock>,
+    /// The window, and the lines left out since the last one written.
+    state: Mutex<(Windows<()>, u64)>,
+}
+
+impl LogLines {
+    /// At most `max` lines per `window`, on the [`Monotonic`] clock.
+    pub fn new(max: usize, window: Duration) -> LogLines {
+        LogLines::with_clock(max, window, Arc::new(Monotonic::default()))
+    }
+
+    /// The same limit reading "now" from `clock`.
+    pub fn with_clock(max: usize, window: Duration, clock: Arc<dyn Clock>) -> LogLines {
+        LogLines {
+            clock,
+            state: Mutex::new((Windows::new(max, window), 0)),
+        }
+    }
+
+    /// Whether a line may be written now: `Some`, carrying the count of
+    /// lines left out before it (written at its end), or `None` (this one
+    /// is left out, and counted).
+    pub fn admit(&self) -> Option<Suppressed> {
+        let now = self.clock.now();
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (window, left_out) = &mut *state;
+        match window.admit((), now) {
+            Ok(()) => Some(Suppressed(std::mem::take(left_out))),
+            Err(_) => {
+                *left_out += 1;
+                None
+            }
+        }
+    }
+}
+
+/// The lines [`LogLines`] left out before the one being written; as text,
+/// `; N similar line(s) suppressed`, or nothing when none were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Suppressed(pub u64);
+
+impl std::fmt::Display for Suppressed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            0 => Ok(()),
+            n => write!(f, "; {n} similar line(s) suppressed"),
+        }
+    }
+}
+
 /// A wait as the whole seconds a client is told (`Retry-After`, messages):
 /// rounded up, at least 1, so a client that waits that long gets in.
 pub fn retry_after_secs(wait: Duration) -> u64 {
@@ -317,6 +375,23 @@ mod tests {
             2,
             "the three stale keys went, the fresh one stays"
         );
+    }
+
+    #[test]
+    fn log_lines_past_the_limit_are_counted_and_the_next_line_says_how_many() {
+        let clock = Arc::new(Manual::default());
+        let lines = LogLines::with_clock(2, secs(1), clock.clone());
+        assert_eq!(lines.admit(), Some(Suppressed(0)));
+        assert_eq!(lines.admit(), Some(Suppressed(0)));
+        for _ in 0..5 {
+            assert_eq!(lines.admit(), None, "past the limit");
+        }
+        clock.advance(secs(1));
+        let next = lines.admit().expect("a new window");
+        assert_eq!(next, Suppressed(5));
+        assert_eq!(next.to_string(), "; 5 similar line(s) suppressed");
+        assert_eq!(lines.admit(), Some(Suppressed(0)), "the count was reported");
+        assert_eq!(Suppressed(0).to_string(), "");
     }
 
     #[test]

@@ -3,6 +3,11 @@
 //! certificate chain and a private key, the key belongs to the certificate,
 //! and the certificate is valid now. Each error names the file to fix.
 //!
+//! Only regular files are read, and the caller reads them on a thread of
+//! its own with a time bound ([`super::CertStore`]): a path that is a FIFO
+//! or sits on a hung network mount must not stall start-up, a reload or
+//! the runtime's shutdown.
+//!
 //! The validity period is read from the certificate's DER by hand (a walk
 //! of five TLV headers to `tbsCertificate.validity`): rustls checks
 //! validity only on the client side, and an X.509 parser crate would be a
@@ -11,7 +16,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -24,7 +29,7 @@ use crate::ops::timefmt::rfc3339;
 /// the file it is about.
 #[derive(Debug)]
 pub enum CertError {
-    /// The file cannot be read.
+    /// The file cannot be read (or is not a regular file).
     Read {
         path: PathBuf,
         source: std::io::Error,
@@ -43,6 +48,16 @@ pub enum CertError {
     Expired { path: PathBuf, not_after: String },
     /// The certificate is not valid yet (its `notBefore` is in the future).
     NotYetValid { path: PathBuf, not_before: String },
+    /// Reading the pair took longer than `limit` (a hung mount): the read
+    /// is abandoned on its thread.
+    Stalled {
+        cert: PathBuf,
+        key: PathBuf,
+        limit: Duration,
+    },
+    /// The previous read of the pair has not finished yet (it stalled), so
+    /// no other is started.
+    StillReading { cert: PathBuf },
 }
 
 impl fmt::Display for CertError {
@@ -89,6 +104,17 @@ impl fmt::Display for CertError {
                 "{}: the certificate is not valid before {not_before}",
                 path.display()
             ),
+            CertError::Stalled { cert, key, limit } => write!(
+                f,
+                "{} and {}: not read within {limit:?} (a hung file system?)",
+                cert.display(),
+                key.display()
+            ),
+            CertError::StillReading { cert } => write!(
+                f,
+                "{}: the previous read has not finished (stalled), not reading again",
+                cert.display()
+            ),
         }
     }
 }
@@ -110,10 +136,12 @@ pub fn load(
     provider: &CryptoProvider,
 ) -> Result<Arc<CertifiedKey>, CertError> {
     let read = |path: &Path| {
-        std::fs::read(path).map_err(|source| CertError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
+        crate::config::regular_file(path)
+            .and_then(|()| std::fs::read(path))
+            .map_err(|source| CertError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
     };
     let cert_pem = read(cert)?;
     let key_pem = read(key)?;
