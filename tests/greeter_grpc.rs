@@ -904,3 +904,48 @@ async fn a_reflection_answer_over_4_mib_is_resource_exhausted_not_sent() {
     assert_eq!(status.code, Code::ResourceExhausted, "{status}");
     assert!(status.message.contains("larger than max"), "{status}");
 }
+
+/// One reflection stream answers at most 4 MiB plus 4 times the bytes it
+/// was asked: small requests whose answers are whole descriptor files
+/// (28 bytes asked for 2,899 answered: 140 KB had 14.5 MB answered before
+/// the bound) end with RESOURCE_EXHAUSTED naming the bound.
+#[tokio::test]
+async fn a_reflection_stream_answers_at_most_4_mib_plus_4_times_what_it_was_asked() {
+    let g = start().await;
+    let ask = Frame::encode_message(&ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::FileContainingSymbol(
+            "helloworld.v1.Greeter".into(),
+        )),
+    });
+    let count = 5_000;
+    let body: Vec<u8> = ask
+        .iter()
+        .copied()
+        .cycle()
+        .take(ask.len() * count)
+        .collect();
+    let reply = raw_call(
+        g.grpc,
+        "POST",
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        &[],
+        &body,
+    )
+    .await;
+    let bound = 4 * 1024 * 1024 + 4 * body.len();
+    assert!(
+        reply.data.len() <= bound,
+        "{} bytes answered to {} asked",
+        reply.data.len(),
+        body.len()
+    );
+    let status = reply.status();
+    assert_eq!(status.code, Code::ResourceExhausted, "{status}");
+    assert!(
+        status
+            .message
+            .contains("4 MiB plus 4 times the bytes asked"),
+        "{status}"
+    );
+}

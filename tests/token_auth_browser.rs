@@ -49,12 +49,12 @@ fn assert_no_tokens(page: &Page) {
     );
 }
 
-/// The profile's `oauth_state` cookies.
+/// The profile's `oauth_state_github` cookies.
 async fn binding_cookies(profile: &Profile) -> Vec<Value> {
     let cookies = profile.cookies().await;
     cookies
         .into_iter()
-        .filter(|c| c["name"] == "oauth_state")
+        .filter(|c| c["name"] == "oauth_state_github")
         .collect()
 }
 
@@ -94,7 +94,7 @@ async fn a_browser_that_starts_and_finishes_a_sign_in_is_shown_the_token_object(
     // for the callback only, 10 minutes), and the answer removed it.
     let given = &page.set_cookies[0];
     assert!(
-        given.starts_with("oauth_state=")
+        given.starts_with("oauth_state_github=")
             && given.ends_with(
                 "; Path=/auth/oauth/github/callback; Max-Age=600; HttpOnly; SameSite=Lax"
             ),
@@ -103,7 +103,7 @@ async fn a_browser_that_starts_and_finishes_a_sign_in_is_shown_the_token_object(
     );
     assert_eq!(page.set_cookies.len(), 2, "{:?}", page.set_cookies);
     assert!(page.set_cookies[1]
-        .starts_with("oauth_state=; Path=/auth/oauth/github/callback; Max-Age=0"));
+        .starts_with("oauth_state_github=; Path=/auth/oauth/github/callback; Max-Age=0"));
     assert!(binding_cookies(&profile).await.is_empty(), "cookie cleared");
 }
 
@@ -124,7 +124,7 @@ async fn a_callback_from_a_sign_in_another_client_started_gives_a_fresh_browser_
     assert_eq!(page.status, 400, "{}", page.text);
     assert_eq!(
         json_of(&page),
-        json!({"error": "invalid state: no oauth_state cookie: finish the sign-in in the browser that started it"})
+        json!({"error": "invalid state: no oauth_state_github cookie: finish the sign-in in the browser that started it"})
     );
     assert_no_tokens(&page);
     assert_eq!(provider.token_calls(), 0, "the code was never exchanged");
@@ -144,7 +144,7 @@ async fn a_callback_from_a_sign_in_another_client_started_gives_a_fresh_browser_
     assert_eq!(page.status, 400, "{}", page.text);
     assert!(
         json_of(&page)["error"].as_str().is_some_and(|e| {
-            e.starts_with("invalid state: the oauth_state cookie is for another sign-in")
+            e.starts_with("invalid state: the oauth_state_github cookie is for another sign-in")
         }),
         "{}",
         page.text
@@ -198,7 +198,7 @@ async fn a_provider_denial_in_a_browser_is_a_clean_400_that_spends_the_state() {
     assert!(
         json_of(&page)["error"]
             .as_str()
-            .is_some_and(|e| e.starts_with("invalid state: no oauth_state cookie")),
+            .is_some_and(|e| e.starts_with("invalid state: no oauth_state_github cookie")),
         "{}",
         page.text
     );

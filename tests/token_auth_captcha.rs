@@ -141,6 +141,37 @@ async fn a_captcha_provider_outage_is_503_never_a_pass() {
 }
 
 #[tokio::test]
+async fn a_captcha_answer_with_a_duplicated_key_is_503_never_a_pass() {
+    let provider = FakeCaptcha::start("127.0.0.1:0", SECRET).await;
+    let s = server_with(&provider, SECRET).await;
+    fail_three_times(&s).await;
+    // Read last-wins, the first passes; read first-wins, the second does.
+    for answer in [
+        r#"{"success":false,"success":true,"hostname":"localhost","action":"login"}"#,
+        r#"{"success":true,"hostname":"localhost","action":"login","success":false}"#,
+        r#"{"success":true,"hostname":"evil.example","hostname":"localhost","action":"login"}"#,
+    ] {
+        provider.set_answer(Some(answer));
+        s.clock.advance(60); // past the 5 logins a minute
+        let token = provider.solve("localhost", "login");
+        let r = login(&s, "password1", Some(&token)).await;
+        assert_eq!(
+            r.status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{answer}: {}",
+            r.text()
+        );
+        assert_eq!(r.error(), CAPTCHA_UNAVAILABLE);
+    }
+    // An answer in one piece passes again.
+    provider.set_answer(None);
+    s.clock.advance(60);
+    let token = provider.solve("localhost", "login");
+    let r = login(&s, "password1", Some(&token)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+}
+
+#[tokio::test]
 async fn an_unreachable_captcha_provider_is_503() {
     let provider = FakeCaptcha::start("127.0.0.1:0", SECRET).await;
     let closed = std::net::TcpListener::bind("127.0.0.1:0")

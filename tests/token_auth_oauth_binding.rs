@@ -2,11 +2,13 @@
 //! can hold the pending sign-ins of everyone: black-box over real HTTP, with
 //! a loopback identity provider (tests/support/fake_provider.rs).
 //!
-//! - The redirect to the provider sets a cookie (`oauth_state`: HttpOnly,
-//!   SameSite=Lax, the callback's path, 10 minutes, Secure over TLS); the
-//!   callback needs it with the state, else 400, no tokens, and the state
-//!   is spent (login CSRF, RFC 9700 §4.7.1). tests/token_auth_browser.rs
-//!   shows the same in a real browser.
+//! - The redirect to the provider sets a cookie named per provider
+//!   (`oauth_state_github`: HttpOnly, SameSite=Lax, the callback's path, 10
+//!   minutes; over TLS `__Host-oauth_state_github`: Secure, `Path=/`, and
+//!   only that name is read); the callback needs exactly one, of its own
+//!   sign-in, with the state, else 400, no tokens, and the state is spent
+//!   (login CSRF, RFC 9700 §4.7.1). tests/token_auth_browser.rs shows the
+//!   same in a real browser.
 //! - One client address (IPv6 by its /64) holds at most `STATE_PER_CLIENT`
 //!   pending sign-ins: a flood from one address gets 429 and leaves the
 //!   others signing in.
@@ -28,10 +30,13 @@ use support::http::{Client, Proto, Reply};
 use support::oauth::{
     approve, begin, finish, octocat, provider_config, setup, stored_rows, APPID, SECRET,
 };
-use support::token_auth::{start_with, TEST_ENC_KEY};
+use support::token_auth::{start_with, AuthServer, TEST_ENC_KEY};
 
 const COOKIE_ATTRIBUTES: &str =
     "; Path=/auth/oauth/github/callback; Max-Age=600; HttpOnly; SameSite=Lax";
+/// What the cookie is over TLS: `__Host-` forces `Secure`, `Path=/` and no
+/// `Domain`, so no sibling subdomain can plant one.
+const TLS_COOKIE_ATTRIBUTES: &str = "; Path=/; Max-Age=600; HttpOnly; SameSite=Lax; Secure";
 
 /// No tokens in `reply`, whatever its status.
 fn assert_no_tokens(reply: &Reply) {
@@ -46,18 +51,21 @@ fn assert_no_tokens(reply: &Reply) {
 async fn login_sets_an_httponly_lax_cookie_for_the_callback_path_lasting_ten_minutes() {
     let (s, _provider) = setup().await;
     let begun = begin(&s).await;
-    let value = begun.cookie.strip_prefix("oauth_state=").expect("name");
+    let value = begun
+        .cookie
+        .strip_prefix("oauth_state_github=")
+        .expect("name");
     assert_eq!(value.len(), 43, "a 256-bit keyed hash: {value}");
     assert_eq!(
         begun.set_cookie,
-        format!("oauth_state={value}{COOKIE_ATTRIBUTES}"),
+        format!("oauth_state_github={value}{COOKIE_ATTRIBUTES}"),
         "no Secure on a plain HTTP listener"
     );
     assert_ne!(begin(&s).await.cookie, begun.cookie, "one per sign-in");
 }
 
-#[tokio::test]
-async fn the_cookie_is_secure_when_the_listener_is_tls() {
+/// Our server for the loopback provider, as it is behind a TLS listener.
+async fn setup_tls() -> (AuthServer, FakeProvider) {
     let provider = FakeProvider::start("127.0.0.1:0", APPID, SECRET, octocat()).await;
     let base = provider.base();
     let s = start_with(|settings, server_base| {
@@ -69,21 +77,49 @@ async fn the_cookie_is_secure_when_the_listener_is_tls() {
     })
     .await;
     provider.register_redirect_uri(&s.url("/auth/oauth/github/callback"));
+    (s, provider)
+}
+
+#[tokio::test]
+async fn over_tls_the_cookie_is_host_prefixed_secure_for_path_root_with_no_domain() {
+    let (s, _provider) = setup_tls().await;
     let begun = begin(&s).await;
-    assert!(
-        begun
-            .set_cookie
-            .ends_with(&format!("{COOKIE_ATTRIBUTES}; Secure")),
-        "{}",
-        begun.set_cookie
+    let value = begun
+        .cookie
+        .strip_prefix("__Host-oauth_state_github=")
+        .expect("the __Host- name");
+    assert_eq!(
+        begun.set_cookie,
+        format!("__Host-oauth_state_github={value}{TLS_COOKIE_ATTRIBUTES}")
     );
     let callback = approve(&begun.location).await;
     let reply = finish(&callback, Some(&begun.cookie)).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     assert_eq!(
         reply.header("set-cookie"),
-        Some(format!("oauth_state={COOKIE_ATTRIBUTES}; Secure").replace("600", "0")).as_deref()
+        Some(format!("__Host-oauth_state_github={TLS_COOKIE_ATTRIBUTES}").replace("600", "0"))
+            .as_deref()
     );
+}
+
+#[tokio::test]
+async fn over_tls_only_the_host_prefixed_cookie_is_read() {
+    let (s, provider) = setup_tls().await;
+    let begun = begin(&s).await;
+    let callback = approve(&begun.location).await;
+    // The right value under a name any subdomain can set is not read.
+    let unprefixed = begun.cookie.replace("__Host-", "");
+    let reply = finish(&callback, Some(&unprefixed)).await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.text());
+    assert!(
+        reply
+            .error()
+            .starts_with("invalid state: no __Host-oauth_state_github cookie"),
+        "{}",
+        reply.text()
+    );
+    assert_no_tokens(&reply);
+    assert_eq!(provider.token_calls(), 0);
 }
 
 #[tokio::test]
@@ -97,7 +133,7 @@ async fn callback_without_the_binding_cookie_is_400_and_spends_the_state() {
     assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.text());
     assert_eq!(
         reply.json(),
-        json!({"error": "invalid state: no oauth_state cookie: finish the sign-in in the browser that started it"})
+        json!({"error": "invalid state: no oauth_state_github cookie: finish the sign-in in the browser that started it"})
     );
     assert_no_tokens(&reply);
     assert_eq!(provider.token_calls(), 0, "the code was not exchanged");
@@ -120,7 +156,7 @@ async fn callback_with_another_sign_ins_cookie_is_400_and_spends_the_state() {
     assert!(
         reply
             .error()
-            .starts_with("invalid state: the oauth_state cookie is for another sign-in"),
+            .starts_with("invalid state: the oauth_state_github cookie is for another sign-in"),
         "{}",
         reply.text()
     );
@@ -137,12 +173,37 @@ async fn callback_with_another_sign_ins_cookie_is_400_and_spends_the_state() {
 }
 
 #[tokio::test]
-async fn a_browser_sending_several_oauth_state_cookies_passes_if_one_is_its_own() {
-    let (s, _provider) = setup().await;
-    let other = begin(&s).await;
+async fn a_callback_with_several_binding_cookies_for_its_provider_is_400_and_exchanges_nothing() {
+    let (s, provider) = setup().await;
+    // A cookie tossed from a sibling subdomain (another sign-in's, approved
+    // with the planter's account) next to the browser's own: fail closed,
+    // whichever comes first, and even when both are the browser's own.
+    let planted = begin(&s).await;
+    for order in 0..3 {
+        let own = begin(&s).await;
+        let callback = approve(&own.location).await;
+        let cookies = match order {
+            0 => format!("theme=dark; {}; {}", planted.cookie, own.cookie),
+            1 => format!("{}; theme=dark; {}", own.cookie, planted.cookie),
+            _ => format!("{}; {}", own.cookie, own.cookie),
+        };
+        let reply = finish(&callback, Some(&cookies)).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.text());
+        assert!(
+            reply
+                .error()
+                .starts_with("invalid state: several oauth_state_github cookies"),
+            "{}",
+            reply.text()
+        );
+        assert_no_tokens(&reply);
+    }
+    assert_eq!(provider.token_calls(), 0, "no code was exchanged");
+    assert_eq!(stored_rows(&s), (0, 0));
+    // Another provider's binding cookie beside its own is no duplicate.
     let own = begin(&s).await;
     let callback = approve(&own.location).await;
-    let cookies = format!("theme=dark; {}; {}", other.cookie, own.cookie);
+    let cookies = format!("oauth_state_google=x; oauth_state=y; {}", own.cookie);
     let reply = finish(&callback, Some(&cookies)).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
 }
@@ -150,7 +211,7 @@ async fn a_browser_sending_several_oauth_state_cookies_passes_if_one_is_its_own(
 #[tokio::test]
 async fn every_callback_answer_clears_the_cookie_and_is_not_stored() {
     let (s, _provider) = setup().await;
-    let cleared = format!("oauth_state={COOKIE_ATTRIBUTES}").replace("600", "0");
+    let cleared = format!("oauth_state_github={COOKIE_ATTRIBUTES}").replace("600", "0");
     let begun = begin(&s).await;
     let callback = approve(&begun.location).await;
     let ok = finish(&callback, Some(&begun.cookie)).await;
@@ -208,7 +269,9 @@ async fn a_state_begun_with_one_provider_is_refused_on_anothers_callback() {
     assert_eq!(mixed_up.json(), json!({"error": "invalid state"}));
     assert_eq!(
         mixed_up.header("set-cookie"),
-        Some("oauth_state=; Path=/auth/oauth/google/callback; Max-Age=0; HttpOnly; SameSite=Lax")
+        Some(
+            "oauth_state_google=; Path=/auth/oauth/google/callback; Max-Age=0; HttpOnly; SameSite=Lax"
+        )
     );
     // Spent there, so the right callback cannot use it afterwards.
     let callback = approve(&begun.location).await;

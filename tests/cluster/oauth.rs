@@ -111,7 +111,7 @@ async fn an_oauth_sign_in_begun_on_a_completes_on_b_once_only_with_a_cookie() {
     );
     assert!(unbound
         .error()
-        .starts_with("invalid state: no oauth_state cookie"));
+        .starts_with("invalid state: no oauth_state_github cookie"));
     let late = with_cookie(&c.a, &path, &cookie).await;
     assert_eq!(late.error(), "invalid state");
     assert_eq!(provider.token_calls(), 1, "the code was exchanged once");

@@ -14,7 +14,8 @@
 //!   `application/x-www-form-urlencoded`, as the providers require.
 //!
 //! An outage can be switched on ([`FakeCaptcha::set_outage`]): siteverify
-//! then answers 500.
+//! then answers 500. [`FakeCaptcha::set_answer`] makes siteverify answer a
+//! given body instead, as a broken or hostile provider would.
 //!
 //! The example includes this file on its own (`#[path]`), outside
 //! `support/mod.rs`, so it carries its own dead-code allowance.
@@ -53,6 +54,7 @@ struct State {
     tokens: Mutex<HashMap<String, Issued>>,
     calls: Mutex<Vec<VerifyCall>>,
     outage: AtomicBool,
+    answer: Mutex<Option<String>>,
 }
 
 /// A running fake provider; stops when dropped.
@@ -80,6 +82,7 @@ impl FakeCaptcha {
             tokens: Mutex::new(HashMap::new()),
             calls: Mutex::new(Vec::new()),
             outage: AtomicBool::new(false),
+            answer: Mutex::new(None),
         });
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let shared = Arc::clone(&state);
@@ -123,6 +126,12 @@ impl FakeCaptcha {
     /// Answer siteverify with 500 from now on (`true`) or normally again.
     pub fn set_outage(&self, on: bool) {
         self.state.outage.store(on, Ordering::SeqCst);
+    }
+
+    /// Answer siteverify with `body` (200, JSON) from now on, or normally
+    /// again (`None`).
+    pub fn set_answer(&self, body: Option<&str>) {
+        *self.state.answer.lock().unwrap() = body.map(str::to_string);
     }
 
     /// Every siteverify call received so far.
@@ -188,6 +197,12 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             state.calls.lock().unwrap().push(call.clone());
             if state.outage.load(Ordering::SeqCst) {
                 return json(StatusCode::INTERNAL_SERVER_ERROR, serde_json::json!({}));
+            }
+            if let Some(body) = state.answer.lock().unwrap().clone() {
+                return Response::builder()
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(Full::new(Bytes::from(body)))
+                    .expect("response");
             }
             if !form_encoded {
                 return failure("bad-request");

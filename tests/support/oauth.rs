@@ -72,7 +72,7 @@ pub fn query_of(url: &str) -> Vec<(String, String)> {
 pub struct Begun {
     /// The provider URL we redirected to.
     pub location: String,
-    /// `oauth_state=…`, as a `Cookie` header sends it back.
+    /// `oauth_state_github=…`, as a `Cookie` header sends it back.
     pub cookie: String,
     /// The whole `Set-Cookie` value.
     pub set_cookie: String,

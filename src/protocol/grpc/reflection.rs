@@ -18,7 +18,7 @@ use prost::Message;
 use prost_types::{DescriptorProto, FileDescriptorProto};
 
 use super::descriptor::{parse_proto, ProtoError, WELL_KNOWN_IMPORTS};
-use super::frame::DEFAULT_MAX_MESSAGE_SIZE;
+use super::frame::{DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
 use super::server::{Builder, Sink, Streaming};
 use super::status::Code;
 
@@ -28,6 +28,16 @@ pub const REFLECTION_V1_PROTO: &str =
 /// `grpc/reflection/v1alpha/reflection.proto`.
 pub const REFLECTION_V1ALPHA_PROTO: &str =
     include_str!("../../../proto/grpc/reflection/v1alpha/reflection.proto");
+
+/// What one reflection stream may answer besides [`ANSWER_RATIO`] times
+/// the bytes it was asked: one largest message.
+pub const ANSWER_ALLOWANCE: usize = DEFAULT_MAX_MESSAGE_SIZE;
+
+/// How many bytes one reflection stream may answer per byte asked, beyond
+/// [`ANSWER_ALLOWANCE`]. A 28-byte `file_containing_symbol` is answered with
+/// about 2.9 KB (the file and its imports), so without a bound a stream of
+/// small requests multiplies what a client sends a hundredfold.
+pub const ANSWER_RATIO: usize = 4;
 
 /// The two service names, one per protocol version.
 pub const SERVICES: [&str; 2] = [
@@ -204,7 +214,10 @@ impl Reflection {
     }
 
     async fn serve_stream(&self, mut requests: Streaming, sink: Sink) -> Result<(), super::Status> {
+        // Bytes asked and answered on this stream, frame headers included.
+        let (mut asked, mut answered) = (0usize, 0usize);
         while let Some(request) = requests.decode::<ServerReflectionRequest>().await? {
+            asked = asked.saturating_add(HEADER_LEN + request.encoded_len());
             let answer = self.answer(request);
             // The answer echoes the request: a request near the 4 MiB limit
             // would make an answer twice that size. Like unary replies,
@@ -216,6 +229,17 @@ impl Reflection {
                     format!(
                         "trying to send message larger than max ({size} vs. \
                          {DEFAULT_MAX_MESSAGE_SIZE})"
+                    ),
+                ));
+            }
+            answered = answered.saturating_add(HEADER_LEN + size);
+            let bound = ANSWER_ALLOWANCE.saturating_add(ANSWER_RATIO.saturating_mul(asked));
+            if answered > bound {
+                return Err(super::Status::new(
+                    Code::ResourceExhausted,
+                    format!(
+                        "reflection answers one stream at most 4 MiB plus {ANSWER_RATIO} \
+                         times the bytes asked ({asked} asked): open a new stream"
                     ),
                 ));
             }

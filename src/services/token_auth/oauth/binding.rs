@@ -12,11 +12,16 @@
 //! The cookie's value is a keyed hash of the provider and the state
 //! (HMAC-SHA256 under a key derived from the signing secret), so nothing
 //! more is stored per sign-in and every instance sharing the secret checks
-//! it alike. The attributes: `HttpOnly` (no script reads it), `SameSite=Lax`
-//! (sent on the provider's top-level redirect back, not on cross-site
-//! sub-requests), `Path` = the provider's callback path (sent nowhere else),
-//! `Max-Age` = the state's 10 minutes, and `Secure` when the service is
-//! served over TLS. Every callback answer clears it.
+//! it alike. It is named per provider, so that sign-ins with two providers
+//! do not overwrite each other: over TLS `__Host-oauth_state_github`, a
+//! prefix the browser only accepts with `Secure`, `Path=/` and no `Domain`,
+//! so a sibling subdomain cannot plant one (cookie tossing); over plain
+//! HTTP (development) `oauth_state_github`, sent to the provider's callback
+//! path only. Only the listener's name is read, and a callback carrying
+//! two cookies of that name fails closed: one of them was planted. The other
+//! attributes: `HttpOnly` (no script reads it), `SameSite=Lax` (sent on the
+//! provider's top-level redirect back, not on cross-site sub-requests) and
+//! `Max-Age` = the state's 10 minutes. Every callback answer clears it.
 
 use crate::services::token_auth::config::Provider;
 use crate::services::token_auth::pending::STATE_TTL;
@@ -29,31 +34,42 @@ use std::fmt;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// The cookie's name.
+/// The cookie's name before the provider's: `oauth_state_github`.
 pub const COOKIE: &str = "oauth_state";
+
+/// The name's prefix over TLS: the browser keeps such a cookie only when it
+/// is `Secure`, for `Path=/` and without `Domain` (RFC 6265bis §4.1.3.2).
+pub const HOST_PREFIX: &str = "__Host-";
 
 /// What separates this key from every other use of the signing secret.
 const KEY_LABEL: &[u8] = b"handwire token-auth: OAuth state binding v1";
 
-/// Why a callback's binding does not hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why a callback's binding does not hold; each names the cookie.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BindingError {
     /// The request carries no binding cookie.
-    Missing,
+    Missing(String),
+    /// The request carries more than one binding cookie for the provider:
+    /// one was planted, so none is trusted.
+    Several(String),
     /// The request carries a binding cookie, but of another sign-in.
-    Mismatch,
+    Mismatch(String),
 }
 
 impl fmt::Display for BindingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BindingError::Missing => write!(
+            BindingError::Missing(name) => write!(
                 f,
-                "no {COOKIE} cookie: finish the sign-in in the browser that started it"
+                "no {name} cookie: finish the sign-in in the browser that started it"
             ),
-            BindingError::Mismatch => write!(
+            BindingError::Several(name) => write!(
                 f,
-                "the {COOKIE} cookie is for another sign-in: finish the sign-in \
+                "several {name} cookies: clear this site's cookies and sign in again"
+            ),
+            BindingError::Mismatch(name) => write!(
+                f,
+                "the {name} cookie is for another sign-in: finish the sign-in \
                  in the browser that started it"
             ),
         }
@@ -92,35 +108,59 @@ impl Binding {
         URL_SAFE_NO_PAD.encode(self.mac(provider, state))
     }
 
-    /// Whether one of the `presented` cookie values binds `state` with
-    /// `provider`; each is compared in constant time.
-    pub fn verify(
+    /// The cookie's name for `provider`: `__Host-oauth_state_github` over
+    /// TLS, `oauth_state_github` over plain HTTP.
+    pub fn cookie_name(&self, provider: Provider) -> String {
+        let prefix = if self.secure { HOST_PREFIX } else { "" };
+        format!("{prefix}{COOKIE}_{provider}")
+    }
+
+    /// Whether the request's `Cookie` headers carry exactly one binding
+    /// cookie for `provider`, and it binds `state` (compared in constant
+    /// time). Two or more fail closed, whatever their values.
+    pub fn verify<'a>(
         &self,
         provider: Provider,
         state: &str,
-        presented: &[String],
+        cookie_headers: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), BindingError> {
-        if presented.is_empty() {
-            return Err(BindingError::Missing);
-        }
+        let name = self.cookie_name(provider);
+        let values = presented(&name, cookie_headers);
+        let value = match values.as_slice() {
+            [] | [""] => return Err(BindingError::Missing(name)),
+            [value] => value,
+            _ => return Err(BindingError::Several(name)),
+        };
         let expected = self.mac(provider, state);
-        let matches = presented.iter().any(|value| {
-            URL_SAFE_NO_PAD
-                .decode(value)
-                .is_ok_and(|bytes| constant_time_eq(&bytes, &expected))
-        });
-        matches.then_some(()).ok_or(BindingError::Mismatch)
+        URL_SAFE_NO_PAD
+            .decode(value)
+            .is_ok_and(|bytes| constant_time_eq(&bytes, &expected))
+            .then_some(())
+            .ok_or(BindingError::Mismatch(name))
     }
 
-    /// The `Set-Cookie` value that hands the browser `value`, sent only
-    /// to `path` (the callback's) for the state's lifetime.
-    pub fn set_cookie(&self, value: &str, path: &str) -> String {
-        set_cookie(value, path, STATE_TTL, self.secure)
+    /// The `Set-Cookie` value that hands the browser `value` for
+    /// `provider` for the state's lifetime, sent only to `callback_path`
+    /// over plain HTTP (`Path=/`, as `__Host-` demands, over TLS).
+    pub fn set_cookie(&self, provider: Provider, value: &str, callback_path: &str) -> String {
+        self.cookie(provider, value, callback_path, STATE_TTL)
     }
 
-    /// The `Set-Cookie` value that removes the cookie for `path`.
-    pub fn clear_cookie(&self, path: &str) -> String {
-        set_cookie("", path, 0, self.secure)
+    /// The `Set-Cookie` value that removes `provider`'s cookie.
+    pub fn clear_cookie(&self, provider: Provider, callback_path: &str) -> String {
+        self.cookie(provider, "", callback_path, 0)
+    }
+
+    /// `NAME=VALUE; Path=…; Max-Age=…; HttpOnly; SameSite=Lax`, and
+    /// `; Secure` (with `Path=/`) over TLS.
+    fn cookie(&self, provider: Provider, value: &str, callback_path: &str, max_age: u64) -> String {
+        let name = self.cookie_name(provider);
+        let (path, secure) = if self.secure {
+            ("/", "; Secure")
+        } else {
+            (callback_path, "")
+        };
+        format!("{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}")
     }
 
     fn mac(&self, provider: Provider, state: &str) -> [u8; 32] {
@@ -131,23 +171,16 @@ impl Binding {
     }
 }
 
-/// The cookie builder: `oauth_state=VALUE; Path=…; Max-Age=…; HttpOnly;
-/// SameSite=Lax`, and `; Secure` when `secure`.
-pub fn set_cookie(value: &str, path: &str, max_age: u64, secure: bool) -> String {
-    let secure = if secure { "; Secure" } else { "" };
-    format!("{COOKIE}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}")
-}
-
-/// The values of every binding cookie in `Cookie` request headers (a
-/// browser may send several of one name, for different paths).
-pub fn presented<'a>(cookie_headers: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+/// The values of every cookie called `name` in `Cookie` request headers,
+/// empty ones included (a browser sends two of one name when they differ
+/// in path or domain: one set by us, one planted).
+fn presented<'a>(name: &str, cookie_headers: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     cookie_headers
         .into_iter()
         .flat_map(|header| header.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .filter(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.trim_matches('"').to_string())
-        .filter(|value| !value.is_empty())
+        .filter(|(n, _)| *n == name)
+        .map(|(_, value)| value.trim().trim_matches('"'))
         .collect()
 }
 
@@ -178,8 +211,10 @@ fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
 mod tests {
     use super::*;
 
+    const SECRET: &[u8] = b"a test secret of at least 32 bytes!";
+
     fn binding() -> Binding {
-        Binding::new(b"a test secret of at least 32 bytes!", false)
+        Binding::new(SECRET, false)
     }
 
     #[test]
@@ -187,54 +222,114 @@ mod tests {
         let b = binding();
         let value = b.value(Provider::Github, "state-1");
         assert_eq!(value.len(), 43, "256 bits in base64url");
-        let ok = |state, presented: &[&str]| {
-            let presented: Vec<String> = presented.iter().map(|s| s.to_string()).collect();
-            b.verify(Provider::Github, state, &presented)
-        };
-        assert_eq!(ok("state-1", &[&value]), Ok(()));
-        assert_eq!(ok("state-1", &[]), Err(BindingError::Missing));
-        assert_eq!(ok("state-2", &[&value]), Err(BindingError::Mismatch));
-        assert_eq!(ok("state-1", &["garbage!"]), Err(BindingError::Mismatch));
+        let own = format!("oauth_state_github={value}");
+        let ok = |state, header: &str| b.verify(Provider::Github, state, [header]);
+        let name = || "oauth_state_github".to_string();
+        assert_eq!(ok("state-1", &own), Ok(()));
+        assert_eq!(ok("state-1", ""), Err(BindingError::Missing(name())));
         assert_eq!(
-            ok("state-1", &["other", &value]),
-            Ok(()),
-            "any one may match"
+            ok("state-1", "oauth_state_github="),
+            Err(BindingError::Missing(name()))
         );
-        let for_google = vec![b.value(Provider::Google, "state-1")];
+        assert_eq!(ok("state-2", &own), Err(BindingError::Mismatch(name())));
         assert_eq!(
-            b.verify(Provider::Github, "state-1", &for_google),
-            Err(BindingError::Mismatch)
+            ok("state-1", "oauth_state_github=garbage!"),
+            Err(BindingError::Mismatch(name()))
+        );
+        let google = format!("oauth_state_google={value}");
+        assert_eq!(ok("state-1", &google), Err(BindingError::Missing(name())));
+        let for_google = format!(
+            "oauth_state_github={}",
+            b.value(Provider::Google, "state-1")
+        );
+        assert_eq!(
+            ok("state-1", &for_google),
+            Err(BindingError::Mismatch(name()))
         );
         let other_secret = Binding::new(b"another secret of at least 32 bytes", false);
         assert_ne!(other_secret.value(Provider::Github, "state-1"), value);
     }
 
     #[test]
+    fn two_binding_cookies_for_one_provider_fail_closed_even_if_one_matches() {
+        let b = binding();
+        let own = format!("oauth_state_github={}", b.value(Provider::Github, "s"));
+        let several = Err(BindingError::Several("oauth_state_github".into()));
+        for headers in [
+            vec![format!("oauth_state_github=planted; {own}")],
+            vec![format!("{own}; theme=dark"), "oauth_state_github=x".into()],
+            vec![format!("{own};{own}")],
+            vec![format!("{own}; oauth_state_github=")],
+        ] {
+            let headers = headers.iter().map(String::as_str);
+            assert_eq!(b.verify(Provider::Github, "s", headers), several);
+        }
+        let beside_others = format!("oauth_state_google=x; oauth_state=y; {own}");
+        assert_eq!(
+            b.verify(Provider::Github, "s", [beside_others.as_str()]),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn over_tls_only_the_host_prefixed_name_is_read() {
+        let tls = Binding::new(SECRET, true);
+        let value = tls.value(Provider::Github, "s");
+        let name = "__Host-oauth_state_github";
+        assert_eq!(tls.cookie_name(Provider::Github), name);
+        let prefixed = format!("{name}={value}");
+        assert_eq!(
+            tls.verify(Provider::Github, "s", [prefixed.as_str()]),
+            Ok(())
+        );
+        let bare = format!("oauth_state_github={value}");
+        assert_eq!(
+            tls.verify(Provider::Github, "s", [bare.as_str()]),
+            Err(BindingError::Missing(name.into()))
+        );
+        let both = format!("{bare}; {prefixed}");
+        assert_eq!(
+            tls.verify(Provider::Github, "s", [both.as_str()]),
+            Ok(()),
+            "the unprefixed one is not read, so it is no duplicate"
+        );
+    }
+
+    #[test]
     fn the_cookie_is_httponly_lax_scoped_to_the_callback_and_lives_ten_minutes() {
+        let github = Provider::Github;
         assert_eq!(
-            binding().set_cookie("v", "/auth/oauth/github/callback"),
-            "oauth_state=v; Path=/auth/oauth/github/callback; Max-Age=600; HttpOnly; SameSite=Lax"
+            binding().set_cookie(github, "v", "/auth/oauth/github/callback"),
+            "oauth_state_github=v; Path=/auth/oauth/github/callback; Max-Age=600; HttpOnly; SameSite=Lax"
         );
         assert_eq!(
-            binding().clear_cookie("/cb"),
-            "oauth_state=; Path=/cb; Max-Age=0; HttpOnly; SameSite=Lax"
+            binding().clear_cookie(Provider::Google, "/cb"),
+            "oauth_state_google=; Path=/cb; Max-Age=0; HttpOnly; SameSite=Lax"
         );
-        let tls = Binding::new(b"a test secret of at least 32 bytes!", true);
-        assert!(tls
-            .set_cookie("v", "/cb")
-            .ends_with("; SameSite=Lax; Secure"));
-        assert!(tls.clear_cookie("/cb").ends_with("; Secure"));
+    }
+
+    #[test]
+    fn over_tls_the_cookie_is_host_prefixed_secure_for_path_root_with_no_domain() {
+        let tls = Binding::new(SECRET, true);
+        assert_eq!(
+            tls.set_cookie(Provider::Github, "v", "/auth/oauth/github/callback"),
+            "__Host-oauth_state_github=v; Path=/; Max-Age=600; HttpOnly; SameSite=Lax; Secure"
+        );
+        assert_eq!(
+            tls.clear_cookie(Provider::Wechat, "/cb"),
+            "__Host-oauth_state_wechat=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax; Secure"
+        );
     }
 
     #[test]
     fn presented_values_are_read_from_every_cookie_header() {
         let headers = [
-            "theme=dark; oauth_state=abc",
-            "oauth_state=\"def\";other=1; oauth_state=",
-            "oauth_statex=no",
+            "theme=dark; oauth_state_github=abc",
+            "oauth_state_github=\"def\";other=1; oauth_state_github=",
+            "oauth_state_githubx=no; oauth_state=no",
         ];
-        assert_eq!(presented(headers), ["abc", "def"]);
-        assert!(presented([]).is_empty());
+        assert_eq!(presented("oauth_state_github", headers), ["abc", "def", ""]);
+        assert!(presented("oauth_state_github", []).is_empty());
     }
 
     #[test]

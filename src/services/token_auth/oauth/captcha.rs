@@ -19,8 +19,8 @@
 //! * [`Verdict::Failed`]: the token is missing, too long, spent, forged or
 //!   for another site/action → 401;
 //! * [`CaptchaError`]: the provider cannot give an answer (unreachable,
-//!   slow, non-2xx, not JSON, `internal-error`) or refuses our own
-//!   credentials (`invalid-input-secret`) → 503, logged.
+//!   slow, non-2xx, not JSON, a key given twice, `internal-error`) or
+//!   refuses our own credentials (`invalid-input-secret`) → 503, logged.
 //!
 //! It lives beside the OAuth flow because both are calls to an outside
 //! provider through the same client ([`super::client`], [`super::form`]).

@@ -20,6 +20,7 @@
 
 use crate::services::token_auth::config::ProviderConfig;
 use crate::services::token_auth::oauth::form;
+use crate::web::bind::StrictValue;
 use bytes::Bytes;
 use http::{header, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
@@ -307,8 +308,16 @@ impl ProviderClient {
         if !status.is_success() {
             return Err(status_error(status, &body));
         }
-        let value: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|_| ProviderError::BadResponse("body is not JSON".into()))?;
+        // A key given twice (`{"success":false,"success":true}`) has no one
+        // meaning: refused, not read last-wins as serde_json would.
+        let StrictValue(value) = serde_json::from_slice(&body).map_err(|e| {
+            let why = if e.is_data() {
+                format!(": {e}")
+            } else {
+                String::new()
+            };
+            ProviderError::BadResponse(format!("body is not JSON{why}"))
+        })?;
         if !value.is_object() {
             return Err(ProviderError::BadResponse(
                 "body is not a JSON object".into(),

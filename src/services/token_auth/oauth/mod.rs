@@ -107,8 +107,9 @@ pub struct Callback {
     pub state: Option<String>,
     /// `error`, when the user or provider declined.
     pub error: Option<String>,
-    /// The binding cookie values the request carries ([`binding::presented`]).
-    pub bindings: Vec<String>,
+    /// The request's `Cookie` header values, where the binding cookie is
+    /// looked for.
+    pub cookies: Vec<String>,
 }
 
 /// A sign-in begun: where to send the browser, and the cookie to give it.
@@ -216,7 +217,9 @@ impl OAuth {
             .await
             .map_err(OAuthError::States)?;
         let cookie = self.binding.value(provider, &started.state);
-        let set_cookie = self.binding.set_cookie(&cookie, &registered.cookie_path);
+        let set_cookie = self
+            .binding
+            .set_cookie(provider, &cookie, &registered.cookie_path);
         let query = form::encode_pairs([
             ("appid", config.appid.as_str()),
             ("redirect_uri", config.redirect_uri.as_str()),
@@ -241,8 +244,8 @@ impl OAuth {
     /// `name` (every callback answer carries it); `None` for a provider
     /// that is not configured.
     pub fn clear_cookie(&self, name: &str) -> Option<String> {
-        let (_, registered) = self.registered(name).ok()?;
-        Some(self.binding.clear_cookie(&registered.cookie_path))
+        let (provider, registered) = self.registered(name).ok()?;
+        Some(self.binding.clear_cookie(provider, &registered.cookie_path))
     }
 
     /// Finish a sign-in from its callback query.
@@ -262,7 +265,11 @@ impl OAuth {
         // The state is spent by now: a callback opened in another browser
         // costs the sign-in, so it cannot be retried there either.
         self.binding
-            .verify(provider, &state, &callback.bindings)
+            .verify(
+                provider,
+                &state,
+                callback.cookies.iter().map(String::as_str),
+            )
             .map_err(OAuthError::Unbound)?;
         if let Some(error) = callback.error {
             return Err(OAuthError::Denied(error));
@@ -407,8 +414,8 @@ mod tests {
             (OAuthError::UnknownProvider, None),
             (OAuthError::InvalidState, None),
             (
-                OAuthError::Unbound(BindingError::Missing),
-                Some(BindingError::Missing.to_string()),
+                OAuthError::Unbound(BindingError::Missing("c".into())),
+                Some(BindingError::Missing("c".into()).to_string()),
             ),
             (OAuthError::Denied("access_denied".into()), None),
             (OAuthError::MissingCode, None),

@@ -6,11 +6,11 @@
 //!
 //! Kept apart from the other routes because the sign-in has its own
 //! answers: 429 per client address and 503 in all for pending sign-ins, a
-//! 400 naming a missing or foreign cookie, and 502 when the provider fails.
+//! 400 naming a missing, foreign or doubled cookie, and 502 when the provider fails.
 
 use super::middleware::{ApiError, STORE_UNAVAILABLE};
 use crate::services::token_auth::biz::{AuthError, AuthService};
-use crate::services::token_auth::oauth::{binding, Callback, OAuthError};
+use crate::services::token_auth::oauth::{Callback, OAuthError};
 use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::tokens::TokenPair;
 use crate::web::chain::Context;
@@ -74,12 +74,14 @@ pub async fn callback(service: &AuthService, c: &mut Context) -> Result<TokenPai
     // Nothing a callback answers is for a cache, errors included.
     c.set_header(CACHE_CONTROL, "no-store");
     let cookie_headers = c.headers().get_all(COOKIE).iter();
-    let bindings = binding::presented(cookie_headers.filter_map(|v| v.to_str().ok()));
+    let cookies = cookie_headers
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect();
     let callback = Callback {
         code: c.query("code"),
         state: c.query("state"),
         error: c.query("error"),
-        bindings,
+        cookies,
     };
     service.oauth_callback(&name, callback).await
 }
