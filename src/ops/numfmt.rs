@@ -25,13 +25,14 @@ pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration, width: usize) {
         _ => ("ns", 1, 0),
     };
     let (int, mut frac) = (nanos / scale, nanos % scale);
-    while frac > 0 && frac % 10 == 0 {
+    // No trailing zeros; a whole number has no fraction at all.
+    while places > 0 && frac % 10 == 0 {
         (frac, places) = (frac / 10, places - 1);
     }
-    places = if frac > 0 { places } else { 0 };
-    let chars = digits(int) + usize::from(places > 0) + places + unit.chars().count();
+    let int_digits = digits(int);
+    let chars = int_digits + usize::from(places > 0) + places + unit.chars().count();
     buf.resize(buf.len() + width.saturating_sub(chars), b' ');
-    push_digits(buf, int, digits(int));
+    push_digits(buf, int, int_digits);
     if places > 0 {
         buf.push(b'.');
         push_digits(buf, frac, places);
@@ -45,14 +46,14 @@ pub(crate) fn push_ip(buf: &mut Vec<u8>, ip: IpAddr, width: usize) {
         let _ = write!(buf, "{ip:>width$}");
         return;
     };
-    let octets = v4.octets().map(u64::from);
-    let chars = octets.iter().map(|&o| digits(o)).sum::<usize>() + 3;
+    let octets = v4.octets().map(|o| (u64::from(o), digits(u64::from(o))));
+    let chars = octets.iter().map(|&(_, len)| len).sum::<usize>() + 3;
     buf.resize(buf.len() + width.saturating_sub(chars), b' ');
-    for (i, octet) in octets.into_iter().enumerate() {
+    for (i, (octet, len)) in octets.into_iter().enumerate() {
         if i > 0 {
             buf.push(b'.');
         }
-        push_digits(buf, octet, digits(octet));
+        push_digits(buf, octet, len);
     }
 }
 

@@ -151,8 +151,7 @@ impl Engine {
         group_mw: &[Handler],
         handlers: Vec<Handler>,
     ) -> Result<(), InsertError> {
-        let invalid = |method: &Method| !method.as_str().bytes().all(|b| b.is_ascii_uppercase());
-        if invalid(&method) {
+        if !method.as_str().bytes().all(|b| b.is_ascii_uppercase()) {
             let (method, path) = (method.to_string(), path.to_string());
             return Err(InsertError::InvalidMethod { method, path });
         }
