@@ -537,3 +537,52 @@ async fn json_bodies_must_be_objects_without_repeated_keys() {
     // Neither the array nor the repeated key logged anybody in.
     assert_eq!(s.login("ann", "password1").await.status, StatusCode::OK);
 }
+
+/// A cross-origin page may POST `text/plain` without a preflight: a JSON
+/// body under any type but `application/json` (or `+json`) is 415 and
+/// unread, on every JSON route; a declared one still works.
+#[tokio::test]
+async fn a_json_route_refuses_a_body_not_declared_json_with_415_and_stores_nothing() {
+    let s = start().await;
+    let body = json!({"username": "mallory", "password": "wonderland"}).to_string();
+    for path in ["/auth/register", "/login", "/auth/token", "/auth/refresh"] {
+        for content_type in [
+            Some("text/plain"),
+            Some("application/x-www-form-urlencoded"),
+            None,
+        ] {
+            let headers: Vec<(&str, &str)> = content_type
+                .map(|t| ("content-type", t))
+                .into_iter()
+                .collect();
+            let reply = Client::new(Proto::H1)
+                .request(http::Method::POST, &s.url(path), &headers, body.clone())
+                .await;
+            assert_eq!(
+                reply.status,
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "{path} {content_type:?}: {}",
+                reply.text()
+            );
+            assert!(
+                reply.json()["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("application/json"),
+                "{}",
+                reply.text()
+            );
+        }
+    }
+    let login = json!({"username": "mallory", "password": "wonderland"});
+    assert_eq!(
+        s.post("/login", login.clone()).await.status,
+        StatusCode::UNAUTHORIZED,
+        "no user was registered by the refused bodies"
+    );
+    let headers = [("content-type", "application/vnd.api+json; charset=utf-8")];
+    let reply = Client::new(Proto::H1)
+        .request(http::Method::POST, &s.url("/auth/register"), &headers, body)
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+}

@@ -115,6 +115,15 @@ fn decode<T: DeserializeOwned>(c: &Context) -> Result<T, BindError> {
     }
 }
 
+/// Whether `content_type` declares a JSON body: `application/json` or an
+/// `application/…+json` type, parameters ignored. JSON routes refuse any
+/// other: a cross-origin page may send a "simple" `text/plain` POST
+/// without a preflight, and a JSON body under it must not be read.
+pub fn declares_json(content_type: Option<&str>) -> bool {
+    let (mime, _) = split_media_type(content_type.unwrap_or(""));
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
 /// Decode a JSON request body into `T` under the crate's one policy for
 /// JSON bodies, which every service uses:
 ///

@@ -376,16 +376,7 @@ impl fmt::Debug for Gateway {
 /// answers 400 `CODEC` for one it has not registered: a cross-origin page's
 /// "simple" `text/plain` POST (no preflight) is refused, not read as JSON.
 fn declared_json(content_type: Option<&str>) -> Result<(), Failure> {
-    let media = content_type
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim();
-    let media = media.to_ascii_lowercase();
-    if media == "application/json"
-        || (media.starts_with("application/") && media.ends_with("+json"))
-    {
+    if crate::web::bind::declares_json(content_type) {
         return Ok(());
     }
     let shown = content_type.unwrap_or("(none)");

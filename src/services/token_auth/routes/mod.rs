@@ -140,7 +140,17 @@ pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
 
 /// Parse the body as a JSON object of type `T` (the crate's one JSON
 /// policy, [`bind::json_object`]: objects only, no repeated keys); 400 if not.
+/// A body not declared JSON ([`bind::declares_json`]) is 415 unread: a
+/// cross-origin page's `text/plain` POST needs no preflight.
 fn json_body<T: DeserializeOwned>(c: &Context) -> Result<T, ApiError> {
+    let content_type = c.header("content-type");
+    if !bind::declares_json(content_type) {
+        let shown = content_type.unwrap_or("(none)");
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("request body must be sent as application/json, not {shown}"),
+        ));
+    }
     bind::json_object(c.body()).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
