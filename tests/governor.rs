@@ -51,15 +51,25 @@ async fn greeter(options: Options) -> (SocketAddr, SocketAddr, TempDir) {
     (http, grpc, dir)
 }
 
-/// An h2 connection that asks for one `grpc.health.v1.Health/Watch` and
-/// holds it open (or, refused, holds the connection), answering PINGs, as
-/// long as the server keeps it; and whether the Watch was granted.
-async fn parked_on_a_watch(addr: SocketAddr) -> (JoinHandle<()>, bool) {
+/// A Watch's own h2 connection: its task, the client and the request
+/// stream (sent whole).
+struct WatchConnection {
+    driving: JoinHandle<Result<(), h2::Error>>,
+    client: h2::client::SendRequest<Bytes>,
+    send: h2::SendStream<Bytes>,
+}
+
+/// Asks for one `grpc.health.v1.Health/Watch` of the whole server with
+/// `content_type` (gRPC, or gRPC-Web over h2c) on a connection of its own.
+async fn ask_for_a_watch(
+    addr: SocketAddr,
+    content_type: &str,
+) -> (WatchConnection, http::Response<h2::RecvStream>) {
     let tcp = TcpStream::connect(addr).await.unwrap();
     let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
     let driving = tokio::spawn(conn);
     let req = http::Request::post(format!("http://{addr}/grpc.health.v1.Health/Watch"))
-        .header("content-type", "application/grpc")
+        .header("content-type", content_type)
         .header("te", "trailers")
         .body(())
         .unwrap();
@@ -69,6 +79,35 @@ async fn parked_on_a_watch(addr: SocketAddr) -> (JoinHandle<()>, bool) {
     // resets the stream), so a failed send is not an error here.
     let _ = send.send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true);
     let response = response.await.unwrap();
+    let connection = WatchConnection {
+        driving,
+        client,
+        send,
+    };
+    (connection, response)
+}
+
+impl WatchConnection {
+    /// Holds the stream (or, refused, the connection) open, answering
+    /// PINGs, as long as the server keeps it.
+    fn hold(self, body: h2::RecvStream) -> JoinHandle<()> {
+        let WatchConnection {
+            driving,
+            client,
+            send,
+        } = self;
+        tokio::spawn(async move {
+            let _keep = (client, send, body);
+            let _ = driving.await;
+        })
+    }
+}
+
+/// An h2 connection that asks for one `grpc.health.v1.Health/Watch` and
+/// holds it open (or, refused, holds the connection), answering PINGs, as
+/// long as the server keeps it; and whether the Watch was granted.
+async fn parked_on_a_watch(addr: SocketAddr) -> (JoinHandle<()>, bool) {
+    let (connection, response) = ask_for_a_watch(addr, "application/grpc").await;
     // Refused: a trailers-only answer (RESOURCE_EXHAUSTED).
     let granted = !response.headers().contains_key("grpc-status");
     let mut body = response.into_body();
@@ -77,11 +116,7 @@ async fn parked_on_a_watch(addr: SocketAddr) -> (JoinHandle<()>, bool) {
         let first = body.data().await.unwrap().unwrap();
         let _ = body.flow_control().release_capacity(first.len());
     }
-    let task = tokio::spawn(async move {
-        let _keep = (client, send, body);
-        let _ = driving.await;
-    });
-    (task, granted)
+    (connection.hold(body), granted)
 }
 
 async fn say_hello(addr: SocketAddr) -> HelloReply {
@@ -703,6 +738,54 @@ async fn past_the_process_cap_on_long_lived_streams_a_new_stream_is_resource_exh
         }
         assert!(Instant::now() < deadline, "the place was not given back");
     }
+    for task in parked {
+        task.abort();
+    }
+}
+
+/// A gRPC-Web `Health/Watch` over h2c on the HTTP port, held open as
+/// [`parked_on_a_watch`] holds one; `None` if granted, else the refusal's
+/// `grpc-status` (in the trailer frame, the first and only frame).
+async fn parked_on_a_web_watch(addr: SocketAddr) -> (JoinHandle<()>, Option<String>) {
+    let (connection, response) = ask_for_a_watch(addr, "application/grpc-web+proto").await;
+    let mut body = response.into_body();
+    let first = body.data().await.unwrap().unwrap();
+    let _ = body.flow_control().release_capacity(first.len());
+    let refusal = (first[0] == 0x80).then(|| {
+        let text = String::from_utf8_lossy(&first[5..]).into_owned();
+        let status = text.lines().find_map(|l| l.strip_prefix("grpc-status:"));
+        status.unwrap_or("none").to_owned()
+    });
+    (connection.hold(body), refusal)
+}
+
+/// gRPC-Web streams are gRPC streams: a Watch on the HTTP port counts
+/// against the same process cap as one on the gRPC port, and past it either
+/// transport's new stream is RESOURCE_EXHAUSTED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_web_watch_streams_count_against_the_process_cap_on_long_lived_streams() {
+    let (http, grpc, _dir) = greeter(Options {
+        connections: ConnectionBudget::new(64).with_stream_limit(4),
+        ..Options::default()
+    })
+    .await;
+    let mut parked = Vec::new();
+    for _ in 0..2 {
+        let (task, granted) = parked_on_a_watch(grpc).await;
+        assert!(granted);
+        parked.push(task);
+        let (task, refusal) = parked_on_a_web_watch(http).await;
+        assert_eq!(refusal, None, "a gRPC-Web Watch within the cap");
+        parked.push(task);
+    }
+    let (task, refusal) = parked_on_a_web_watch(http).await;
+    assert_eq!(
+        refusal.as_deref(),
+        Some("8"),
+        "a fifth stream, over gRPC-Web"
+    );
+    parked.push(task);
+    assert_eq!(watch_refusal(grpc).await.as_deref(), Some("8"));
     for task in parked {
         task.abort();
     }

@@ -795,7 +795,7 @@ async fn reflection_v1_answers_each_request_on_the_open_stream() {
 // ---- access log of the real binary --------------------------------------
 
 #[tokio::test]
-async fn binary_logs_one_line_per_call_with_its_final_status() {
+async fn binary_logs_one_line_per_call_with_its_final_status_on_grpc_and_grpc_web() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
 
@@ -826,7 +826,11 @@ async fn binary_logs_one_line_per_call_with_its_final_status() {
         rx.recv_timeout(std::time::Duration::from_secs(10))
             .unwrap_or_else(|e| panic!("no {what} line: {e}"))
     };
-    let _http = next_line("HTTP address");
+    let http: SocketAddr = next_line("HTTP address")
+        .strip_prefix("greeter: HTTP listening on ")
+        .expect("HTTP address line")
+        .parse()
+        .unwrap();
     let grpc: SocketAddr = next_line("gRPC address")
         .strip_prefix("greeter: gRPC listening on ")
         .expect("gRPC address line")
@@ -840,9 +844,20 @@ async fn binary_logs_one_line_per_call_with_its_final_status() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    // gRPC-Web on the HTTP port: the gRPC line with its status.
+    let web = support::http::send(
+        support::http::Proto::H1,
+        http,
+        http::Method::POST,
+        REGISTER,
+        &[("content-type", "application/grpc-web+proto")],
+        Frame::encode_message(&register_req("", "pw")),
+    )
+    .await;
+    assert_eq!(web.status, 200);
 
     let mut grpc_lines = Vec::new();
-    while grpc_lines.len() < 2 {
+    while grpc_lines.len() < 3 {
         let line = next_line("[grpc] access log");
         if line.starts_with("[grpc] ") {
             grpc_lines.push(line);
@@ -863,6 +878,12 @@ async fn binary_logs_one_line_per_call_with_its_final_status() {
         grpc_lines[1].contains("/helloworld.v1.Greeter/UserRegister | trace_id="),
         "{}",
         grpc_lines[1]
+    );
+    assert!(
+        grpc_lines[2].contains(" | INVALID_ARGUMENT | ")
+            && grpc_lines[2].contains("/helloworld.v1.Greeter/UserRegister | trace_id="),
+        "{}",
+        grpc_lines[2]
     );
     let _ = child.kill();
     let _ = child.wait();

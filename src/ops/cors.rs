@@ -32,7 +32,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use http::Method;
+use http::header::{
+    ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS,
+};
+use http::{HeaderName, Method};
 use serde::Deserialize;
 
 /// Headers every allowed origin may read, whatever is configured: the
@@ -209,6 +212,24 @@ impl Cors {
         } else {
             None
         }
+    }
+
+    /// The headers the answer to an actual (not preflight) request from
+    /// `origin` gets besides `Vary: Origin`: `Access-Control-Allow-Origin`,
+    /// `-Expose-Headers` and, if configured, `-Allow-Credentials`; none when
+    /// the origin is not allowed.
+    pub fn answer_headers<'a>(&'a self, origin: &'a str) -> Vec<(HeaderName, &'a str)> {
+        let Some(allowed) = self.allow_origin(origin) else {
+            return Vec::new();
+        };
+        let mut headers = vec![
+            (ACCESS_CONTROL_ALLOW_ORIGIN, allowed),
+            (ACCESS_CONTROL_EXPOSE_HEADERS, self.expose.as_str()),
+        ];
+        if self.credentials {
+            headers.push((ACCESS_CONTROL_ALLOW_CREDENTIALS, "true"));
+        }
+        headers
     }
 
     /// Whether a preflight asking for `method` and `headers` (the

@@ -14,9 +14,8 @@ use std::time::Duration;
 
 use http::header::{
     ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
-    ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE,
-    ACCESS_CONTROL_REQUEST_HEADERS, ACCESS_CONTROL_REQUEST_METHOD, CACHE_CONTROL, ORIGIN,
-    RETRY_AFTER, VARY,
+    ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_MAX_AGE, ACCESS_CONTROL_REQUEST_HEADERS,
+    ACCESS_CONTROL_REQUEST_METHOD, CACHE_CONTROL, ORIGIN, RETRY_AFTER, VARY,
 };
 use http::{Method, StatusCode};
 use serde_json::json;
@@ -77,12 +76,8 @@ async fn cors_handle(cors: &Cors, c: &mut Context) {
     }
     c.next().await;
     c.set_header(VARY, "Origin");
-    if let Some(allowed) = cors.allow_origin(&origin) {
-        c.set_header(ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
-        c.set_header(ACCESS_CONTROL_EXPOSE_HEADERS, &cors.expose);
-        if cors.credentials {
-            c.set_header(ACCESS_CONTROL_ALLOW_CREDENTIALS, "true");
-        }
+    for (name, value) in cors.answer_headers(&origin) {
+        c.set_header(name, value);
     }
 }
 

@@ -224,18 +224,36 @@ impl Server {
         names
     }
 
-    /// Answers one call that arrived at `received_at` (where its deadline
-    /// counts from).
-    pub fn handle(
+    /// Answers one call from `caller`, whatever carried it: the gRPC port's
+    /// own requests ([`Service::call`]) and gRPC-Web's, translated
+    /// ([`super::web`]). The call reads its messages under the connection's
+    /// share, runs under the server's time-out and the client's
+    /// `grpc-timeout`, and is counted and logged when its status is known.
+    pub fn serve(
         &self,
         req: Request<RequestBody>,
-        received_at: Instant,
+        caller: Caller,
     ) -> BoxFuture<'static, Response<Body>> {
-        let found = self
-            .inner
-            .lookup(req.uri().path())
-            .map(|k| k.handler.clone());
-        answer(&self.inner, req, None, found, received_at)
+        let Caller {
+            remote,
+            received_at: start,
+            intake,
+            ..
+        } = caller;
+        let share = intake.and_then(|i| i.connection().downcast::<ConnectionShare>().ok());
+        let found = self.inner.lookup(req.uri().path());
+        let (path, operation): (Arc<str>, _) = match &found {
+            Ok(known) => (known.path.clone(), known.operation.clone()),
+            Err(_) => (req.uri().path().into(), self.inner.unmatched.clone()),
+        };
+        let found = found.map(|known| known.handler.clone());
+        // The answer's own box, under a kilobyte for a unary call (glibc's
+        // thread cache serves blocks up to 1,032 bytes; a larger one takes
+        // the slow path of `malloc` and `free`, and a free of one consolidates
+        // the fast bins): inline, its state would be copied into this future.
+        let answer = answer(&self.inner, req, share, found, start);
+        let response = crate::ops::peer::scope(remote.ip(), answer);
+        Box::pin(async move { access_log::wrap(response.await, path, remote, start, operation) })
     }
 }
 
@@ -293,29 +311,8 @@ impl Service for Server {
     /// Always [`Answer::Later`]: a call reads its request's messages. The
     /// server runs the future in the call's trace.
     fn call(&self, req: Request<Incoming>, caller: Caller) -> Answer {
-        let Caller {
-            remote,
-            received_at: start,
-            intake,
-            ..
-        } = caller;
-        let share = intake.and_then(|i| i.connection().downcast::<ConnectionShare>().ok());
-        let found = self.inner.lookup(req.uri().path());
-        let (path, operation): (Arc<str>, _) = match &found {
-            Ok(known) => (known.path.clone(), known.operation.clone()),
-            Err(_) => (req.uri().path().into(), self.inner.unmatched.clone()),
-        };
-        let found = found.map(|known| known.handler.clone());
         let req = req.map(|body| body.map_err(BoxError::from).boxed_unsync());
-        // The answer's own box, under a kilobyte for a unary call (glibc's
-        // thread cache serves blocks up to 1,032 bytes; a larger one takes
-        // the slow path of `malloc` and `free`, and a free of one consolidates
-        // the fast bins): inline, its state would be copied into this future.
-        let answer = answer(&self.inner, req, share, found, start);
-        let response = crate::ops::peer::scope(remote.ip(), answer);
-        Answer::Later(Box::pin(async move {
-            access_log::wrap(response.await, path, remote, start, operation)
-        }))
+        Answer::Later(self.serve(req, caller))
     }
 
     fn may_answer_in_call(&self) -> bool {

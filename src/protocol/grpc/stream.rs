@@ -174,10 +174,14 @@ impl Streaming {
                     }
                 }
                 Some(Err(e)) => {
-                    return Err(Status::new(
-                        Code::Cancelled,
-                        format!("request stream failed: {e}"),
-                    ));
+                    // A body that knows its failure's status says it (a
+                    // grpc-web-text body that is not base64: `INTERNAL`).
+                    return Err(match e.downcast::<Status>() {
+                        Ok(status) => *status,
+                        Err(e) => {
+                            Status::new(Code::Cancelled, format!("request stream failed: {e}"))
+                        }
+                    });
                 }
             }
         }

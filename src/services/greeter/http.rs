@@ -5,8 +5,8 @@
 //! JSON, `{"code":<http status>,"reason":"…","message":"…","metadata":{}}`.
 //! `GET /openapi.json` serves the OpenAPI document of the same routes. A
 //! request whose content-type is gRPC-Web (`application/grpc-web[-text]`)
-//! is a call of the gRPC methods, answered by the gRPC server itself
-//! ([`crate::protocol::grpc::web`]), so browsers reach both sides.
+//! never reaches this engine: the port's [`web::Port`] hands it to the gRPC
+//! server, so browsers reach both sides.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +18,8 @@ use crate::ops::health::Probe;
 use crate::ops::metrics::Metrics;
 use crate::protocol::gateway::{self, error_body, fail, Gateway};
 use crate::protocol::grpc::{web, Server};
-use crate::web::app::{json_response, App};
+use crate::server::Service;
+use crate::web::app::json_response;
 use crate::web::chain::{handler, Context};
 use crate::web::engine::Engine;
 use crate::web::middleware;
@@ -65,7 +66,8 @@ fn timeout_response(c: &mut Context) {
     );
 }
 
-/// Builds the HTTP app over `gateway`; `openapi` is the document served at
+/// Builds the HTTP port over `gateway`, gRPC-Web calls going to
+/// `grpc_web` ([`web::Port`]); `openapi` is the document served at
 /// `GET /openapi.json`. `timeout` (if any) answers 504 past it, counted from
 /// the request head, so reading the body counts against it too. `cors`, if
 /// any, runs between the logger and recovery, so every answer (a 404, a
@@ -78,11 +80,12 @@ pub fn app(
     ready: Probe,
     cors: Option<Cors>,
     grpc_web: Server,
-) -> Result<Arc<App>, InsertError> {
+) -> Result<Arc<dyn Service>, InsertError> {
+    let cors = cors.map(Arc::new);
     let mut e = Engine::bare();
     e.use_middleware(middleware::logger());
-    if let Some(cors) = cors {
-        e.use_middleware(Arc::new(cors).middleware());
+    if let Some(cors) = &cors {
+        e.use_middleware(cors.clone().middleware());
     }
     e.use_middleware(middleware::recovery());
     e.metrics(metrics)?;
@@ -105,18 +108,11 @@ pub fn app(
     e.no_method(vec![handler(|c| {
         Box::pin(async move { gateway::method_not_allowed(c) })
     })]);
-    // Every other request: a gRPC-Web call (by its content-type) to the
-    // gRPC server's methods, else the routes derived from greeter.proto,
-    // with their own 404 and 405.
+    // Every other request: the routes derived from greeter.proto, with
+    // their own 404 and 405.
     e.no_route(vec![handler(move |c| {
-        let (gateway, grpc_web) = (gateway.clone(), grpc_web.clone());
-        Box::pin(async move {
-            let mode = c.header("content-type").and_then(web::Mode::of);
-            match mode {
-                Some(mode) => web::serve(&grpc_web, mode, c).await,
-                None => gateway.serve(c).await,
-            }
-        })
+        let gateway = gateway.clone();
+        Box::pin(async move { gateway.serve(c).await })
     })]);
-    Ok(e.build())
+    Ok(Arc::new(web::Port::new(e.build(), grpc_web, cors)))
 }

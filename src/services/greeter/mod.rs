@@ -35,7 +35,6 @@ use crate::protocol::grpc::descriptor::ProtoError;
 use crate::protocol::grpc::health::{Health, ServingStatus};
 use crate::server::tls::{self, CertError, CertStore};
 use crate::server::{self, ServerError};
-use crate::web::app::App;
 use crate::web::router::InsertError;
 use biz::{GreeterRepo, GreeterUsecase, Usecases, UserRepo, UserUsecase};
 use config::{Config, Driver};
@@ -111,7 +110,7 @@ pub struct Greeter {
     grpc_listener: TcpListener,
     http_addr: SocketAddr,
     grpc_addr: SocketAddr,
-    http_app: Arc<App>,
+    http_app: Arc<dyn server::Service>,
     grpc_server: crate::protocol::grpc::Server,
     http_tls: Option<Arc<CertStore>>,
     grpc_tls: Option<Arc<CertStore>>,
