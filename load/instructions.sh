@@ -21,6 +21,13 @@
 # Health/Check with nothing but what the wire needs. What a peer costs over
 # a floor bounds the ratio any server on that floor can reach against it.
 #
+# The gate (`INSTR_GATE=1`, run by .ci/run): only router-demo and axum on
+# `GET /hello`, counted in the same job; their ratio (axum's count over
+# router-demo's) must not fall more than 5 % below the figure committed in
+# load/instructions-gate (a commit that changes it on purpose updates the
+# figure and says why). A ratio, not a count: another CPU or compiler moves
+# both sides. `INSTR_GATE=warn` prints the verdict and exits 0.
+#
 # Environment: INSTR_REQUESTS, INSTR_PORT_BASE (default 18800),
 # INSTR_NO_BUILD=1 (skip cargo build), INSTR_BIN_DIR (default target/release:
 # another build's binaries, e.g. an older commit's, to compare before and
@@ -39,9 +46,14 @@ need h2load "Debian: apt-get install -y nghttp2-client"
 need curl "Debian: apt-get install -y curl"
 need ss "Debian: apt-get install -y iproute2"
 missing_tools instructions.sh
+gate="${INSTR_GATE:-}"
 if [ "${INSTR_NO_BUILD:-}" != 1 ]; then
-	cargo build --release --bin router-demo --bin greeter \
-		--example peer_axum --example peer_tonic --example bare_hyper
+	if [ -n "$gate" ]; then
+		cargo build --release --bin router-demo --example peer_axum
+	else
+		cargo build --release --bin router-demo --bin greeter \
+			--example peer_axum --example peer_tonic --example bare_hyper
+	fi
 fi
 bin="${INSTR_BIN_DIR:-target/release}"
 tmp=$(mktemp -d)
@@ -115,6 +127,21 @@ pair() { # TITLE ours PEER_NAME peer
 }
 
 addr="127.0.0.1:$port"
+if [ -n "$gate" ]; then
+	rd=$(count router-demo http /hello "" -- "$bin/router-demo" --addr "$addr" --quiet)
+	axum=$(count axum http /hello "" -- "$bin/examples/peer_axum" "$addr")
+	# The committed figure: the first number on the file's first line.
+	committed=$(grep -oE '^[0-9.]+' load/instructions-gate | head -1)
+	verdict=$(awk -v a="$axum" -v r="$rd" -v c="$committed" 'BEGIN {
+		ratio = a / r; floor = c * 0.95
+		printf "%s axum/router-demo on GET /hello: %.3f (axum %d, router-demo %d instructions a request); committed %.3f, floor %.3f",
+			(ratio >= floor) ? "PASS" : "FAIL", ratio, a, r, c, floor }')
+	echo "instructions gate: $verdict"
+	case "$verdict" in
+	PASS*) exit 0 ;;
+	*) [ "$gate" = warn ] && exit 0 || exit 1 ;;
+	esac
+fi
 rd=$(count router-demo http /hello "" -- "$bin/router-demo" --addr "$addr" --quiet)
 bare=$(count bare_hyper http /hello "" -- "$bin/examples/bare_hyper" "$addr")
 plain=$(count hyper-only http /hello "" -- "$bin/examples/bare_hyper" "$addr" --hyper-only)

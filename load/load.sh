@@ -30,8 +30,8 @@
 # and vs tonic + rusqlite storing the same rows by group commit; greeter SayHello
 # with a file DB vs tonic, vs tonic + rusqlite by group commit and vs tonic +
 # rusqlite committing each call; greeter /helloworld/{name}
-# with a file DB vs axum (which writes nothing); 1,000 keep-alive connections
-# on /hello with peak RSS (fresh processes); token-auth's profile p99 idle vs
+# with a file DB vs axum (which writes nothing); 1,000 and 10,000 keep-alive
+# connections on /hello with peak RSS and socket errors (fresh processes); token-auth's profile p99 idle vs
 # while 20 concurrent bcrypt logins run; TLS: router-demo /hello over HTTPS
 # vs axum-server with rustls, keep-alive and one handshake per request
 # (development certificate from examples/dev_cert.rs, ECDSA P-256).
@@ -39,7 +39,7 @@
 # Environment: LOAD_SECONDS, LOAD_ROUNDS, LOAD_SYNCHRONOUS (FULL or NORMAL;
 # default: what src/services/greeter/data/ sets, else SQLite's FULL),
 # LOAD_PORT_BASE (default 18500), LOAD_NO_BUILD=1 (skip cargo build),
-# LOAD_PIN=0 (no taskset), LOAD_ROWS (a bash regex: only the workloads whose
+# LOAD_PIN=0 (no taskset), LOAD_CONNECTIONS (default "1000 10000"), LOAD_ROWS (a bash regex: only the workloads whose
 # title matches, e.g. LOAD_ROWS='SayHello|framing'), LOAD_CLUSTER=0 (skip the PostgreSQL + Redis run,
 # load/load-cluster.sh), LOAD_ONLY=cluster (only that run) or LOAD_ONLY=tls
 # (only the TLS rows), LOAD_BIN_DIR (default target/release; e.g. target/debug
@@ -115,8 +115,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-# 1,000 connections need more than the usual 1,024 descriptors.
-ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+# 1,000 and 10,000 connections need more than the usual 1,024 descriptors:
+# the soft limit is raised to the hard one (servers and wrk inherit it).
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # ---- servers ------------------------------------------------------------------
 # start NAME CMD...: run pinned, stdout (request logs) to /dev/null, stderr kept.
@@ -413,45 +414,66 @@ compare "greeter GET /helloworld/{name}, file DB" wrk "$u:$p_gfile_http/hellowor
 for p in "${pids[@]}"; do stop "$p"; done
 pids=()
 
-if [[ "1,000 connections" =~ ${LOAD_ROWS:-.} ]]; then
-# ---- 1,000 keep-alive connections, with memory ------------------------------------
+# ---- 1,000 and 10,000 keep-alive connections, with memory --------------------------
 # A fresh server per measurement, so its peak RSS (VmHWM) belongs to that run.
-echo "== 1,000 keep-alive connections, GET /hello (fresh server each time; RSS = VmHWM after the run)"
-: >"$tmp/c.0"
-: >"$tmp/c.1"
-c1k_names=(handwire axum)
-for r in $(seq "$rounds"); do
-	order="0 1"
-	[ $((r % 2)) = 0 ] && order="1 0"
-	for i in $order; do
-		if [ "$i" = 0 ]; then
-			start c1k "$bin/router-demo" --addr "127.0.0.1:$p_c1k" --quiet
-		else
-			start c1k "$bin/examples/peer_axum" "127.0.0.1:$p_c1k"
-		fi
-		pid=$last_pid
-		wait_http "$u:$p_c1k/hello" c1k
-		m=$(wrk_run "$tmp/out" "$u:$p_c1k/hello" -c1000 --timeout 10s)
-		hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
-		rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
-		stop "$pid"
-		pids=()
-		echo "$m $hwm $rss $(cat "$tmp/out.cpu")" >>"$tmp/c.$i"
-		printf '  round %d  %-16s %10.0f req/s   p99 %7.2f ms   VmHWM %6.1f MiB  VmRSS %6.1f MiB\n' \
-			"$r" "${c1k_names[$i]}" $m "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
+# Socket errors (connect, read, write) and time-outs are wrk's; a server that
+# cuts live connections shows there.
+commas() { echo "$1" | sed -E ':a; s/([0-9])([0-9]{3})($|,)/\1,\2\3/; ta'; } # 10000 -> 10,000
+many_connections() { # N: the row for N keep-alive connections on /hello
+	local n=$1 label i r order pid m hwm rss errs
+	label=$(commas "$n")
+	if [ "$(ulimit -Sn)" -lt $((n + 512)) ]; then
+		echo "== $label connections: skipped, the open-file limit is $(ulimit -Sn) (hard $(ulimit -Hn)); raise the hard limit"
+		return 0
+	fi
+	echo "== $label keep-alive connections, GET /hello (fresh server each time; RSS = VmHWM after the run)"
+	: >"$tmp/c.0"
+	: >"$tmp/c.1"
+	for r in $(seq "$rounds"); do
+		order="0 1"
+		[ $((r % 2)) = 0 ] && order="1 0"
+		for i in $order; do
+			if [ "$i" = 0 ]; then
+				start c1k "$bin/router-demo" --addr "127.0.0.1:$p_c1k" --quiet
+			else
+				start c1k "$bin/examples/peer_axum" "127.0.0.1:$p_c1k"
+			fi
+			pid=$last_pid
+			wait_http "$u:$p_c1k/hello" c1k
+			m=$(wrk_run "$tmp/out" "$u:$p_c1k/hello" -c"$n" --timeout 10s)
+			hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+			rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+			# connect, read, write and timeout counts of wrk's "Socket errors" line.
+			errs=$(awk '/Socket errors/ {gsub(",", ""); print $4 + $6 + $8 + $10}' "$tmp/out")
+			stop "$pid"
+			pids=()
+			echo "$m $hwm $rss $(cat "$tmp/out.cpu") ${errs:-0}" >>"$tmp/c.$i"
+			printf '  round %d  %-16s %10.0f req/s   p99 %7.2f ms   VmHWM %6.1f MiB  VmRSS %6.1f MiB  socket errors %d\n' \
+				"$r" "${c1k_names[$i]}" $m "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')" \
+				"$(awk -v k="$rss" 'BEGIN {print k / 1024}')" "${errs:-0}"
+		done
 	done
+	for i in 0 1; do
+		c_rps[$i]=$(awk '{print $1}' "$tmp/c.$i" | median)
+		c_p99[$i]=$(awk '{print $2}' "$tmp/c.$i" | median)
+		c_hwm[$i]=$(awk '{print $3 / 1024}' "$tmp/c.$i" | median)
+		c_cpu[$i]=$(awk '{print $5}' "$tmp/c.$i" | median)
+		c_err[$i]=$(awk '{s += $6} END {print s + 0}' "$tmp/c.$i")
+	done
+	printf '  median: handwire %.0f req/s, %.1f MiB peak, %d socket errors in all rounds; axum %.0f req/s, %.1f MiB peak, %d\n' \
+		"${c_rps[0]}" "${c_hwm[0]}" "${c_err[0]}" "${c_rps[1]}" "${c_hwm[1]}" "${c_err[1]}"
+	echo "$label connections GET /hello|${c_rps[0]}|axum|${c_rps[1]}|${c_p99[0]}|${c_p99[1]}|$(awk '{print $1}' "$tmp/c.0" | spread)|$(awk '{print $1}' "$tmp/c.1" | spread)|${c_cpu[0]}|${c_cpu[1]}" >>"$results"
+	extra_rows+=("$(printf '| %s connections: peak RSS (VmHWM); socket errors and time-outs, all rounds | %.1f MiB; %d | axum | %.1f MiB; %d | %.2f | | | | | | |' \
+		"$label" "${c_hwm[0]}" "${c_err[0]}" "${c_hwm[1]}" "${c_err[1]}" \
+		"$(awk -v a="${c_hwm[0]}" -v b="${c_hwm[1]}" 'BEGIN {print a / b}')")")
+}
+c1k_names=(handwire axum)
+extra_rows=()
+for n in ${LOAD_CONNECTIONS:-1000 10000}; do
+	if [[ "$(commas "$n") connections" =~ ${LOAD_ROWS:-.} ]]; then
+		many_connections "$n"
+	fi
 done
-for i in 0 1; do
-	c_rps[$i]=$(awk '{print $1}' "$tmp/c.$i" | median)
-	c_p99[$i]=$(awk '{print $2}' "$tmp/c.$i" | median)
-	c_hwm[$i]=$(awk '{print $3 / 1024}' "$tmp/c.$i" | median)
-	c_cpu[$i]=$(awk '{print $5}' "$tmp/c.$i" | median)
-done
-printf '  median: handwire %.0f req/s, %.1f MiB peak; axum %.0f req/s, %.1f MiB peak\n' \
-	"${c_rps[0]}" "${c_hwm[0]}" "${c_rps[1]}" "${c_hwm[1]}"
-echo "1,000 connections GET /hello|${c_rps[0]}|axum|${c_rps[1]}|${c_p99[0]}|${c_p99[1]}|$(awk '{print $1}' "$tmp/c.0" | spread)|$(awk '{print $1}' "$tmp/c.1" | spread)|${c_cpu[0]}|${c_cpu[1]}" >>"$results"
-
-fi
 
 if [[ "token-auth profile" =~ ${LOAD_ROWS:-.} ]]; then
 # ---- token-auth: profile p99 idle vs during 20 concurrent logins -------------------
@@ -549,9 +571,7 @@ while IFS='|' read -r title hw peer prps hp99 pp99 hrange prange hcpu pcpu paire
 done <"$results"
 [ -n "${cluster_logins:-}" ] && echo "$cluster_logins"
 [ "${LOAD_ONLY:-}" = cluster ] || [ "${LOAD_ONLY:-}" = tls ] && exit 0
-if [ -n "${c_hwm[0]:-}" ]; then printf '| 1,000 connections: peak RSS (VmHWM) | %.1f MiB | axum | %.1f MiB | %.2f | | | | | | |\n' \
-	"${c_hwm[0]}" "${c_hwm[1]}" "$(awk -v a="${c_hwm[0]}" -v b="${c_hwm[1]}" 'BEGIN {print a / b}')"
-fi
+[ ${#extra_rows[@]} -gt 0 ] && printf '%s\n' "${extra_rows[@]}"
 if [ -n "${auth_ratio:-}" ]; then printf '| token-auth profile, idle vs 20 bcrypt logins | %.0f idle, %.0f loaded | | | | | %s idle (%s), %s loaded (%s): x%s | |\n' \
 	"$idle_rps" "$busy_rps" "$idle_p99" "$(awk '{print $2}' "$tmp/idle" | spread_ms)" \
 	"$busy_p99" "$(awk '{print $2}' "$tmp/busy" | spread_ms)" "$auth_ratio"
