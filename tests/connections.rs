@@ -551,3 +551,125 @@ async fn the_answer_to_a_stalled_body_reaches_the_request_log() {
         "{logged:#?}"
     );
 }
+
+/// Starts `cmd` and collects stdout up to the line starting with `prefix`.
+fn start_up_lines(cmd: Command, prefix: &str) -> (Running, Vec<String>) {
+    let mut running = spawn_with(cmd);
+    let mut lines = Vec::new();
+    loop {
+        let line = running
+            .out
+            .next()
+            .expect("the binary printed its address")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix(prefix) {
+            running.addr = rest.trim().parse().unwrap();
+            return (running, lines);
+        }
+        lines.push(line);
+    }
+}
+
+fn spawn_with(mut cmd: Command) -> Running {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the binary");
+    let out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = "0.0.0.0:0".parse().unwrap();
+    Running { child, addr, out }
+}
+
+/// (soft, hard) of the `Max open files` row of `/proc/PID/limits`.
+fn open_file_limits(pid: u32) -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let mut numbers = row
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .map(|n| n.parse().expect("a finite limit"));
+    (numbers.next().unwrap(), numbers.next().unwrap())
+}
+
+#[test]
+fn a_server_raises_its_open_file_limit_to_the_hard_one_and_caps_connections_at_three_quarters() {
+    // Started with a soft limit of 256, as a shell with `ulimit -Sn 256`.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -Sn 256 && exec \"$0\" --addr 127.0.0.1:0 --quiet")
+        .arg(env!("CARGO_BIN_EXE_router-demo"));
+    let (running, lines) = start_up_lines(cmd, "router-demo listening on http://");
+    let (soft, hard) = open_file_limits(running.child.id());
+    assert_eq!(soft, hard, "the soft limit was not raised");
+    let cap = format!("router-demo holds up to {} connections", hard / 4 * 3);
+    assert!(
+        lines.iter().any(|l| l.starts_with(&cap)),
+        "{cap}: {lines:#?}"
+    );
+}
+
+#[test]
+fn the_max_connections_flag_sets_the_cap_printed_at_start() {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_router-demo"));
+    cmd.args([
+        "--addr",
+        "127.0.0.1:0",
+        "--quiet",
+        "--max-connections",
+        "77",
+    ]);
+    let (_running, lines) = start_up_lines(cmd, "router-demo listening on http://");
+    let cap = "router-demo holds up to 77 connections";
+    assert!(lines.iter().any(|l| l.starts_with(cap)), "{lines:#?}");
+}
+
+#[test]
+fn a_max_connections_of_zero_is_a_start_up_error_naming_the_flag() {
+    let out = Command::new(env!("CARGO_BIN_EXE_router-demo"))
+        .args(["--addr", "127.0.0.1:0", "--max-connections", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--max-connections"), "{err}");
+}
+
+#[test]
+fn the_greeters_max_connections_key_sets_the_cap_of_both_listeners() {
+    let dir = TempDir::new("conn-greeter-cap");
+    let db = dir.0.join("g.db");
+    let path = dir.0.join("config.yaml");
+    let text = config_text(&db.display().to_string(), "1s", "1s").replace(
+        "limits: { registrations_per_minute: 0 }",
+        "limits: { registrations_per_minute: 0, max_connections: 33 }",
+    );
+    assert!(text.contains("max_connections: 33"), "{text}");
+    std::fs::write(&path, text).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_greeter"));
+    cmd.arg("--config").arg(path);
+    let (_running, lines) = start_up_lines(cmd, "greeter: HTTP listening on ");
+    let cap = "greeter: holds up to 33 connections";
+    assert!(lines.iter().any(|l| l.starts_with(cap)), "{lines:#?}");
+}
+
+#[tokio::test]
+async fn a_listener_queues_more_connections_than_tokios_backlog_of_128_before_it_accepts() {
+    // Nothing accepts: every connection waits in the listen backlog. With
+    // tokio's 128 the kernel drops the SYNs past it and connect hangs.
+    let listener = handwire::server::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let wanted = 600.min(handwire::server::backlog() as usize);
+    let mut queued = Vec::new();
+    for _ in 0..wanted {
+        let conn = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
+            .await
+            .expect("connect waited: the backlog is full")
+            .unwrap();
+        queued.push(conn);
+    }
+    assert!(wanted > 128, "somaxconn is {}", handwire::server::backlog());
+}

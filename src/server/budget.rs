@@ -11,11 +11,13 @@
 //! place of the shared budget that another listener's client could use.
 //!
 //! [`ConnectionBudget::process`] is the budget every listener shares unless
-//! given another: [`DEFAULT_MAX_CONNECTIONS`], or three quarters of the soft
-//! open-file limit when that is lower, so the process still has descriptors
-//! for its database, its log and its outgoing connections when the budget
-//! is spent. [`ConnectionBudget::new`] makes a separate one (tests, or a
-//! process that wants a smaller cap); it is held to the same ¾ bound.
+//! given another: as many connections as the machine allows. At start-up
+//! the soft open-file limit is raised to the hard one, as Go's runtime does
+//! ([`raise_open_file_limit`]), and the cap is three quarters of it, so the
+//! process still has a quarter of its descriptors for its database, its log
+//! and its outgoing connections when the budget is spent.
+//! [`ConnectionBudget::new`] makes a separate one (`--max-connections`,
+//! tests); it is held to the same ¾ bound.
 //!
 //! The budget is also the one evictor of its connections, in the manner of
 //! Envoy's overload manager (one process-wide threshold, one action for
@@ -53,9 +55,6 @@ use crate::server::clocks::{Activity, WaitingAccount, CHUNK};
 use crate::server::governor::{
     default_long_lived_streams, ByteAccount, DEFAULT_BODY_BYTES, WAITING_FOR_TURNS_MAX,
 };
-
-/// Upper bound of the process' connection budget.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// Default bytes of responses the process holds for peers that have not
 /// taken them; past it the connection holding the most is closed. 32 MiB:
@@ -362,11 +361,53 @@ impl fmt::Debug for ConnectionBudget {
     }
 }
 
-/// [`DEFAULT_MAX_CONNECTIONS`], or three quarters of the process' soft
-/// open-file limit (`RLIMIT_NOFILE`) when that is lower. The limit is read
-/// from `/proc/self/limits` (Linux; elsewhere the constant is used).
+/// Three quarters of the process' soft open-file limit (`RLIMIT_NOFILE`),
+/// after raising it to the hard limit ([`raise_open_file_limit`]). The
+/// limit is read from `/proc/self/limits`; where it cannot be read (not
+/// Linux) or is unlimited, [`FALLBACK_MAX_CONNECTIONS`].
 pub fn default_max_connections() -> usize {
-    fd_bound().min(DEFAULT_MAX_CONNECTIONS)
+    raise_open_file_limit();
+    match fd_bound() {
+        usize::MAX => FALLBACK_MAX_CONNECTIONS,
+        bound => bound,
+    }
+}
+
+/// The cap when the open-file limit cannot be read or is unlimited.
+pub const FALLBACK_MAX_CONNECTIONS: usize = 1024;
+
+/// Raise the soft open-file limit to the hard one (`setrlimit`), once per
+/// process; the soft limit (1,024 on most distributions) is what the
+/// process may open before it asks, the hard one what it may ask for. Go's
+/// runtime does the same at start-up. On failure the limit stays as it was.
+pub fn raise_open_file_limit() {
+    #[cfg(target_os = "linux")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            /// `struct rlimit` (sys/resource.h): soft, then hard.
+            #[repr(C)]
+            struct Rlimit {
+                soft: std::ffi::c_ulong,
+                hard: std::ffi::c_ulong,
+            }
+            extern "C" {
+                fn getrlimit(resource: i32, limit: *mut Rlimit) -> i32;
+                fn setrlimit(resource: i32, limit: *const Rlimit) -> i32;
+            }
+            /// `RLIMIT_NOFILE` on Linux.
+            const RLIMIT_NOFILE: i32 = 7;
+            let mut limit = Rlimit { soft: 0, hard: 0 };
+            // SAFETY: both calls read or write one `struct rlimit` we own,
+            // laid out as the C one (two `rlim_t`, unsigned longs on Linux).
+            unsafe {
+                if getrlimit(RLIMIT_NOFILE, &mut limit) == 0 && limit.soft < limit.hard {
+                    limit.soft = limit.hard;
+                    setrlimit(RLIMIT_NOFILE, &limit);
+                }
+            }
+        });
+    }
 }
 
 /// Drop from `open` the connections that have ended.
@@ -422,7 +463,7 @@ mod tests {
     }
 
     #[test]
-    fn the_budget_follows_the_soft_open_file_limit() {
+    fn the_budget_is_three_quarters_of_the_raised_open_file_limit() {
         let limits = |soft: &str| {
             format!(
                 "Limit                     Soft Limit           Hard Limit           Units\n\
@@ -433,7 +474,7 @@ mod tests {
         assert_eq!(soft_open_files(&limits("unlimited")), None);
         assert_eq!(soft_open_files("no such row"), None);
         let cap = default_max_connections();
-        assert!((1..=DEFAULT_MAX_CONNECTIONS).contains(&cap), "{cap}");
+        assert!(cap >= 1, "{cap}");
         assert!(cap <= fd_bound(), "{cap} is over 3/4 of the soft limit");
     }
 

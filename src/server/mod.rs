@@ -63,7 +63,9 @@ use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-pub use self::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
+pub use self::budget::{
+    default_max_connections, raise_open_file_limit, ConnectionBudget, FALLBACK_MAX_CONNECTIONS,
+};
 use self::clocks::{Activity, Expiry, InFlight, Tracked, Watched};
 pub use crate::contract::{Answer, Caller, Service};
 use crate::ops::log;
@@ -196,14 +198,44 @@ impl std::error::Error for ServerError {
     }
 }
 
-/// Bind a TCP listener on `addr` (`HOST:PORT`); the error names the address.
+/// Bind a TCP listener on `addr` (`HOST:PORT`) with a listen backlog of
+/// [`backlog`]; the error names the address.
 pub async fn bind(addr: &str) -> Result<TcpListener, ServerError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| ServerError::Bind {
-            addr: addr.to_string(),
-            source,
-        })
+    listen(addr).await.map_err(|source| ServerError::Bind {
+        addr: addr.to_string(),
+        source,
+    })
+}
+
+async fn listen(addr: &str) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for at in tokio::net::lookup_host(addr).await? {
+        let socket = match at {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        // As `TcpListener::bind`: a restarted server may reuse its port
+        // while the old connections are in TIME_WAIT.
+        socket.set_reuseaddr(true)?;
+        match socket.bind(at) {
+            Ok(()) => return socket.listen(backlog()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("the address resolves to nothing")))
+}
+
+/// The listen backlog: connections the kernel completes and holds for the
+/// server before it accepts them. At the connection cap the server stops
+/// accepting, so newcomers wait here; tokio's `bind` asks for 128, which a
+/// burst of a thousand clients overflows (their SYNs are dropped and
+/// retried a second later). The kernel bounds it by `net.core.somaxconn`
+/// (4,096 by default since Linux 5.4), so this asks for that.
+pub fn backlog() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(4096)
 }
 
 /// Run the accept loop on `listener` until `shutdown` completes, then wait up
