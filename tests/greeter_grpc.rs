@@ -826,6 +826,7 @@ async fn binary_logs_one_line_per_call_with_its_final_status() {
         rx.recv_timeout(std::time::Duration::from_secs(10))
             .unwrap_or_else(|e| panic!("no {what} line: {e}"))
     };
+    let _cap = next_line("connection cap");
     let _http = next_line("HTTP address");
     let grpc: SocketAddr = next_line("gRPC address")
         .strip_prefix("greeter: gRPC listening on ")

@@ -33,7 +33,7 @@ const USAGE: Usage = Usage {
     program: "greeter",
     about: "the greeting service over HTTP and gRPC; addresses, time-outs and the \
             database come from the config file",
-    synopsis: &["[--config PATH] [--shutdown-grace DURATION]"],
+    synopsis: &["[--config PATH] [--shutdown-grace DURATION] [--max-connections N]"],
     flags: &[Flag::value(
         "config",
         "PATH",
