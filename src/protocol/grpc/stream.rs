@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use super::compression::{self, Encoding};
 use super::frame::{Decoder, Frame, FrameError};
 use super::status::{Code, Status};
+use crate::server::clocks::Receiving;
 use crate::server::governor::ConnectionShare;
 use crate::server::intake;
 use crate::types::BoxError;
@@ -41,6 +42,10 @@ pub struct Streaming {
     /// When the first byte of the message being received came (`None`:
     /// no message is partly received).
     partial_since: Option<Instant>,
+    /// Whether a message being waited for counts on the connection for the
+    /// cap ([`Streaming::counted`]), and its count while it arrives.
+    counted: bool,
+    arriving: Option<Receiving>,
 }
 
 impl Streaming {
@@ -56,7 +61,19 @@ impl Streaming {
             held: 0,
             min_rate: None,
             partial_since: None,
+            counted: false,
+            arriving: None,
         }
+    }
+
+    /// The same stream, each message it waits for counted on the
+    /// connection for the cap while it arrives ([`Receiving`]): a unary
+    /// call's, whose handler has not started, so that a client sending it
+    /// below the minimum rate is not busy. A streaming call has its
+    /// response open meanwhile, which the cap counts instead.
+    pub fn counted(mut self) -> Streaming {
+        self.counted = true;
+        self
     }
 
     /// The same stream, a message refused with `DEADLINE_EXCEEDED` once,
@@ -124,6 +141,12 @@ impl Streaming {
 
     /// The next message, `None` once the client has half-closed the stream.
     pub async fn message(&mut self) -> Result<Option<Bytes>, Status> {
+        let message = self.next_message().await;
+        self.arriving = None;
+        message
+    }
+
+    async fn next_message(&mut self) -> Result<Option<Bytes>, Status> {
         loop {
             let next = self.decoder.next_frame().map_err(frame_status)?;
             self.hold_buffered();
@@ -148,6 +171,11 @@ impl Streaming {
                 self.decoder.finish().map_err(frame_status)?;
                 return Ok(None);
             }
+            if self.counted && self.arriving.is_none() {
+                let rate = self.min_rate.map_or(0, |(rate, _)| rate);
+                let conn = self.share.as_ref().and_then(|share| share.conn());
+                self.arriving = conn.map(|conn| conn.receiving(Instant::now(), rate));
+            }
             let next = match self.rate_due() {
                 None => self.body.frame().await,
                 // Only while a message is partly received; the timer is
@@ -164,6 +192,9 @@ impl Streaming {
                     // Request trailers carry nothing gRPC needs.
                     if let Ok(data) = frame.into_data() {
                         self.decoder.push(&data);
+                        if let Some(arriving) = &self.arriving {
+                            arriving.received(self.decoder.buffered());
+                        }
                         if !self.hold_buffered() {
                             return Err(Status::new(
                                 Code::ResourceExhausted,
