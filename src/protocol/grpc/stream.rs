@@ -296,3 +296,62 @@ impl Sink {
             .map_err(|_| Status::new(Code::Cancelled, "client closed the stream"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::clocks::Activity;
+    use crate::server::governor::ByteAccount;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A body that sends its bytes once, then waits for ever.
+    struct Stalls(Option<Bytes>);
+
+    impl hyper::body::Body for Stalls {
+        type Data = Bytes;
+        type Error = BoxError;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<HttpFrame<Bytes>, BoxError>>> {
+            match self.0.take() {
+                Some(data) => Poll::Ready(Some(Ok(HttpFrame::data(data)))),
+                None => Poll::Pending,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_unary_message_below_the_minimum_rate_leaves_its_connection_reclaimable() {
+        let secs = Duration::from_secs;
+        let conn = Activity::new(secs(10), secs(60), secs(10));
+        let _call = conn.request_started(http::Version::HTTP_2);
+        let share = ConnectionShare::new(
+            1 << 20,
+            ByteAccount::new(1 << 20),
+            ByteAccount::new(0),
+            ByteAccount::new(0),
+            Some(conn.clone()),
+        );
+        assert_eq!(conn.reclaimable_at(), None, "the call runs: busy");
+        // A message of 100 bytes announced, 1 sent: 6 bytes at 240 a second
+        // are paid for 25 ms.
+        let first = Bytes::from_static(&[0, 0, 0, 0, 100, 1]);
+        let body = Stalls(Some(first)).boxed_unsync();
+        let mut streaming = Streaming::new(body, 1 << 20)
+            .with_share(Some(share))
+            .with_min_rate(240, secs(5))
+            .counted();
+        let t0 = Instant::now();
+        let mut message = Box::pin(streaming.message());
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert!(message.as_mut().poll(&mut cx).is_pending());
+        let from = conn.reclaimable_at().expect("below the rate: reclaimable");
+        assert!(from >= t0 && from <= Instant::now() + Duration::from_millis(25));
+        drop(message);
+        drop(streaming);
+        assert_eq!(conn.reclaimable_at(), None, "no message arriving: busy");
+    }
+}
