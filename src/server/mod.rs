@@ -112,9 +112,10 @@ pub struct Options {
     /// this time. Default 10 s.
     pub h2_keep_alive_timeout: Duration,
     /// The connections this listener may hold open, shared with every
-    /// listener given the same budget; when it is spent, accept waits for a
-    /// connection to close. Default: [`ConnectionBudget::process`], one
-    /// budget for the whole process.
+    /// listener given the same budget; when it is spent, the loop accepts
+    /// no more until a reclaimable connection is taken back or one closes
+    /// (see `room`). Default: [`ConnectionBudget::process`], one budget
+    /// for the whole process.
     pub connections: ConnectionBudget,
     /// How long shutdown waits for in-flight connections before closing
     /// them. Default 10 s.

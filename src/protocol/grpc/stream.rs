@@ -67,7 +67,7 @@ impl Streaming {
     }
 
     /// The same stream, each message it waits for counted on the
-    /// connection for the cap while it arrives ([`Receiving`]): a unary
+    /// connection for the cap while it arrives (its `Receiving`): a unary
     /// call's, whose handler has not started, so that a client sending it
     /// below the minimum rate is not busy. A streaming call has its
     /// response open meanwhile, which the cap counts instead.
