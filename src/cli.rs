@@ -75,6 +75,15 @@ pub const SHUTDOWN_GRACE: Flag = Flag::value(
     "how long requests may finish after SIGTERM",
 );
 
+/// `--max-connections N`: connections the process holds open at once
+/// (default three quarters of the open-file limit, raised to the hard one).
+pub const MAX_CONNECTIONS: Flag = Flag::value(
+    "max-connections",
+    "N",
+    None,
+    "connections held open at once (default 3/4 of the open-file limit)",
+);
+
 /// `--quiet`: no route table at start-up.
 pub const QUIET: Flag = Flag::switch("quiet", "do not print the route table at start-up");
 

@@ -20,7 +20,7 @@ use crate::config::parse_duration_setting;
 use crate::ops::log;
 use crate::ops::metrics::{Kind, Metrics};
 use crate::server::tls;
-use crate::server::{self, Options, ServerError, Service};
+use crate::server::{self, ConnectionBudget, Options, ServerError, Service};
 use crate::web::engine::Engine;
 
 /// The server options of a binary with one listener and one engine
@@ -29,6 +29,7 @@ use crate::web::engine::Engine;
 pub const SERVER_FLAGS: &[Flag] = &[
     cli::ADDR,
     cli::SHUTDOWN_GRACE,
+    cli::MAX_CONNECTIONS,
     tls::CERT_FLAG,
     tls::KEY_FLAG,
     cli::QUIET,
@@ -82,6 +83,21 @@ pub fn shutdown_grace(args: &Args, fallback: Option<&str>) -> Result<Option<Dura
     }
 }
 
+/// `--max-connections`: a whole number from 1 up; more than the
+/// descriptors allow is held to ¾ of the open-file limit
+/// ([`ConnectionBudget::new`]). The error names the flag.
+pub fn max_connections(args: &Args) -> Result<Option<usize>, String> {
+    let Some(text) = args.get(cli::MAX_CONNECTIONS.name) else {
+        return Ok(None);
+    };
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(format!(
+            "--max-connections: expected a whole number from 1 up, got {text:?}"
+        )),
+    }
+}
+
 /// The listener settings of [`SERVER_FLAGS`], checked before anything is bound:
 /// `--addr` (default [`cli::DEFAULT_ADDR`]), then `--shutdown-grace` and
 /// the TLS pair into [`Options`].
@@ -99,6 +115,9 @@ impl Listen {
         let mut options = Options::default();
         if let Some(grace) = shutdown_grace(args, None)? {
             options.shutdown_grace = grace;
+        }
+        if let Some(cap) = max_connections(args)? {
+            options.connections = ConnectionBudget::new(cap);
         }
         options.tls = tls::from_flags(args.get("tls-cert"), args.get("tls-key"))?;
         Ok(Listen { addr, options })
@@ -151,6 +170,10 @@ pub async fn serve(
     } else {
         "http"
     };
+    log::announce(&format!(
+        "{program} holds up to {} connections (--max-connections)",
+        options.connections.max()
+    ));
     log::announce(&format!("{program} listening on {scheme}://{local}"));
     tls::reload_on_sighup(options.tls.iter().cloned().collect());
     server::serve(listener, app, options, shutdown)

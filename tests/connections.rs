@@ -4,8 +4,9 @@
 //! - the first-request clock starts at accept (silent HTTP/1, idle h2c);
 //! - idle keep-alive connections close after the idle time-out, and a head
 //!   trickled in after idling gets the header time-out;
-//! - at the connection cap the stalest connection makes room (accept never
-//!   fails, and a new client is not kept waiting by held ones);
+//! - at the connection cap a connection that can be taken back (silent,
+//!   idle past the grace) makes room for a new client, and a busy one is
+//!   never cut: the newcomer waits for a free place instead;
 //! - a stalled request body is answered (408, or the greeter's 504) and the
 //!   connection closed;
 //! - SIGTERM stops each binary within its grace period whatever is open.
@@ -38,12 +39,23 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// `GET /hi` answers `hi`; `POST /echo` answers the body's length.
+/// `GET /hi` answers `hi`; `GET /slow` answers `slow` after 1.5 s;
+/// `POST /echo` answers the body's length.
 fn hi_and_echo() -> Engine {
     let mut e = Engine::bare();
     e.get(
         "/hi",
         handler(|c| Box::pin(async move { c.string(StatusCode::OK, "hi") })),
+    )
+    .unwrap();
+    e.get(
+        "/slow",
+        handler(|c| {
+            Box::pin(async move {
+                tokio::time::sleep(ms(1500)).await;
+                c.string(StatusCode::OK, "slow")
+            })
+        }),
     )
     .unwrap();
     e.post(
@@ -238,6 +250,66 @@ async fn at_the_connection_cap_the_longest_silent_connection_makes_room_for_a_ne
     assert!(newest.is_none(), "only one connection was taken back");
 }
 
+/// Sends `POST /echo` with a body of `len` bytes, `piece` bytes every
+/// `every`, on a connection closed after the answer; the answer.
+async fn upload(addr: SocketAddr, len: usize, piece: usize, every: Duration) -> String {
+    let mut conn = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {len}\r\n\r\n"
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    for _ in 0..len / piece {
+        conn.write_all(&vec![b'x'; piece]).await.unwrap();
+        tokio::time::sleep(every).await;
+    }
+    let answer = read_until_closed(&mut conn, Duration::from_secs(5)).await;
+    String::from_utf8(answer.expect("answered and closed")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_a_busy_client_is_not_cut_and_a_newcomer_waits_for_a_free_slot() {
+    let srv = start(Options {
+        connections: ConnectionBudget::new(2),
+        ..Options::default()
+    })
+    .await;
+    // Two busy clients hold the cap of 2: one sends a body at 1,000
+    // bytes/s for 2 s (four times the minimum rate), one waits for a
+    // handler that takes 1.5 s.
+    let uploading = tokio::spawn(upload(srv.addr, 2000, 100, ms(100)));
+    let addr = srv.addr;
+    let waiting = tokio::spawn(async move {
+        let mut conn = TcpStream::connect(addr).await.unwrap();
+        let head = b"GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        conn.write_all(head).await.unwrap();
+        let answer = read_until_closed(&mut conn, Duration::from_secs(5)).await;
+        String::from_utf8(answer.expect("answered and closed")).unwrap()
+    });
+    tokio::time::sleep(ms(300)).await;
+    let t0 = Instant::now();
+    let newcomer = tokio::time::timeout(Duration::from_secs(5), get(Proto::H1, srv.addr, "/hi"))
+        .await
+        .expect("the newcomer is served once a place is free");
+    let waited = t0.elapsed();
+    assert_eq!(newcomer.text(), "hi");
+    // Neither busy client was cut: both have their whole answer.
+    let slow = waiting.await.unwrap();
+    assert!(
+        slow.starts_with("HTTP/1.1 200") && slow.ends_with("slow"),
+        "{slow}"
+    );
+    let uploaded = uploading.await.unwrap();
+    assert!(
+        uploaded.starts_with("HTTP/1.1 200") && uploaded.ends_with("2000"),
+        "{uploaded}"
+    );
+    // The newcomer waited for the handler to finish (1.5 s from its start).
+    assert!(
+        waited >= ms(900),
+        "served after {waited:?}: a busy client made room"
+    );
+}
+
 /// Connects to `addr`, sends `first_bytes`, and waits for the server's first
 /// byte back: how long that took (the server answers only once it accepted).
 async fn time_to_first_byte(addr: SocketAddr, first_bytes: &[u8]) -> Duration {
@@ -282,7 +354,7 @@ async fn a_client_on_either_greeter_port_is_served_at_once_while_the_other_port_
     // Each port in turn is the one a newcomer knocks on, while four held
     // connections on the *other* port (idle keep-alives that were served
     // once on HTTP, silent h2c connections on gRPC) hold the whole budget
-    // of 4: one evictor for the shared budget takes the stalest back,
+    // of 4: one evictor for the shared budget takes a reclaimable one back,
     // whatever port it is on.
     for (port, addr, first_bytes, other) in [
         ("HTTP", http, &http_get, grpc),
@@ -301,7 +373,9 @@ async fn a_client_on_either_greeter_port_is_served_at_once_while_the_other_port_
             }
             held.push(conn);
         }
-        tokio::time::sleep(ms(100)).await;
+        // Idle past the grace that spares a keep-alive client between two
+        // requests (the silent h2c ones can be taken back at once).
+        tokio::time::sleep(ms(1100)).await;
         let waited = time_to_first_byte(addr, first_bytes).await;
         // With an evictor per listener it would wait for the header clock
         // of the other port's connections (3 s).
@@ -550,4 +624,131 @@ async fn the_answer_to_a_stalled_body_reaches_the_request_log() {
             .any(|l| l.contains(" | 504 | ") && l.contains("POST") && l.contains("\"/v1/users\"")),
         "{logged:#?}"
     );
+}
+
+/// Starts `cmd` and collects stdout up to the line starting with `prefix`.
+fn start_up_lines(cmd: Command, prefix: &str) -> (Running, Vec<String>) {
+    let mut running = spawn_with(cmd);
+    let mut lines = Vec::new();
+    loop {
+        let line = running
+            .out
+            .next()
+            .expect("the binary printed its address")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix(prefix) {
+            running.addr = rest.trim().parse().unwrap();
+            return (running, lines);
+        }
+        lines.push(line);
+    }
+}
+
+fn spawn_with(mut cmd: Command) -> Running {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the binary");
+    let out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = "0.0.0.0:0".parse().unwrap();
+    Running { child, addr, out }
+}
+
+/// (soft, hard) of the `Max open files` row of `/proc/PID/limits`.
+fn open_file_limits(pid: u32) -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let mut numbers = row
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .map(|n| n.parse().expect("a finite limit"));
+    (numbers.next().unwrap(), numbers.next().unwrap())
+}
+
+#[test]
+fn a_server_raises_its_open_file_limit_to_the_hard_one_and_caps_connections_at_three_quarters_less_the_reserve(
+) {
+    // Started with a soft limit of 256, as a shell with `ulimit -Sn 256`.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -Sn 256 && exec \"$0\" --addr 127.0.0.1:0 --quiet")
+        .arg(env!("CARGO_BIN_EXE_router-demo"));
+    let (running, lines) = start_up_lines(cmd, "router-demo listening on http://");
+    let (soft, hard) = open_file_limits(running.child.id());
+    assert_eq!(soft, hard, "the soft limit was not raised");
+    let reserve = handwire::server::DESCRIPTOR_RESERVE as u64;
+    let cap = format!(
+        "router-demo holds up to {} connections",
+        (hard / 4 * 3).saturating_sub(reserve).max(1)
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with(&cap)),
+        "{cap}: {lines:#?}"
+    );
+}
+
+#[test]
+fn the_max_connections_flag_sets_the_cap_printed_at_start() {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_router-demo"));
+    cmd.args([
+        "--addr",
+        "127.0.0.1:0",
+        "--quiet",
+        "--max-connections",
+        "77",
+    ]);
+    let (_running, lines) = start_up_lines(cmd, "router-demo listening on http://");
+    let cap = "router-demo holds up to 77 connections";
+    assert!(lines.iter().any(|l| l.starts_with(cap)), "{lines:#?}");
+}
+
+#[test]
+fn a_max_connections_of_zero_is_a_start_up_error_naming_the_flag() {
+    let out = Command::new(env!("CARGO_BIN_EXE_router-demo"))
+        .args(["--addr", "127.0.0.1:0", "--max-connections", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--max-connections"), "{err}");
+}
+
+#[test]
+fn the_greeters_max_connections_key_sets_the_cap_of_both_listeners() {
+    let dir = TempDir::new("conn-greeter-cap");
+    let db = dir.0.join("g.db");
+    let path = dir.0.join("config.yaml");
+    let text = config_text(&db.display().to_string(), "1s", "1s").replace(
+        "limits: { registrations_per_minute: 0 }",
+        "limits: { registrations_per_minute: 0, max_connections: 33 }",
+    );
+    assert!(text.contains("max_connections: 33"), "{text}");
+    std::fs::write(&path, text).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_greeter"));
+    cmd.arg("--config").arg(path);
+    let (_running, lines) = start_up_lines(cmd, "greeter: HTTP listening on ");
+    let cap = "greeter: holds up to 33 connections";
+    assert!(lines.iter().any(|l| l.starts_with(cap)), "{lines:#?}");
+}
+
+#[tokio::test]
+async fn a_listener_queues_more_connections_than_tokios_backlog_of_128_before_it_accepts() {
+    // Nothing accepts: every connection waits in the listen backlog. With
+    // tokio's 128 the kernel drops the SYNs past it and connect hangs.
+    let listener = handwire::server::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let wanted = 600.min(handwire::server::backlog() as usize);
+    let mut queued = Vec::new();
+    for _ in 0..wanted {
+        let conn = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
+            .await
+            .expect("connect waited: the backlog is full")
+            .unwrap();
+        queued.push(conn);
+    }
+    assert!(wanted > 128, "somaxconn is {}", handwire::server::backlog());
 }

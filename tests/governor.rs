@@ -8,8 +8,8 @@
 //!   process hold their responses past the budget of bytes waiting for
 //!   peers;
 //! - request bodies: a body trickled slower than the minimum rate is 408
-//!   after the grace, connections receiving bodies are taken back at the
-//!   cap, and the bytes being received by the whole process are bounded
+//!   after the grace, connections receiving bodies below the rate are
+//!   taken back at the cap, and the bytes being received by the whole process are bounded
 //!   (503 past the budget);
 //! - gzip messages that inflate 1,000-fold are inflated at each
 //!   connection's allowance, so a few such connections cannot take the

@@ -826,6 +826,7 @@ async fn binary_logs_one_line_per_call_with_its_final_status_on_grpc_and_grpc_we
         rx.recv_timeout(std::time::Duration::from_secs(10))
             .unwrap_or_else(|e| panic!("no {what} line: {e}"))
     };
+    let _cap = next_line("connection cap");
     let http: SocketAddr = next_line("HTTP address")
         .strip_prefix("greeter: HTTP listening on ")
         .expect("HTTP address line")

@@ -390,7 +390,9 @@ fn unknown_argument_is_a_usage_error() {
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("unknown option --conf (known: --config, --shutdown-grace)"),
+        err.contains(
+            "unknown option --conf (known: --config, --shutdown-grace, --max-connections)"
+        ),
         "{err}"
     );
 }
@@ -422,6 +424,9 @@ async fn binary_prints_both_addresses_serves_and_stops_on_sigterm() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The connection cap first, then the addresses.
+    let cap = lines.next().unwrap().unwrap();
+    assert!(cap.starts_with("greeter: holds up to "), "{cap}");
     let mut addr_of = |label: &str| -> SocketAddr {
         let line = lines.next().unwrap().unwrap();
         let prefix = format!("greeter: {label} listening on ");
@@ -491,6 +496,7 @@ async fn removed_database_directory_makes_writes_503_store_unavailable_and_logs_
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _cap = lines.next();
     let http: SocketAddr = lines
         .next()
         .unwrap()

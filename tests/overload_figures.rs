@@ -58,7 +58,14 @@ impl Server {
     fn router_demo() -> Server {
         let (child, addrs) = support::bin::spawn_draining(
             ROUTER_DEMO,
-            &["--addr", "127.0.0.1:0", "--quiet"],
+            // The cap these figures were taken at: the attacks fill it.
+            &[
+                "--addr",
+                "127.0.0.1:0",
+                "--quiet",
+                "--max-connections",
+                "1024",
+            ],
             &[],
             1,
         );

@@ -322,6 +322,10 @@ fn binary_prints_its_address_serves_and_logs_each_request() {
         .expect("start router-demo");
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
+    // The connection cap first, then the address.
+    out.read_line(&mut line).unwrap();
+    assert!(line.starts_with("router-demo holds up to "), "{line}");
+    line.clear();
     out.read_line(&mut line).unwrap();
     let addr = line
         .trim()
@@ -447,7 +451,10 @@ fn trace_lines(out: &mut BufReader<std::process::ChildStdout>, last: &str) -> Ve
 #[test]
 fn route_table_is_printed_at_start_up_one_line_per_route_and_quiet_turns_it_off() {
     let (mut child, _out, before, _) = start_binary(&[]);
-    assert_eq!(before.len(), 17, "{before:#?}");
+    // One line per route, then the connection cap.
+    let cap = before.last().map(String::as_str).unwrap_or_default();
+    assert!(cap.starts_with("router-demo holds up to "), "{before:#?}");
+    assert_eq!(before.len(), 17 + 1, "{before:#?}");
     assert!(
         before.contains(
             &"[routes] GET    /metrics --> 4 handlers (logger, recovery, global_middleware, metrics)"
@@ -465,7 +472,7 @@ fn route_table_is_printed_at_start_up_one_line_per_route_and_quiet_turns_it_off(
     child.wait().unwrap();
 
     let (mut child, _out, before, _) = start_binary(&["--quiet"]);
-    assert!(before.is_empty(), "{before:#?}");
+    assert_eq!(before.len(), 1, "only the connection cap: {before:#?}");
     child.kill().unwrap();
     child.wait().unwrap();
 }

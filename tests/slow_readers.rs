@@ -2,8 +2,8 @@
 //! that makes no progress for the write time-out closes its connection; a
 //! response stream that produces nothing for the idle time-out is reset;
 //! pipelined requests are buffered up to a bound; and at the connection
-//! cap the stalest connection is taken back so that a new client is
-//! served at once. Real servers on 127.0.0.1:0, real clients.
+//! cap a connection that does not take its answers is taken back so that
+//! a new client is served within a second. Real servers on 127.0.0.1:0, real clients.
 
 mod support;
 
@@ -191,8 +191,9 @@ async fn an_h2_response_stream_that_stays_idle_is_reset_after_the_idle_timeout()
 }
 
 /// 1,100 h2c connections with a zero window, one request each, answering
-/// PINGs: past the cap of 1,024 they would hold every slot; the stalest is
-/// taken back instead, and a normal client is served within a second.
+/// PINGs: past the cap of 1,024 they would hold every slot; the ones idle
+/// past the grace (their answers handed over, not taken) are taken back
+/// instead, and a normal client is served within a second.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_cap_1100_stalled_h2_connections_do_not_keep_a_new_client_out() {
     let srv = support::app::start_with(
@@ -207,7 +208,7 @@ async fn at_the_cap_1100_stalled_h2_connections_do_not_keep_a_new_client_out() {
     for _ in 0..1024 {
         held.push(h2_zero_window(srv.addr, "/hi").await);
     }
-    // The next 76 each take the place of the stalest.
+    // The next 76 each take the place of one that can be taken back.
     for _ in 0..76 {
         held.push(
             tokio::time::timeout(Duration::from_secs(2), h2_zero_window(srv.addr, "/hi"))

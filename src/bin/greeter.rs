@@ -21,7 +21,7 @@ use handwire::cli::{self, Args, EnvVar, Flag, Usage};
 use handwire::config;
 use handwire::launch;
 use handwire::ops::log;
-use handwire::server::{shutdown_signal, Options};
+use handwire::server::{shutdown_signal, ConnectionBudget, Options};
 use handwire::services::greeter::config::{Config, ConfigError};
 use handwire::services::greeter::Greeter;
 
@@ -33,14 +33,14 @@ const USAGE: Usage = Usage {
     program: "greeter",
     about: "the greeting service over HTTP and gRPC; addresses, time-outs and the \
             database come from the config file",
-    synopsis: &["[--config PATH] [--shutdown-grace DURATION]"],
+    synopsis: &["[--config PATH] [--shutdown-grace DURATION] [--max-connections N]"],
     flags: &[Flag::value(
         "config",
         "PATH",
         Some("config.yaml, in the working directory"),
         "the YAML configuration (server.http, server.grpc, data)",
     )],
-    common: &[cli::SHUTDOWN_GRACE],
+    common: &[cli::SHUTDOWN_GRACE, cli::MAX_CONNECTIONS],
     env: &[EnvVar {
         name: GRACE_VAR,
         default: Some("10s"),
@@ -64,6 +64,14 @@ async fn run(args: Args) -> Result<(), String> {
     if let Some(grace) = launch::shutdown_grace(&args, Some(GRACE_VAR))? {
         options.shutdown_grace = grace;
     }
+    let cap = launch::max_connections(&args)?;
+    if let Some(cap) = cap.or(config.limits.max_connections.map(usize::from)) {
+        options.connections = ConnectionBudget::new(cap);
+    }
+    log::announce(&format!(
+        "greeter: holds up to {} connections (limits.max_connections, --max-connections)",
+        options.connections.max()
+    ));
     let greeter = Greeter::bind(&config)
         .await
         .map_err(|e| e.to_string())?

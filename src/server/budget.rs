@@ -11,20 +11,26 @@
 //! place of the shared budget that another listener's client could use.
 //!
 //! [`ConnectionBudget::process`] is the budget every listener shares unless
-//! given another: [`DEFAULT_MAX_CONNECTIONS`], or three quarters of the soft
-//! open-file limit when that is lower, so the process still has descriptors
-//! for its database, its log and its outgoing connections when the budget
-//! is spent. [`ConnectionBudget::new`] makes a separate one (tests, or a
-//! process that wants a smaller cap); it is held to the same ¾ bound.
+//! given another: as many connections as the machine allows. At start-up
+//! the soft open-file limit is raised to the hard one, as Go's runtime does
+//! ([`raise_open_file_limit`]), and the cap is three quarters of it less
+//! [`DESCRIPTOR_RESERVE`], so the process still has descriptors for its
+//! database, its log and its outgoing connections when the budget is spent.
+//! [`ConnectionBudget::new`] makes a separate one (`--max-connections`,
+//! `limits.max_connections`, tests); it is held to the ¾ bound.
 //!
 //! The budget is also the one evictor of its connections, in the manner of
 //! Envoy's overload manager (one process-wide threshold, one action for
 //! every listener): every listener registers the connections it accepts
-//! here, and at the cap [`ConnectionBudget::reclaim_one`] closes the
-//! connection, *of any listener*, that has made progress least recently
-//! ([`Activity::reclaim_rank`]). A port held full by one kind of client
-//! (idle HTTP/1 keep-alives, h2 connections parked on a health Watch) so
-//! never locks a client of the other port out.
+//! here, and at the cap [`ConnectionBudget::reclaim_one`] closes a
+//! connection, *of any listener*, that does nothing for a client that
+//! sends and reads ([`Activity::reclaimable_at`]: silent, idle past a
+//! grace, below the minimum data rate, not reading, or only holding a
+//! long-lived stream). A busy connection is never cut: while none can be
+//! taken back, the accept loop waits and newcomers wait in the listen
+//! backlog. A port held full by one kind of client (idle HTTP/1
+//! keep-alives, h2 connections parked on a health Watch) so never locks a
+//! client of the other port out.
 //!
 //! It also keeps the process' account of *bytes waiting for peers*: the
 //! response bytes that handlers have produced and that the clients have not
@@ -42,20 +48,20 @@
 //! the most is closed (Envoy's "reset the streams holding the most buffered
 //! bytes", one connection at a time), which drops what its streams held.
 
+use std::cmp::Ordering as Order;
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 use crate::ops::log;
-use crate::server::clocks::{Activity, WaitingAccount, CHUNK};
+use crate::server::clocks::{Activity, Reclaim, WaitingAccount, CHUNK};
 use crate::server::governor::{
     default_long_lived_streams, ByteAccount, DEFAULT_BODY_BYTES, WAITING_FOR_TURNS_MAX,
 };
-
-/// Upper bound of the process' connection budget.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// Default bytes of responses the process holds for peers that have not
 /// taken them; past it the connection holding the most is closed. 32 MiB:
@@ -69,12 +75,7 @@ pub const DEFAULT_WAITING_BYTES: usize = 32 << 20;
 /// it the connection is closed.
 pub const DEFAULT_CONNECTION_WAITING_BYTES: usize = 16 << 20;
 
-/// How long a response may wait for its peer to take more of it before
-/// the peer's connection gets no new work (503 / `RESOURCE_EXHAUSTED`)
-/// until it reads: its client asked and does not take what it asked for,
-/// so the server stops building for it long before the write time-out
-/// closes it.
-pub const PEER_STALL: std::time::Duration = std::time::Duration::from_secs(1);
+pub use crate::server::clocks::PEER_STALL;
 
 /// The account of bytes waiting for peers.
 #[derive(Debug)]
@@ -90,9 +91,12 @@ struct Waiting {
 pub struct ConnectionBudget {
     permits: Arc<Semaphore>,
     max: usize,
-    /// Every open connection of every listener sharing the budget, to take
-    /// the stalest back at the cap.
+    /// Every open connection of every listener sharing the budget, to find
+    /// the one holding the most bytes for its peer.
     open: Arc<Mutex<Vec<Weak<Activity>>>>,
+    /// The connections that can be taken back at the cap, by the instant
+    /// from which they can ([`Activity::reclaimable_at`]), earliest first.
+    reclaimable: Arc<Mutex<BinaryHeap<Candidate>>>,
     /// Connections ended since `open` was last swept of them.
     ended: Arc<AtomicUsize>,
     waiting: Arc<Waiting>,
@@ -113,6 +117,7 @@ impl ConnectionBudget {
             permits: Arc::new(Semaphore::new(max)),
             max,
             open: Arc::default(),
+            reclaimable: Arc::default(),
             ended: Arc::default(),
             waiting: Arc::new(Waiting {
                 total: AtomicUsize::new(0),
@@ -205,6 +210,16 @@ impl ConnectionBudget {
         self.permits.clone().acquire_owned().await.ok()
     }
 
+    /// Room for one more connection if there is some now.
+    pub fn try_acquire(&self) -> Option<OwnedSemaphorePermit> {
+        self.permits.clone().try_acquire_owned().ok()
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, BinaryHeap<Candidate>> {
+        // Entries are checked when taken out: a panic cannot leave it wrong.
+        self.reclaimable.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn open(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Activity>>> {
         // A list of weak pointers: a panic cannot leave it inconsistent.
         self.open.lock().unwrap_or_else(|p| p.into_inner())
@@ -235,38 +250,86 @@ impl ConnectionBudget {
                 open.shrink_to_fit();
             }
             self.ended.store(0, Ordering::Relaxed);
+            drop(open);
+            let mut queue = self.queue();
+            queue.retain(|c| c.conn.strong_count() > 0);
+            if queue.capacity() > 2 * queue.len() + 64 {
+                queue.shrink_to_fit();
+            }
         }
     }
 
-    /// Close the connection, of any listener sharing this budget, whose
-    /// progress is oldest ([`Activity::reclaim_rank`]); logged. `false` if
-    /// there is none to close (every one is already being closed).
-    pub fn reclaim_one(&self) -> bool {
-        let victim = {
-            let mut open = self.open();
-            forget_ended(&mut open);
-            open.iter()
-                .filter_map(|weak| {
-                    let activity = weak.upgrade()?;
-                    let rank = activity.reclaim_rank()?;
-                    Some((rank, activity))
-                })
-                .min_by_key(|(rank, _)| *rank)
-        };
-        let Some((since, activity)) = victim else {
-            return false;
-        };
-        log::message(
-            "server",
-            format_args!(
-                "connection cap reached: closing the connection with no progress for {:?}",
-                since.elapsed()
-            ),
-        );
-        activity.evict();
-        true
+    /// Close a connection, of any listener sharing this budget, that can
+    /// be taken back now ([`Activity::reclaimable_at`]): the one that has
+    /// been reclaimable the longest; logged. If none can, `Err` with the
+    /// instant the next one may (`None`: none is queued; a busy connection
+    /// is queued again when it stops being busy).
+    ///
+    /// Connections are queued by the instant they become reclaimable, when
+    /// a change of theirs makes it earlier than their entry; an entry is
+    /// checked when it comes out (lazy deletion): gone, superseded or busy
+    /// connections are dropped, ones not due yet go back with their new
+    /// instant. So one call costs the entries that fell due since the last,
+    /// not a look at every connection.
+    pub fn reclaim_one(&self) -> Result<(), Option<Instant>> {
+        let now = Instant::now();
+        loop {
+            let next = {
+                let mut queue = self.queue();
+                match queue.peek() {
+                    Some(next) if next.at <= now => queue.pop(),
+                    next => return Err(next.map(|c| c.at)),
+                }
+            };
+            let Some(Candidate { at, conn: weak }) = next else {
+                return Err(None);
+            };
+            let Some(conn) = weak.upgrade() else { continue };
+            match conn.reclaim_check(at, now) {
+                Reclaim::Stale | Reclaim::Busy => {}
+                Reclaim::Later(at) => self.queue().push(Candidate { at, conn: weak }),
+                Reclaim::Now => {
+                    log::message(
+                        "server",
+                        format_args!(
+                            "connection cap reached: closing a connection reclaimable for {:?}",
+                            now.saturating_duration_since(at)
+                        ),
+                    );
+                    conn.evict();
+                    return Ok(());
+                }
+            }
+        }
     }
 }
+
+/// A connection in the queue of those the cap may take back, from `at`.
+struct Candidate {
+    at: Instant,
+    conn: Weak<Activity>,
+}
+
+/// Earliest first: `BinaryHeap` is a max-heap, so the order is reversed.
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Order {
+        other.at.cmp(&self.at)
+    }
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Order> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at
+    }
+}
+
+impl Eq for Candidate {}
 
 impl WaitingAccount for ConnectionBudget {
     /// Enforces both bounds on bytes waiting for peers.
@@ -316,6 +379,12 @@ impl WaitingAccount for ConnectionBudget {
         }
         bytes <= CHUNK || total.saturating_add(bytes) <= w.limit.saturating_mul(2)
     }
+
+    /// Queues `conn` to be taken back at the cap from `at` on; entries of
+    /// connections that ended are swept by [`ConnectionBudget::ended`].
+    fn reclaimable(&self, conn: Weak<Activity>, at: Instant) {
+        self.queue().push(Candidate { at, conn });
+    }
 }
 
 impl ConnectionBudget {
@@ -362,11 +431,61 @@ impl fmt::Debug for ConnectionBudget {
     }
 }
 
-/// [`DEFAULT_MAX_CONNECTIONS`], or three quarters of the process' soft
-/// open-file limit (`RLIMIT_NOFILE`) when that is lower. The limit is read
-/// from `/proc/self/limits` (Linux; elsewhere the constant is used).
+/// Three quarters of the process' soft open-file limit (`RLIMIT_NOFILE`),
+/// after raising it to the hard limit ([`raise_open_file_limit`]), less
+/// [`DESCRIPTOR_RESERVE`] (at least 1). The limit is read from
+/// `/proc/self/limits`; where it cannot be read (not Linux) or is
+/// unlimited, [`FALLBACK_MAX_CONNECTIONS`].
 pub fn default_max_connections() -> usize {
-    fd_bound().min(DEFAULT_MAX_CONNECTIONS)
+    raise_open_file_limit();
+    match fd_bound() {
+        usize::MAX => FALLBACK_MAX_CONNECTIONS,
+        bound => bound.saturating_sub(DESCRIPTOR_RESERVE).max(1),
+    }
+}
+
+/// Descriptors the default cap leaves beside the last quarter of the
+/// open-file limit: the database's files, the log, the listeners, the
+/// outgoing connections (OAuth providers, Redis, PostgreSQL pools), so
+/// that a process whose limit stays low (1,024: 704 connections) still
+/// opens them at the cap.
+pub const DESCRIPTOR_RESERVE: usize = 64;
+
+/// The cap when the open-file limit cannot be read or is unlimited.
+pub const FALLBACK_MAX_CONNECTIONS: usize = 1024;
+
+/// Raise the soft open-file limit to the hard one (`setrlimit`), once per
+/// process; the soft limit (1,024 on most distributions) is what the
+/// process may open before it asks, the hard one what it may ask for. Go's
+/// runtime does the same at start-up. On failure the limit stays as it was.
+pub fn raise_open_file_limit() {
+    #[cfg(target_os = "linux")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            /// `struct rlimit` (sys/resource.h): soft, then hard.
+            #[repr(C)]
+            struct Rlimit {
+                soft: std::ffi::c_ulong,
+                hard: std::ffi::c_ulong,
+            }
+            extern "C" {
+                fn getrlimit(resource: i32, limit: *mut Rlimit) -> i32;
+                fn setrlimit(resource: i32, limit: *const Rlimit) -> i32;
+            }
+            /// `RLIMIT_NOFILE` on Linux.
+            const RLIMIT_NOFILE: i32 = 7;
+            let mut limit = Rlimit { soft: 0, hard: 0 };
+            // SAFETY: both calls read or write one `struct rlimit` we own,
+            // laid out as the C one (two `rlim_t`, unsigned longs on Linux).
+            unsafe {
+                if getrlimit(RLIMIT_NOFILE, &mut limit) == 0 && limit.soft < limit.hard {
+                    limit.soft = limit.hard;
+                    setrlimit(RLIMIT_NOFILE, &limit);
+                }
+            }
+        });
+    }
 }
 
 /// Drop from `open` the connections that have ended.
@@ -421,8 +540,42 @@ mod tests {
         assert!(budget.open().capacity() <= 64);
     }
 
+    #[tokio::test]
+    async fn reclaim_one_looks_at_the_connections_that_fell_due_not_at_every_busy_one() {
+        let budget = ConnectionBudget::new(10_000);
+        let secs = std::time::Duration::from_secs;
+        let new_conn = || {
+            let a = Activity::new(secs(10), secs(60), secs(10));
+            budget.register(&a);
+            a
+        };
+        let busy: Vec<_> = (0..1000).map(|_| new_conn()).collect();
+        assert_eq!(budget.queue().len(), 1000, "queued once each, at accept");
+        let requests: Vec<_> = busy
+            .iter()
+            .map(|a| a.request_started(http::Version::HTTP_11))
+            .collect();
+        // Every handler runs: one look drops them all, and the next call
+        // has nothing left to look at.
+        assert_eq!(budget.reclaim_one(), Err(None));
+        assert_eq!(budget.queue().len(), 0);
+        // A request ends: queued again, due after the idle grace.
+        let mut requests = requests.into_iter();
+        drop(requests.next());
+        let due = budget
+            .reclaim_one()
+            .expect_err("idle for less than the grace");
+        assert_eq!(due, busy[0].reclaimable_at());
+        assert_eq!(budget.queue().len(), 1);
+        // A silent newcomer is reclaimable at once, and the only one closed.
+        let silent = new_conn();
+        assert_eq!(budget.reclaim_one(), Ok(()));
+        assert!(silent.is_evicted());
+        assert!(busy.iter().all(|a| !a.is_evicted()));
+    }
+
     #[test]
-    fn the_budget_follows_the_soft_open_file_limit() {
+    fn the_budget_is_three_quarters_of_the_raised_open_file_limit() {
         let limits = |soft: &str| {
             format!(
                 "Limit                     Soft Limit           Hard Limit           Units\n\
@@ -433,7 +586,7 @@ mod tests {
         assert_eq!(soft_open_files(&limits("unlimited")), None);
         assert_eq!(soft_open_files("no such row"), None);
         let cap = default_max_connections();
-        assert!((1..=DEFAULT_MAX_CONNECTIONS).contains(&cap), "{cap}");
+        assert!(cap >= 1, "{cap}");
         assert!(cap <= fd_bound(), "{cap} is over 3/4 of the soft limit");
     }
 

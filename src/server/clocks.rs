@@ -30,15 +30,22 @@
 //!   for that long (an idle reflection stream, a health Watch with no change)
 //!   ends with an error, which resets that h2 stream alone.
 //!
-//! Held connections can also be taken back: at the connection cap the
-//! server closes the one whose progress is oldest ([`Activity::reclaim_rank`],
-//! [`Activity::evict`]) so that a new client is served. Progress is a
-//! response sent to its end; a connection that holds a long-lived stream
-//! (a health Watch, an idle reflection stream), trickles a request body or
-//! keeps a handler busy has made none since its last such response, so
-//! what it holds cannot shield it. On HTTP/2 only the idle clock runs after the first request:
+//! On HTTP/2 only the idle clock runs after the first request:
 //! an h2 client sends PINGs and WINDOW_UPDATEs while idle, so "first byte"
 //! means nothing there.
+//!
+//! Held connections can also be taken back: at the connection cap the
+//! server closes a connection that does nothing for a client that sends
+//! and reads ([`Activity::reclaimable_at`], [`Activity::evict`]) so that a
+//! new client is served; a busy one is never cut, and the newcomer waits
+//! for a place instead. Reclaimable: a connection whose first head (or TLS
+//! handshake) is not complete; one idle between requests for
+//! [`RECLAIM_GRACE`]; one whose response has waited for the peer, or whose
+//! socket has refused our bytes, for [`PEER_STALL`]; one whose request body
+//! arrives below the minimum data rate ([`Receiving`]); one whose only
+//! activity is a long-lived stream waiting for its own data (a health
+//! Watch, an idle reflection stream). Busy: a handler running, a body
+//! arriving at or above the rate, a response the peer takes.
 //!
 //! [`Activity`] is shared by three parties: the IO wrapper [`Watched`] notes
 //! bytes read, the server's service wrapper notes requests starting (an
@@ -48,7 +55,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -59,10 +66,25 @@ use tokio::sync::Notify;
 // tokio's clock, so that the tests can run it paused.
 use tokio::time::Instant;
 
+use crate::contract::DEFAULT_MIN_BODY_RATE;
 use crate::types::{Body, BoxError};
+
+/// How long a response may wait for its peer to take more of it before
+/// the peer's connection gets no new work (503 / `RESOURCE_EXHAUSTED`)
+/// until it reads ([`crate::server::budget`]), and the cap may take the
+/// connection back: its client asked and does not take what it asked for,
+/// so the server stops building for it long before the write time-out
+/// closes it.
+pub const PEER_STALL: Duration = Duration::from_secs(1);
+
+/// How long a connection must be idle between requests before the cap may
+/// take it back: a keep-alive client between two requests is not cut.
+pub const RECLAIM_GRACE: Duration = Duration::from_secs(1);
 
 /// What one connection has been doing, and when.
 pub struct Activity {
+    /// Itself, for the budget's queue of connections it may take back.
+    me: Weak<Activity>,
     header_read_timeout: Duration,
     idle_timeout: Duration,
     write_timeout: Duration,
@@ -126,12 +148,88 @@ struct State {
     /// When the last response ended: the idle clock starts there, with no
     /// second clock read when its request is finished just after.
     ended_at: Option<Instant>,
+    /// Request bodies arriving ([`Receiving`]): id, and until when the bytes
+    /// received so far keep each at the minimum data rate.
+    receiving: Vec<(u64, Instant)>,
+    /// Id of the next body.
+    next_body: u64,
+    /// The instant of its entry in the budget's queue of connections to
+    /// take back, if it has one ([`Activity::reclaimable_at`]).
+    queued: Option<Instant>,
 }
 
 /// Whether a deadline at `at` comes before the timer [`Activity::expired`]
 /// waits on (or there is no timer yet): the one case a change must wake it.
 fn before_timer(st: &State, at: Instant) -> bool {
     st.armed.is_none_or(|armed| at < armed)
+}
+
+/// From when a connection in state `st` may be taken back at the cap if
+/// nothing changes; `None` while busy. Every request in flight must be
+/// reclaimable, so the connection is from the latest of them on:
+///
+/// - nothing in flight: from accept while its first head (or TLS
+///   handshake) is not complete, else [`RECLAIM_GRACE`] after its last
+///   response ended;
+/// - a response waiting for the peer: [`PEER_STALL`] after it started to;
+/// - a response waiting for its own data (a long-lived stream between two
+///   messages): from the last complete response of the connection;
+/// - a request body arriving ([`Receiving`]): once it falls below the
+///   minimum data rate;
+/// - a request with neither (its handler runs): never.
+///
+/// A socket that has refused our bytes for [`PEER_STALL`] makes the whole
+/// connection reclaimable, whatever is in flight: its peer does not read.
+fn reclaimable_at(st: &State) -> Option<Instant> {
+    if st.evicted {
+        return None;
+    }
+    if st.in_flight == 0 {
+        if st.requests == 0 {
+            return Some(st.idle_since);
+        }
+        return Some(st.idle_since + RECLAIM_GRACE);
+    }
+    let blocked = st.write_blocked.map(|since| since + PEER_STALL);
+    let parts = st.responses.len() + st.receiving.len();
+    if st.in_flight > parts {
+        // A handler is running: busy, unless the peer does not read.
+        return blocked;
+    }
+    let responses = st.responses.iter().map(|(_, on_peer)| match on_peer {
+        Some(since) => *since + PEER_STALL,
+        None => st.last_completed,
+    });
+    let bodies = st.receiving.iter().map(|(_, paid)| *paid);
+    let all = responses
+        .chain(bodies)
+        .fold(st.last_completed, Instant::max);
+    Some(blocked.map_or(all, |blocked| blocked.min(all)))
+}
+
+/// The queue entry the budget must hear of after a change of `st`: when
+/// the connection becomes reclaimable, if that comes before the entry it
+/// has (a later one is found when the earlier entry is looked at).
+fn requeue(st: &mut State) -> Option<Instant> {
+    let at = reclaimable_at(st)?;
+    if st.queued.is_some_and(|queued| queued <= at) {
+        return None;
+    }
+    st.queued = Some(at);
+    Some(at)
+}
+
+/// What [`Activity::reclaim_check`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reclaim {
+    /// The entry was not the connection's current one: ignore it.
+    Stale,
+    /// Busy: it will be queued again when that changes.
+    Busy,
+    /// Not yet: queued again for this instant.
+    Later(Instant),
+    /// Reclaimable now.
+    Now,
 }
 
 /// Where a connection reports the bytes its responses hold for the peer:
@@ -144,6 +242,9 @@ pub trait WaitingAccount: Send + Sync {
     /// Whether `conn` may take on a response of `bytes` more (0: a request
     /// about to run) with the bytes waiting for peers where they are.
     fn admits(&self, conn: &Activity, bytes: usize) -> bool;
+
+    /// `conn` can be taken back from `at` on, if nothing changes: queue it.
+    fn reclaimable(&self, conn: Weak<Activity>, at: Instant);
 }
 
 /// Why [`Activity::expired`] completed.
@@ -164,7 +265,8 @@ impl Activity {
         idle_timeout: Duration,
         write_timeout: Duration,
     ) -> Arc<Activity> {
-        Arc::new(Activity {
+        Arc::new_cyclic(|me| Activity {
+            me: me.clone(),
             header_read_timeout,
             idle_timeout,
             write_timeout,
@@ -184,6 +286,9 @@ impl Activity {
                 write_blocked: None,
                 armed: None,
                 ended_at: None,
+                receiving: Vec::new(),
+                next_body: 0,
+                queued: None,
             }),
             changed: Notify::new(),
             waiting: std::sync::atomic::AtomicUsize::new(0),
@@ -198,6 +303,8 @@ impl Activity {
     /// [`crate::server::budget::ConnectionBudget::register`]).
     pub(crate) fn govern(&self, budget: Box<dyn WaitingAccount>) {
         let _ = self.governor.set(budget);
+        let queue = requeue(&mut self.lock());
+        self.enqueue(queue);
     }
 
     /// Whether the budget it is counted by lets it take on a response of
@@ -311,14 +418,19 @@ impl Activity {
         let mut st = self.lock();
         st.in_flight = st.in_flight.saturating_sub(1);
         let ended = st.ended_at.take();
-        if st.in_flight == 0 {
+        let idle = st.in_flight == 0;
+        if idle {
             st.idle_since = ended.unwrap_or_else(Instant::now);
             st.first_byte = None;
+        }
+        let queue = requeue(&mut st);
+        if idle {
             self.moved(st);
         }
         // Others still in flight: the deadline is still the earliest of
         // the waiting responses' (or the blocked socket's), none of which
         // this changed, so there is nothing to move.
+        self.enqueue(queue);
     }
 
     /// Bytes arrived. On an idle HTTP/1 connection this is the start of the
@@ -358,6 +470,7 @@ impl Activity {
         let now = Instant::now();
         st.responses.push((id, Some(now)));
         let h1 = !st.h2;
+        let queue = requeue(&mut st);
         if st.in_flight > 0 && st.write_blocked.is_none() {
             // The deadline is the earliest waiting response's: this adds
             // one more, `now`, the latest of them; only it can be new.
@@ -365,6 +478,7 @@ impl Activity {
         } else {
             self.moved(st);
         }
+        self.enqueue(queue);
         (id, now, h1)
     }
 
@@ -374,6 +488,7 @@ impl Activity {
         if let Some(entry) = st.responses.iter_mut().find(|(r, _)| *r == id) {
             entry.1 = on_peer.then(Instant::now);
         }
+        let queue = requeue(&mut st);
         if on_peer {
             self.moved(st);
         } else {
@@ -381,6 +496,7 @@ impl Activity {
             // No longer untaken: a waiting request may have its turn.
             self.turns_moved();
         }
+        self.enqueue(queue);
     }
 
     /// The socket took bytes (`true`) or refused them for now (`false`).
@@ -392,7 +508,9 @@ impl Activity {
         let mut st = self.lock();
         st.write_blocked = if progress { None } else { Some(Instant::now()) };
         self.blocked.store(!progress, Ordering::Relaxed);
+        let queue = requeue(&mut st);
         self.moved(st);
+        self.enqueue(queue);
     }
 
     /// Response `id` is over (sent, failed or dropped); `complete`: it was
@@ -414,7 +532,9 @@ impl Activity {
                 st.unflushed += 1;
             }
         }
+        let queue = requeue(&mut st);
         drop(st);
+        self.enqueue(queue);
         if ended_now {
             self.turns_moved();
         }
@@ -470,23 +590,35 @@ impl Activity {
         self.moved(st);
     }
 
-    /// How long this connection has made no progress, as the instant it
-    /// stopped: the end of the last response sent in full (accept, if
-    /// none), or earlier when a response has waited for the peer since
-    /// earlier or the socket refuses our bytes. Whatever the connection
-    /// holds (a long-lived stream, a request body arriving, a handler
-    /// running) does not count as progress: every connection can be taken
-    /// back. `None` only once it has been evicted (not chosen twice).
-    pub fn reclaim_rank(&self) -> Option<Instant> {
-        let st = self.lock();
-        if st.evicted {
-            return None;
+    /// From when this connection may be taken back at the cap if nothing
+    /// changes (see the module's rule; it may be now or past); `None`
+    /// while it is busy, and once it has been evicted (not chosen twice).
+    pub fn reclaimable_at(&self) -> Option<Instant> {
+        reclaimable_at(&self.lock())
+    }
+
+    /// Hand the budget the queue entry [`requeue`] decided on, if any.
+    fn enqueue(&self, at: Option<Instant>) {
+        if let (Some(at), Some(budget)) = (at, self.governor.get()) {
+            budget.reclaimable(self.me.clone(), at);
         }
-        let waiting = st.responses.iter().filter_map(|(_, since)| *since);
-        let rank = waiting
-            .chain(st.write_blocked)
-            .fold(st.last_completed, Instant::min);
-        Some(rank)
+    }
+
+    /// The budget took this connection's queue entry for `at` out of its
+    /// queue at `now`: whether to close it, or when to look again.
+    pub(crate) fn reclaim_check(&self, at: Instant, now: Instant) -> Reclaim {
+        let mut st = self.lock();
+        if st.queued != Some(at) {
+            // Superseded by an earlier entry, or already looked at.
+            return Reclaim::Stale;
+        }
+        let (queued, check) = match reclaimable_at(&st) {
+            None => (None, Reclaim::Busy),
+            Some(when) if when <= now => (None, Reclaim::Now),
+            Some(later) => (Some(later), Reclaim::Later(later)),
+        };
+        st.queued = queued;
+        check
     }
 
     /// The state behind `st` changed: wake [`Activity::expired`] if its
@@ -603,6 +735,14 @@ impl Activity {
     }
 }
 
+impl std::fmt::Debug for Activity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Activity")
+            .field("waiting_bytes", &self.waiting_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
 /// What [`Activity::expired`] waits for.
 enum Plan {
     /// Nothing: the connection was evicted.
@@ -630,6 +770,80 @@ impl Drop for TurnWatch<'_> {
             .turn_waiters
             .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
+}
+
+/// A request body arriving, counted for the connection cap: from `since`
+/// on, at least `rate` bytes a second must have arrived, or the connection
+/// counts as reclaimable ([`Activity::reclaimable_at`]). No grace: the body
+/// time-out and the intake's own grace bound how long a slow body may
+/// take, not whether a client sending it is busy. Ends when dropped.
+pub struct Receiving {
+    conn: Arc<Activity>,
+    id: u64,
+    since: Instant,
+    rate: u32,
+}
+
+impl Activity {
+    /// A body of this connection starts to arrive at `since`, under a
+    /// minimum rate of `rate` bytes a second (0: the default,
+    /// [`DEFAULT_MIN_BODY_RATE`], for the cap's count only).
+    pub fn receiving(self: &Arc<Self>, since: Instant, rate: u32) -> Receiving {
+        let rate = if rate == 0 {
+            DEFAULT_MIN_BODY_RATE
+        } else {
+            rate
+        };
+        let mut st = self.lock();
+        let id = st.next_body;
+        st.next_body += 1;
+        st.receiving.push((id, since));
+        let queue = requeue(&mut st);
+        drop(st);
+        self.enqueue(queue);
+        Receiving {
+            conn: self.clone(),
+            id,
+            since,
+            rate,
+        }
+    }
+
+    /// Body `id` is now paid for until `paid` (`None`: it ended).
+    fn body_paid(&self, id: u64, paid: Option<Instant>) {
+        let mut st = self.lock();
+        let entry = st.receiving.iter().position(|(body, _)| *body == id);
+        match (entry, paid) {
+            (Some(at), Some(paid)) => st.receiving[at].1 = paid,
+            (Some(at), None) => {
+                st.receiving.swap_remove(at);
+            }
+            (None, _) => {}
+        }
+        let queue = requeue(&mut st);
+        drop(st);
+        self.enqueue(queue);
+    }
+}
+
+impl Receiving {
+    /// `received` bytes of the body have arrived in all.
+    pub fn received(&self, received: usize) {
+        let paid = paid_until(self.since, received, self.rate);
+        self.conn.body_paid(self.id, Some(paid));
+    }
+}
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        self.conn.body_paid(self.id, None);
+    }
+}
+
+/// Until when `received` bytes, arriving from `since` on, keep a body at
+/// `rate` bytes a second.
+pub fn paid_until(since: Instant, received: usize, rate: u32) -> Instant {
+    since + Duration::from_secs_f64(received as f64 / f64::from(rate))
 }
 
 /// One request in flight; ends it when dropped.
@@ -1002,7 +1216,7 @@ mod tests {
         assert!(about(t0.elapsed(), IDLE), "{:?}", t0.elapsed());
         // While it waited for data, the write clock did not run.
         drop(body);
-        assert!(a.reclaim_rank().is_some());
+        assert!(a.reclaimable_at().is_some());
     }
 
     /// One clock read fewer per HTTP/1 request: a whole body that ends at
@@ -1076,33 +1290,72 @@ mod tests {
     async fn an_evicted_connection_expires_at_once() {
         let a = Activity::new(HEADER, IDLE, WRITE);
         assert!(
-            a.reclaim_rank().is_some(),
+            a.reclaimable_at().is_some(),
             "a silent connection can be taken back"
         );
         a.evict();
         assert_eq!(a.expired().await, Expiry::Evicted);
-        assert_eq!(a.reclaim_rank(), None, "not chosen twice");
+        assert_eq!(a.reclaimable_at(), None, "not chosen twice");
     }
 
     #[tokio::test]
-    async fn a_connection_holding_a_stream_ranks_by_its_last_completed_response() {
+    async fn a_connection_whose_only_activity_is_a_stream_is_reclaimable_from_its_last_complete_response(
+    ) {
         use http_body_util::BodyExt;
         let parked = Activity::new(HEADER, IDLE, WRITE);
+        let accepted = parked.lock().last_completed;
         let request = parked.request_started(http::Version::HTTP_2);
-        let _stream = Tracked::new(Never.boxed_unsync(), request);
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        let served = Activity::new(HEADER, IDLE, WRITE);
-        let parked_rank = parked
-            .reclaim_rank()
-            .expect("a held stream does not shield");
-        // A response sent to its end is progress: it moves the rank on.
-        let before = served.reclaim_rank().unwrap();
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        let request = served.request_started(http::Version::HTTP_2);
-        let mut body = Tracked::new(crate::types::full("x"), request);
-        while body.frame().await.is_some() {}
+        let mut stream = Tracked::new(Never.boxed_unsync(), request);
+        // Handed over, it waits for the peer; polled, for its own data.
+        let _ = futures_poll(&mut stream);
+        assert_eq!(parked.reclaimable_at(), Some(accepted));
+        // A unary call beside it is served: busy while its handler runs.
+        let unary = parked.request_started(http::Version::HTTP_2);
+        assert_eq!(parked.reclaimable_at(), None, "a running handler shields");
+        drop(unary);
+        assert_eq!(parked.reclaimable_at(), Some(accepted));
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_reclaimable_at_once_before_its_first_head_and_after_the_grace_when_idle(
+    ) {
+        let a = Activity::new(HEADER, IDLE, WRITE);
+        let accepted = a.lock().idle_since;
+        assert_eq!(a.reclaimable_at(), Some(accepted), "no head yet");
+        drop(a.request_started(http::Version::HTTP_11));
+        let ended = a.lock().idle_since;
+        assert_eq!(a.reclaimable_at(), Some(ended + RECLAIM_GRACE));
+    }
+
+    #[tokio::test]
+    async fn a_response_the_peer_does_not_take_is_reclaimable_after_peer_stall() {
+        let a = Activity::new(HEADER, IDLE, WRITE);
+        let request = a.request_started(http::Version::HTTP_2);
+        let body = Tracked::new(crate::types::full("x"), request);
+        let since = a.lock().responses[0].1.expect("waiting on the peer");
+        assert_eq!(a.reclaimable_at(), Some(since + PEER_STALL));
         drop(body);
-        let after = served.reclaim_rank().unwrap();
-        assert!(after > before && parked_rank < after);
+    }
+
+    #[tokio::test]
+    async fn a_body_is_busy_at_the_minimum_rate_and_reclaimable_below_it() {
+        let a = Activity::new(HEADER, IDLE, WRITE);
+        let _request = a.request_started(http::Version::HTTP_11);
+        assert_eq!(a.reclaimable_at(), None, "a handler runs");
+        let since = Instant::now();
+        let body = a.receiving(since, 100);
+        assert_eq!(a.reclaimable_at(), Some(since), "nothing arrived yet");
+        body.received(1000);
+        let paid = since + Duration::from_secs(10);
+        assert_eq!(a.reclaimable_at(), Some(paid), "10 s of the rate paid");
+        drop(body);
+        assert_eq!(a.reclaimable_at(), None, "read whole: the handler runs");
+    }
+
+    /// Polls `body` once, as hyper does when the stream has window.
+    fn futures_poll(body: &mut Tracked) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        Pin::new(body).poll_frame(&mut cx)
     }
 }

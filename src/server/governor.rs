@@ -55,6 +55,9 @@ pub struct ConnectionShare {
     waiting: AtomicUsize,
     /// The process' count of requests waiting for a handler turn.
     turn_waiters: Arc<ByteAccount>,
+    /// The connection's clocks, where its bodies arriving are counted for
+    /// the cap ([`Activity::receiving`]); `None` in tests.
+    conn: Option<Arc<Activity>>,
 }
 
 /// A request's place among those waiting for a handler turn: counted in
@@ -111,8 +114,8 @@ pub const TURN_STALL: Duration = Duration::from_secs(1);
 /// stream and hyper's task for it (~1 KiB): a thousand zero-window
 /// connections opening 100 streams each kept ~98,000 of them, 85 MiB, until
 /// their turns timed out. Clients that read never come near it: a window
-/// of 16 on each of 1,024 connections is 16,384 running, and only requests
-/// beyond a connection's window wait.
+/// of 16 on each of a thousand connections is 16,000 running, and only
+/// requests beyond a connection's window wait.
 pub const WAITING_FOR_TURNS_MAX: usize = 4096;
 
 /// What a request gets on arrival ([`ConnectionShare::arrive`]).
@@ -167,12 +170,12 @@ impl Drop for Hold {
 
 /// Default share of the connection cap that may hold long-lived streams
 /// (server-streaming and bidirectional gRPC calls: health `Watch`,
-/// reflection) at once: one in [`LONG_LIVED_STREAMS_DIVISOR`], 256 of the
-/// default 1,024 connections. A stream lasts as long as its client wants,
-/// so streams equal to the connection cap would let stream holders take
+/// reflection) at once: one in [`LONG_LIVED_STREAMS_DIVISOR`], 256 of
+/// 1,024 connections. A stream lasts as long as its client wants, so
+/// streams equal to the connection cap would let stream holders take
 /// every slot; at a quarter, three quarters of the slots always serve
-/// requests that end, and eviction at the cap (the connection with the
-/// oldest completed response goes first) takes the rest back.
+/// requests that end, and at the cap a connection whose only activity is
+/// a stream can be taken back for a new client.
 pub const LONG_LIVED_STREAMS_DIVISOR: usize = 4;
 
 /// Long-lived streams a budget of `connections` allows by default (at
@@ -250,6 +253,7 @@ impl ConnectionShare {
         bodies: Arc<ByteAccount>,
         streams: Arc<ByteAccount>,
         turn_waiters: Arc<ByteAccount>,
+        conn: Option<Arc<Activity>>,
     ) -> Arc<ConnectionShare> {
         let burst = INFLATE_BURST as f64;
         Arc::new(ConnectionShare {
@@ -264,6 +268,7 @@ impl ConnectionShare {
             running: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
             turn_waiters,
+            conn,
         })
     }
 
@@ -382,6 +387,12 @@ impl ConnectionShare {
     /// The process' account of request bytes being received.
     pub fn bodies(&self) -> &Arc<ByteAccount> {
         &self.bodies
+    }
+
+    /// The connection's clocks, where its bodies arriving are counted for
+    /// the cap ([`Activity::receiving`]).
+    pub fn conn(&self) -> Option<&Arc<Activity>> {
+        self.conn.as_ref()
     }
 
     /// `bytes` more were inflated for this connection: how long it must
@@ -548,6 +559,7 @@ mod tests {
             ByteAccount::new(0),
             ByteAccount::new(0),
             ByteAccount::new(0),
+            None,
         );
         let t0 = share.inflate.lock().unwrap().last;
         // The burst is free.
@@ -568,6 +580,7 @@ mod tests {
             ByteAccount::new(0),
             ByteAccount::new(0),
             waiters.clone(),
+            None,
         ));
         let conn = Activity::new(
             Duration::from_secs(10),
@@ -598,6 +611,7 @@ mod tests {
             ByteAccount::new(0),
             ByteAccount::new(0),
             ByteAccount::new(8),
+            None,
         ));
         let conn = Activity::new(
             Duration::from_secs(10),

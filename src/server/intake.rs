@@ -33,6 +33,7 @@ use http_body_util::BodyExt;
 use tokio::time::Instant;
 
 use crate::contract::{Intake, Refused, HEADER_BYTES_MAX, HEADER_FIELDS_MAX, URI_MAX};
+use crate::server::clocks::{paid_until, Activity};
 use crate::server::governor::{ByteAccount, ConnectionShare};
 use crate::types::{Body, BoxError, BoxFuture};
 
@@ -79,16 +80,18 @@ pub fn refused<B>(req: &http::Request<B>) -> Option<Box<Refused>> {
 /// those bytes have earned it at `rate` bytes a second. Shared by request
 /// bodies and gRPC messages ([`crate::protocol::grpc::Streaming`]).
 pub fn rate_due(start: Instant, received: usize, rate: u32, grace: Duration) -> Instant {
-    let earned = Duration::from_secs_f64(received as f64 / f64::from(rate));
-    start + grace.max(earned)
+    paid_until(start, received, rate).max(start + grace)
 }
 
 /// Read `body` whole under `bounds`, holding its bytes on `account` (if
-/// any) while it arrives and until the bytes returned are dropped.
+/// any) while it arrives and until the bytes returned are dropped; while
+/// it arrives, counted on its connection `conn` for the cap (a body below
+/// the minimum rate does not make its client busy).
 pub async fn collect<B>(
     body: B,
     bounds: Bounds,
     account: Option<&Arc<ByteAccount>>,
+    conn: Option<&Arc<Activity>>,
 ) -> Result<Bytes, Refusal>
 where
     B: hyper::body::Body + Send,
@@ -97,6 +100,7 @@ where
 {
     let mut held = Held { account, bytes: 0 };
     let start = Instant::now();
+    let receiving = conn.map(|conn| conn.receiving(start, bounds.min_rate));
     let deadline = start + bounds.time;
     // A declared length is allocated once: grown by doubling, a 4 MB body
     // went through a dozen copies whose freed chunks stayed resident in the
@@ -143,6 +147,9 @@ where
                     let len = piece.len();
                     data.extend_from_slice(piece);
                     chunk.advance(len);
+                }
+                if let Some(receiving) = &receiving {
+                    receiving.received(data.len());
                 }
             }
         }
@@ -222,7 +229,8 @@ impl Drop for Kept {
 impl Intake for ConnectionShare {
     fn read(&self, body: Body, bounds: Bounds) -> BoxFuture<'static, Result<Bytes, Refusal>> {
         let account = self.bodies().clone();
-        Box::pin(async move { collect(body, bounds, Some(&account)).await })
+        let conn = self.conn().cloned();
+        Box::pin(async move { collect(body, bounds, Some(&account), conn.as_ref()).await })
     }
 
     fn connection(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
@@ -248,7 +256,7 @@ mod tests {
     async fn a_body_that_fits_the_account_is_held_until_the_handler_lets_go_of_it() {
         let account = ByteAccount::new(100);
         let body = Full::new(Bytes::from_static(b"0123456789"));
-        let got = collect(body, bounds(), Some(&account)).await.unwrap();
+        let got = collect(body, bounds(), Some(&account), None).await.unwrap();
         assert_eq!(&got[..], b"0123456789");
         // Held while the handler has it, given back when it lets go.
         assert_eq!(account.held(), 10);
@@ -260,7 +268,7 @@ mod tests {
         let full = ByteAccount::new(5);
         let body = Full::new(Bytes::from_static(b"0123456789"));
         assert!(matches!(
-            collect(body, bounds(), Some(&full)).await,
+            collect(body, bounds(), Some(&full), None).await,
             Err(Refusal::Busy)
         ));
         assert_eq!(full.held(), 0);
@@ -295,7 +303,7 @@ mod tests {
             }
         });
         let t0 = Instant::now();
-        let refused = collect(Channel(rx), bounds(), None).await;
+        let refused = collect(Channel(rx), bounds(), None, None).await;
         assert!(
             matches!(refused, Err(Refusal::TooSlow { .. })),
             "{refused:?}"

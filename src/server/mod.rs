@@ -20,11 +20,12 @@
 //!
 //! - a cap on open connections, one [`ConnectionBudget`] per process shared
 //!   by all its listeners: each accepted connection waits for a permit
-//!   before it is served. At the cap the budget closes the stalest
-//!   connection of *any* listener so that the newcomer is served at once;
-//!   only when none can be taken back does the loop hold that one
-//!   connection and accept no more until a connection closes (the kernel's
-//!   backlog holds the newcomers). The permit is taken *after* `accept` because the
+//!   before it is served. At the cap the loop accepts no more (the
+//!   kernel's backlog holds the newcomers) and the budget closes a
+//!   connection of *any* listener that can be taken back (silent, idle past
+//!   a grace, below the minimum data rate, not reading, or only holding a
+//!   long-lived stream); a busy client is never cut, and the newcomer waits
+//!   for a place. The permit is taken *after* `accept` because the
 //!   budget is shared: a listener waiting in `accept` with a permit in hand
 //!   would starve the other listeners of it;
 //! - accept errors (`EMFILE`, `ENFILE`: out of descriptors) back off
@@ -63,7 +64,10 @@ use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-pub use self::budget::{default_max_connections, ConnectionBudget, DEFAULT_MAX_CONNECTIONS};
+pub use self::budget::{
+    default_max_connections, raise_open_file_limit, ConnectionBudget, DESCRIPTOR_RESERVE,
+    FALLBACK_MAX_CONNECTIONS,
+};
 use self::clocks::{Activity, Expiry, InFlight, Tracked, Watched};
 pub use crate::contract::{Answer, Caller, Service};
 use crate::ops::log;
@@ -108,9 +112,10 @@ pub struct Options {
     /// this time. Default 10 s.
     pub h2_keep_alive_timeout: Duration,
     /// The connections this listener may hold open, shared with every
-    /// listener given the same budget; when it is spent, accept waits for a
-    /// connection to close. Default: [`ConnectionBudget::process`], one
-    /// budget for the whole process.
+    /// listener given the same budget; when it is spent, the loop accepts
+    /// no more until a reclaimable connection is taken back or one closes
+    /// (see `room`). Default: [`ConnectionBudget::process`], one budget
+    /// for the whole process.
     pub connections: ConnectionBudget,
     /// How long shutdown waits for in-flight connections before closing
     /// them. Default 10 s.
@@ -196,14 +201,48 @@ impl std::error::Error for ServerError {
     }
 }
 
-/// Bind a TCP listener on `addr` (`HOST:PORT`); the error names the address.
+/// Bind a TCP listener on `addr` (`HOST:PORT`) with a listen backlog of
+/// [`backlog`]; the error names the address.
 pub async fn bind(addr: &str) -> Result<TcpListener, ServerError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| ServerError::Bind {
-            addr: addr.to_string(),
-            source,
-        })
+    listen(addr).await.map_err(|source| ServerError::Bind {
+        addr: addr.to_string(),
+        source,
+    })
+}
+
+async fn listen(addr: &str) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for at in tokio::net::lookup_host(addr).await? {
+        let socket = match at {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        // As `TcpListener::bind`: a restarted server may reuse its port
+        // while the old connections are in TIME_WAIT.
+        socket.set_reuseaddr(true)?;
+        match socket.bind(at) {
+            Ok(()) => return socket.listen(backlog()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("the address resolves to nothing")))
+}
+
+/// The listen backlog: connections the kernel completes and holds for the
+/// server before it accepts them. At the connection cap the server stops
+/// accepting, so newcomers wait here; tokio's `bind` asks for 128, which a
+/// burst of a thousand clients overflows (their SYNs are dropped and
+/// retried a second later). Sized for the process' cap (as many newcomers
+/// as it holds connections, [`default_max_connections`]), at least 128,
+/// and at most what the kernel grants, `net.core.somaxconn` (4,096 by
+/// default since Linux 5.4).
+pub fn backlog() -> u32 {
+    let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(4096u32);
+    let cap = u32::try_from(default_max_connections()).unwrap_or(u32::MAX);
+    cap.clamp(somaxconn.min(128), somaxconn)
 }
 
 /// Run the accept loop on `listener` until `shutdown` completes, then wait up
@@ -233,20 +272,10 @@ pub async fn serve(
         else {
             break;
         };
-        // At the cap, the connection of any listener sharing the budget
-        // whose progress is oldest is closed so that this one is served
-        // (the rule: [`Activity::reclaim_rank`]); if none can be taken back
-        // (all already closing), this waits, with the new connection in hand
-        // and no further accept, until a connection closes.
-        if opts.connections.available() == 0 {
-            opts.connections.reclaim_one();
-        }
-        let permit = tokio::select! {
-            permit = opts.connections.acquire() => match permit {
-                Some(permit) => permit,
-                None => break,
-            },
-            _ = shutdown.as_mut() => break,
+        // At the cap this waits, with the new connection in hand and no
+        // further accept, for a place ([`room`]).
+        let Some(permit) = room(&opts.connections, &mut shutdown).await else {
+            break;
         };
         let _ = stream.set_nodelay(true);
         let activity = Activity::new(
@@ -260,6 +289,7 @@ pub async fn serve(
             opts.connections.bodies().clone(),
             opts.connections.streams().clone(),
             opts.connections.turn_waiters().clone(),
+            Some(activity.clone()),
         );
         let conn = Connection {
             stream,
@@ -327,6 +357,41 @@ async fn accept<F: Future<Output = ()>>(
                     _ = shutdown.as_mut() => return None,
                 }
             }
+        }
+    }
+}
+
+/// How often [`room`] looks again while the cap holds: a busy connection
+/// becomes reclaimable by what it does, not at an instant known in
+/// advance, and a permit freed by a closed connection may go to another
+/// listener waiting on the same budget.
+const ROOM_LOOK: Duration = Duration::from_millis(100);
+
+/// A place in `budget` for the connection just accepted, or `None` once
+/// `shutdown` completes. At the cap a connection of any listener that can
+/// be taken back is closed to make room ([`ConnectionBudget::reclaim_one`]),
+/// and its permit is this one's once it has closed. While none can (every
+/// client is busy: a handler runs, a body arrives at the minimum rate, a
+/// response is taken), the loop accepts no more, newcomers wait in the
+/// listen backlog, and this looks again when the next connection becomes
+/// reclaimable, or after [`ROOM_LOOK`], until a connection ends.
+async fn room<F: Future<Output = ()>>(
+    budget: &ConnectionBudget,
+    shutdown: &mut Pin<&mut F>,
+) -> Option<OwnedSemaphorePermit> {
+    loop {
+        if let Some(permit) = budget.try_acquire() {
+            return Some(permit);
+        }
+        let look = tokio::time::Instant::now() + ROOM_LOOK;
+        let look = match budget.reclaim_one() {
+            Err(Some(next)) => next.min(look),
+            Ok(()) | Err(None) => look,
+        };
+        tokio::select! {
+            permit = budget.acquire() => return permit,
+            _ = tokio::time::sleep_until(look) => {}
+            _ = shutdown.as_mut() => return None,
         }
     }
 }

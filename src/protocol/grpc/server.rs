@@ -289,6 +289,7 @@ fn answer(
                 max_message_size: max,
                 gzip_replies: call.gzip_replies,
             };
+            let streaming = streaming.counted();
             Box::pin(call_unary(unary, streaming, deadline, received_at))
         }
         Handler::Streaming(h) => {

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use super::compression::{self, Encoding};
 use super::frame::{Decoder, Frame, FrameError};
 use super::status::{Code, Status};
+use crate::server::clocks::Receiving;
 use crate::server::governor::ConnectionShare;
 use crate::server::intake;
 use crate::types::BoxError;
@@ -41,6 +42,10 @@ pub struct Streaming {
     /// When the first byte of the message being received came (`None`:
     /// no message is partly received).
     partial_since: Option<Instant>,
+    /// Whether a message being waited for counts on the connection for the
+    /// cap ([`Streaming::counted`]), and its count while it arrives.
+    counted: bool,
+    arriving: Option<Receiving>,
 }
 
 impl Streaming {
@@ -56,7 +61,19 @@ impl Streaming {
             held: 0,
             min_rate: None,
             partial_since: None,
+            counted: false,
+            arriving: None,
         }
+    }
+
+    /// The same stream, each message it waits for counted on the
+    /// connection for the cap while it arrives (its `Receiving`): a unary
+    /// call's, whose handler has not started, so that a client sending it
+    /// below the minimum rate is not busy. A streaming call has its
+    /// response open meanwhile, which the cap counts instead.
+    pub fn counted(mut self) -> Streaming {
+        self.counted = true;
+        self
     }
 
     /// The same stream, a message refused with `DEADLINE_EXCEEDED` once,
@@ -124,6 +141,12 @@ impl Streaming {
 
     /// The next message, `None` once the client has half-closed the stream.
     pub async fn message(&mut self) -> Result<Option<Bytes>, Status> {
+        let message = self.next_message().await;
+        self.arriving = None;
+        message
+    }
+
+    async fn next_message(&mut self) -> Result<Option<Bytes>, Status> {
         loop {
             let next = self.decoder.next_frame().map_err(frame_status)?;
             self.hold_buffered();
@@ -148,6 +171,11 @@ impl Streaming {
                 self.decoder.finish().map_err(frame_status)?;
                 return Ok(None);
             }
+            if self.counted && self.arriving.is_none() {
+                let rate = self.min_rate.map_or(0, |(rate, _)| rate);
+                let conn = self.share.as_ref().and_then(|share| share.conn());
+                self.arriving = conn.map(|conn| conn.receiving(Instant::now(), rate));
+            }
             let next = match self.rate_due() {
                 None => self.body.frame().await,
                 // Only while a message is partly received; the timer is
@@ -164,6 +192,9 @@ impl Streaming {
                     // Request trailers carry nothing gRPC needs.
                     if let Ok(data) = frame.into_data() {
                         self.decoder.push(&data);
+                        if let Some(arriving) = &self.arriving {
+                            arriving.received(self.decoder.buffered());
+                        }
                         if !self.hold_buffered() {
                             return Err(Status::new(
                                 Code::ResourceExhausted,
@@ -267,5 +298,64 @@ impl Sink {
             .send(HttpFrame::data(framed))
             .await
             .map_err(|_| Status::new(Code::Cancelled, "client closed the stream"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::clocks::Activity;
+    use crate::server::governor::ByteAccount;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A body that sends its bytes once, then waits for ever.
+    struct Stalls(Option<Bytes>);
+
+    impl hyper::body::Body for Stalls {
+        type Data = Bytes;
+        type Error = BoxError;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<HttpFrame<Bytes>, BoxError>>> {
+            match self.0.take() {
+                Some(data) => Poll::Ready(Some(Ok(HttpFrame::data(data)))),
+                None => Poll::Pending,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_unary_message_below_the_minimum_rate_leaves_its_connection_reclaimable() {
+        let secs = Duration::from_secs;
+        let conn = Activity::new(secs(10), secs(60), secs(10));
+        let _call = conn.request_started(http::Version::HTTP_2);
+        let share = ConnectionShare::new(
+            1 << 20,
+            ByteAccount::new(1 << 20),
+            ByteAccount::new(0),
+            ByteAccount::new(0),
+            Some(conn.clone()),
+        );
+        assert_eq!(conn.reclaimable_at(), None, "the call runs: busy");
+        // A message of 100 bytes announced, 1 sent: 6 bytes at 240 a second
+        // are paid for 25 ms.
+        let first = Bytes::from_static(&[0, 0, 0, 0, 100, 1]);
+        let body = Stalls(Some(first)).boxed_unsync();
+        let mut streaming = Streaming::new(body, 1 << 20)
+            .with_share(Some(share))
+            .with_min_rate(240, secs(5))
+            .counted();
+        let t0 = Instant::now();
+        let mut message = Box::pin(streaming.message());
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert!(message.as_mut().poll(&mut cx).is_pending());
+        let from = conn.reclaimable_at().expect("below the rate: reclaimable");
+        assert!(from >= t0 && from <= Instant::now() + Duration::from_millis(25));
+        drop(message);
+        drop(streaming);
+        assert_eq!(conn.reclaimable_at(), None, "no message arriving: busy");
     }
 }

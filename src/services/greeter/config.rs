@@ -96,12 +96,17 @@ pub struct Limits {
     /// address (IPv6 by /64) per minute, over HTTP and gRPC together;
     /// `0` switches the limit off. Default 10, as token-auth.
     pub registrations_per_minute: u32,
+    /// `max_connections`: connections the process holds open at once, both
+    /// listeners together (`--max-connections` wins); default three
+    /// quarters of the open-file limit, raised to the hard limit at start.
+    pub max_connections: Option<std::num::NonZeroUsize>,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
             registrations_per_minute: 10,
+            max_connections: None,
         }
     }
 }
