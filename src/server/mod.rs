@@ -260,8 +260,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServerError> {
     governor::limit_arenas();
-    let builder = connection_builder(&opts)?;
-    let acceptor = (opts.tls.clone()).map(|certs| tls::acceptor(certs, opts.http1, opts.http2));
+    let opening = Opening {
+        builder: connection_builder(&opts)?,
+        both: opts.http1 && opts.http2,
+        acceptor: (opts.tls.clone()).map(|certs| tls::acceptor(certs, opts.http1, opts.http2)),
+        handshake_timeout: opts.tls_handshake_timeout,
+    };
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut backoff = AcceptBackoff::default();
@@ -278,29 +282,10 @@ pub async fn serve(
             break;
         };
         let _ = stream.set_nodelay(true);
-        let activity = Activity::new(
-            opts.header_read_timeout,
-            opts.idle_timeout,
-            opts.write_timeout,
-        );
-        opts.connections.register(&activity);
-        let share = ConnectionShare::new(
-            opts.inflate_per_second,
-            opts.connections.bodies().clone(),
-            opts.connections.streams().clone(),
-            opts.connections.turn_waiters().clone(),
-            Some(activity.clone()),
-        );
         let conn = Connection {
             stream,
-            remote,
-            service: service.clone(),
-            activity,
-            share,
-            builder: builder.clone(),
-            both: opts.http1 && opts.http2,
-            acceptor: acceptor.clone(),
-            handshake_timeout: opts.tls_handshake_timeout,
+            requests: Requests::new(remote, &service, &opts),
+            opening: opening.clone(),
             write_timeout: opts.write_timeout,
             stopping: stopping.clone(),
         };
@@ -399,12 +384,32 @@ async fn room<F: Future<Output = ()>>(
 /// One accepted connection and what its task needs to serve it.
 struct Connection {
     stream: TcpStream,
+    /// What each of its requests is served with.
+    requests: Requests,
+    /// How its protocol is chosen and its TLS handshake made.
+    opening: Opening,
+    write_timeout: Duration,
+    /// Becomes `true` when the server shuts down.
+    stopping: watch::Receiver<bool>,
+}
+
+/// What every request of one connection is served with: the state of the
+/// connection the server keeps (its clocks, its share of the budget) and
+/// the service the one per-request hook, [`Requests::arrive`], calls.
+struct Requests {
     remote: SocketAddr,
     service: Arc<dyn Service>,
     /// Its clocks, registered with the budget.
     activity: Arc<Activity>,
     /// What it may cost the process, carried in every request.
     share: Arc<ConnectionShare>,
+    /// Whether the connection is TLS (known once it is open).
+    tls: bool,
+}
+
+/// How a connection becomes a stream hyper can serve.
+#[derive(Clone)]
+struct Opening {
     builder: auto::Builder<TokioExecutor>,
     /// Both protocols are served: the connection's is chosen before hyper
     /// sees it (see [`protocol_of`]).
@@ -412,9 +417,6 @@ struct Connection {
     /// `Some`: a TLS listener.
     acceptor: Option<TlsAcceptor>,
     handshake_timeout: Duration,
-    write_timeout: Duration,
-    /// Becomes `true` when the server shuts down.
-    stopping: watch::Receiver<bool>,
 }
 
 /// Serve one connection until it ends, a clock of it runs out, it is
@@ -422,145 +424,17 @@ struct Connection {
 async fn serve_connection(conn: Connection) {
     let Connection {
         stream,
-        remote,
-        service,
-        activity,
-        share,
-        builder,
-        both,
-        acceptor,
-        handshake_timeout,
+        mut requests,
+        opening,
         write_timeout,
         mut stopping,
     } = conn;
-    // Which protocol a cleartext connection speaks, decided here rather
-    // than by hyper-util's sniffing: see `protocol_of`.
-    let mut sniffed_h2 = false;
-    if both && acceptor.is_none() {
-        tokio::select! {
-            sniffed = speaks_h2(&stream) => match sniffed {
-                Ok(is_h2) => sniffed_h2 = is_h2,
-                Err(_) => return,
-            },
-            _ = activity.expired() => return,
-            _ = stopping.wait_for(|stop| *stop) => return,
-        }
-    }
-    // The handshake runs here, off the accept loop, bounded by its own
-    // time-out and by the connection's clocks (header time-out from accept,
-    // eviction at the cap): a client that stalls it gives its permit back
-    // like any quiet connection.
-    let stream = match &acceptor {
-        None => tls::Stream::Plain(Watched::new(stream, activity.clone())),
-        Some(acceptor) => {
-            let watched = |tcp| Watched::new(tcp, activity.clone());
-            let shake = tls::handshake(acceptor, stream, remote, watched);
-            tokio::select! {
-                done = tokio::time::timeout(handshake_timeout, shake) => match done {
-                    Ok(Some(tls)) => tls::Stream::Tls(Box::new(tls)),
-                    Ok(None) | Err(_) => return,
-                },
-                _ = activity.expired() => return,
-                _ = stopping.wait_for(|stop| *stop) => return,
-            }
-        }
+    let (activity, remote) = (requests.activity.clone(), requests.remote);
+    let Some((stream, builder)) = opening.open(stream, &requests, &mut stopping).await else {
+        return;
     };
-    let secure = stream.is_tls();
-    let builder = if both {
-        protocol_of(
-            builder,
-            if secure {
-                stream.alpn_is_h2()
-            } else {
-                sniffed_h2
-            },
-        )
-    } else {
-        builder
-    };
-    let tracker = activity.clone();
-    let hyper_svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-        let request = tracker.request_started(req.version());
-        let grpc = governor::is_grpc(&req);
-        let h2 = req.version() == http::Version::HTTP_2;
-        // A few handlers of one connection run at once, fewer while its
-        // peer leaves their answers untaken; the others wait their turn
-        // (see `governor`). A request that could neither run nor wait is
-        // refused here, while hyper accepts its stream: its request is
-        // dropped now and the task hyper spawns for it holds an answer,
-        // not the request and a handler's future.
-        let arrival = share.arrive(&tracker);
-        if matches!(arrival, Arrival::Refused) {
-            drop(req);
-            let answer = refuse(&*service, h2, grpc, &tracker);
-            return Dispatch::Now(Some(
-                answer.map(|resp| resp.map(|body| Tracked::new(body, request))),
-            ));
-        }
-        // Every request runs in its trace (W3C traceparent, or a new one).
-        let trace = TraceContext::from_headers(req.headers());
-        let pending = Pending {
-            service: service.clone(),
-            share: share.clone(),
-            conn: tracker.clone(),
-            request,
-            tls: secure,
-            trace,
-            h2,
-            grpc,
-        };
-        // Most requests have their turn on arrival, and over the budget of
-        // bytes waiting for peers a connection whose peer leaves responses
-        // untaken gets no more work (see `budget`): a flood of zero-window
-        // streams cannot build pages faster than the bounds take them back.
-        // With its turn, the service is called now, and a ready answer
-        // needs no future at all.
-        let turn = match arrival {
-            Arrival::Turn(turn) if service.may_answer_in_call() && tracker.admits(0) => turn,
-            arrival => {
-                // Its turn first (at once if it has one), then the call,
-                // from the request's own task. One block, as small as the
-                // allocator's thread cache takes (under 1,032 bytes): a
-                // larger one took `malloc`'s slow path on every gRPC call.
-                let work = async move {
-                    let turn = match arrival {
-                        Arrival::Turn(turn) => Some(turn),
-                        arrival => pending.share.handler_turn(&pending.conn, arrival).await,
-                    };
-                    let resp = match turn.as_ref().filter(|_| pending.conn.admits(0)) {
-                        Some(turn) => {
-                            // Told only once it has its turn: not held
-                            // across the wait, and not checked if refused.
-                            let caller = pending.caller(remote, &req);
-                            match pending.service.call(req, caller) {
-                                Answer::Ready(mut resp) => {
-                                    tracecontext::stamp(&mut resp, pending.trace);
-                                    resp
-                                }
-                                Answer::Later(work) => pending.run(work, turn).await,
-                            }
-                        }
-                        None => pending.refuse()?,
-                    };
-                    pending.answered(resp, turn)
-                };
-                return Dispatch::Later(Box::pin(work));
-            }
-        };
-        // A panic here would unwind through hyper's connection task, all of
-        // an HTTP/2 connection's streams: its stream is reset instead, as a
-        // panic in the stream's own task would have it.
-        let caller = pending.caller(remote, &req);
-        let called = std::panic::catch_unwind(AssertUnwindSafe(|| service.call(req, caller)));
-        match called {
-            Err(_) => Dispatch::Now(Some(Err(h2::Error::from(h2::Reason::INTERNAL_ERROR)))),
-            Ok(Answer::Ready(mut resp)) => {
-                tracecontext::stamp(&mut resp, pending.trace);
-                Dispatch::Now(Some(pending.answered(resp, Some(turn))))
-            }
-            Ok(Answer::Later(work)) => Dispatch::Later(Box::pin(called_later(work, turn, pending))),
-        }
-    });
+    requests.tls = stream.is_tls();
+    let hyper_svc = hyper::service::service_fn(move |req| requests.arrive(req));
     let conn = builder.serve_connection(TokioIo::new(stream), hyper_svc);
     let mut conn = std::pin::pin!(conn);
     // The clocks and the shutdown are polled only when they woke, not on
@@ -600,6 +474,147 @@ async fn serve_connection(conn: Connection) {
     } else {
         // In-flight requests finish; the grace period bounds this.
         let _ = conn.await;
+    }
+}
+
+impl Opening {
+    /// The connection's stream, TLS handshake made, and the builder for
+    /// the protocol it speaks; `None` if it closed first, a clock of
+    /// `requests` ran out or the server is stopping.
+    async fn open(
+        self,
+        stream: TcpStream,
+        requests: &Requests,
+        stopping: &mut watch::Receiver<bool>,
+    ) -> Option<(
+        tls::Stream<Watched<TcpStream>>,
+        auto::Builder<TokioExecutor>,
+    )> {
+        let activity = &requests.activity;
+        // Which protocol a cleartext connection speaks, decided here rather
+        // than by hyper-util's sniffing: see `protocol_of`.
+        let mut sniffed_h2 = false;
+        if self.both && self.acceptor.is_none() {
+            tokio::select! {
+                sniffed = speaks_h2(&stream) => sniffed_h2 = sniffed.ok()?,
+                _ = activity.expired() => return None,
+                _ = stopping.wait_for(|stop| *stop) => return None,
+            }
+        }
+        // The handshake runs here, off the accept loop, bounded by its own
+        // time-out and by the connection's clocks (header time-out from
+        // accept, reclaimed at the cap): a client that stalls it gives its
+        // permit back like any quiet connection.
+        let stream = match &self.acceptor {
+            None => tls::Stream::Plain(Watched::new(stream, activity.clone())),
+            Some(acceptor) => {
+                let watched = |tcp| Watched::new(tcp, activity.clone());
+                let shake = tls::handshake(acceptor, stream, requests.remote, watched);
+                tokio::select! {
+                    done = tokio::time::timeout(self.handshake_timeout, shake) => {
+                        tls::Stream::Tls(Box::new(done.ok()??))
+                    }
+                    _ = activity.expired() => return None,
+                    _ = stopping.wait_for(|stop| *stop) => return None,
+                }
+            }
+        };
+        let h2 = if stream.is_tls() {
+            stream.alpn_is_h2()
+        } else {
+            sniffed_h2
+        };
+        let builder = if self.both {
+            protocol_of(self.builder, h2)
+        } else {
+            self.builder
+        };
+        Some((stream, builder))
+    }
+}
+
+impl Requests {
+    /// A connection from `remote` to `service`: its clocks, registered
+    /// with the budget of `opts`, and its share of that budget.
+    fn new(remote: SocketAddr, service: &Arc<dyn Service>, opts: &Options) -> Requests {
+        let activity = Activity::new(
+            opts.header_read_timeout,
+            opts.idle_timeout,
+            opts.write_timeout,
+        );
+        opts.connections.register(&activity);
+        let share = ConnectionShare::new(
+            opts.inflate_per_second,
+            opts.connections.bodies().clone(),
+            opts.connections.streams().clone(),
+            opts.connections.turn_waiters().clone(),
+            Some(activity.clone()),
+        );
+        Requests {
+            remote,
+            service: service.clone(),
+            activity,
+            share,
+            tls: false,
+        }
+    }
+
+    /// The per-request hook: what hyper is given for one request of the
+    /// connection. The request takes its turn among the connection's
+    /// handlers and is handed to the service ([`Pending::call`], the one
+    /// call from the server into the framework), now or from its own task.
+    fn arrive(&self, req: http::Request<Incoming>) -> Dispatch {
+        let tracker = &self.activity;
+        let request = tracker.request_started(req.version());
+        let grpc = governor::is_grpc(&req);
+        let h2 = req.version() == http::Version::HTTP_2;
+        // A few handlers of one connection run at once, fewer while its
+        // peer leaves their answers untaken; the others wait their turn
+        // (see `governor`). A request that could neither run nor wait is
+        // refused here, while hyper accepts its stream: its request is
+        // dropped now and the task hyper spawns for it holds an answer,
+        // not the request and a handler's future.
+        let arrival = self.share.arrive(tracker);
+        if matches!(arrival, Arrival::Refused) {
+            drop(req);
+            let answer = refuse(&*self.service, h2, grpc, tracker);
+            return Dispatch::Now(Some(
+                answer.map(|resp| resp.map(|body| Tracked::new(body, request))),
+            ));
+        }
+        // Every request runs in its trace (W3C traceparent, or a new one).
+        let trace = TraceContext::from_headers(req.headers());
+        let pending = Pending {
+            service: self.service.clone(),
+            share: self.share.clone(),
+            conn: tracker.clone(),
+            remote: self.remote,
+            request,
+            tls: self.tls,
+            trace,
+            h2,
+            grpc,
+        };
+        // Most requests have their turn on arrival, and over the budget of
+        // bytes waiting for peers a connection whose peer leaves responses
+        // untaken gets no more work (see `budget`): a flood of zero-window
+        // streams cannot build pages faster than the bounds take them back.
+        // With its turn, the service is called now, and a ready answer
+        // needs no future at all.
+        let turn = match arrival {
+            Arrival::Turn(turn) if self.service.may_answer_in_call() && tracker.admits(0) => turn,
+            // Its turn first (at once if it has one), then the call, from
+            // the request's own task.
+            arrival => return Dispatch::Later(Box::pin(called_in_turn(req, arrival, pending))),
+        };
+        // A panic here would unwind through hyper's connection task, all of
+        // an HTTP/2 connection's streams: its stream is reset instead, as a
+        // panic in the stream's own task would have it.
+        match std::panic::catch_unwind(AssertUnwindSafe(|| pending.call(req))) {
+            Err(_) => Dispatch::Now(Some(Err(h2::Error::from(h2::Reason::INTERNAL_ERROR)))),
+            Ok(Answer::Ready(resp)) => Dispatch::Now(Some(pending.answered(resp, Some(turn)))),
+            Ok(Answer::Later(work)) => Dispatch::Later(Box::pin(called_later(work, turn, pending))),
+        }
     }
 }
 
@@ -659,6 +674,7 @@ struct Pending {
     service: Arc<dyn Service>,
     share: Arc<ConnectionShare>,
     conn: Arc<Activity>,
+    remote: SocketAddr,
     request: InFlight,
     /// Whether the connection is TLS.
     tls: bool,
@@ -668,15 +684,24 @@ struct Pending {
 }
 
 impl Pending {
-    /// What the service is told of the request's origin.
-    fn caller(&self, remote: SocketAddr, req: &http::Request<Incoming>) -> Caller {
-        Caller {
-            remote,
+    /// The one call from the server into the framework: `req` and what the
+    /// service is told of its origin. A ready answer gets the request's
+    /// `traceparent` here; a later one in [`run`](Self::run).
+    fn call(&self, req: http::Request<Incoming>) -> Answer {
+        let caller = Caller {
+            remote: self.remote,
             received_at: self.request.received_at().into_std(),
             tls: self.tls,
             trace: Some(self.trace),
             intake: Some(self.share.clone()),
-            refused: intake::refused(req),
+            refused: intake::refused(&req),
+        };
+        match self.service.call(req, caller) {
+            Answer::Ready(mut resp) => {
+                tracecontext::stamp(&mut resp, self.trace);
+                Answer::Ready(resp)
+            }
+            later => later,
         }
     }
 
@@ -737,6 +762,31 @@ impl Pending {
             work.await
         }
     }
+}
+
+/// A call that waits for its turn (at once if it has one), from the
+/// request's own task. One block, as small as the allocator's thread cache
+/// takes (under 1,032 bytes): a larger one took `malloc`'s slow path on
+/// every gRPC call.
+async fn called_in_turn(
+    req: http::Request<Incoming>,
+    arrival: Arrival,
+    pending: Pending,
+) -> Answered {
+    let turn = match arrival {
+        Arrival::Turn(turn) => Some(turn),
+        arrival => pending.share.handler_turn(&pending.conn, arrival).await,
+    };
+    let resp = match turn.as_ref().filter(|_| pending.conn.admits(0)) {
+        // Told only once it has its turn: not held across the wait, and
+        // not checked if refused.
+        Some(turn) => match pending.call(req) {
+            Answer::Ready(resp) => resp,
+            Answer::Later(work) => pending.run(work, turn).await,
+        },
+        None => pending.refuse()?,
+    };
+    pending.answered(resp, turn)
 }
 
 /// The rest of a call made on arrival that answered [`Answer::Later`].
