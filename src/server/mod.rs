@@ -36,6 +36,13 @@
 //!   and HTTP/2 keep-alive PINGs;
 //! - graceful shutdown: stop accepting, let in-flight requests finish, but
 //!   wait no longer than `shutdown_grace`, then close whatever is left.
+//!
+//! Reading one connection, in mini-redis' order: `serve` (the accept loop:
+//! a place in the budget, then a task per connection), `serve_connection`
+//! (open it with `Opening::open`, serve it, close it when a clock runs
+//! out), and for each request `Requests::arrive` (its turn among the
+//! connection's handlers, then `Pending::call`, the one call into the
+//! framework).
 
 pub(crate) mod admission;
 pub(crate) mod beside;
