@@ -171,20 +171,18 @@ impl Streaming {
                 self.decoder.finish().map_err(frame_status)?;
                 return Ok(None);
             }
-            if self.counted && self.arriving.is_none() {
-                let rate = self.min_rate.map_or(0, |(rate, _)| rate);
-                let conn = self.share.as_ref().and_then(|share| share.conn());
-                self.arriving = conn.map(|conn| conn.receiving(Instant::now(), rate));
-            }
             let next = match self.rate_due() {
-                None => self.body.frame().await,
+                None => self.next_frame().await,
                 // Only while a message is partly received; the timer is
                 // boxed so that the usual call's future does not hold one.
-                Some(due) => tokio::select! {
-                    biased;
-                    next = self.body.frame() => next,
-                    _ = Box::pin(tokio::time::sleep_until(due.at)) => return Err(due.refusal()),
-                },
+                Some(due) => {
+                    self.count_arriving();
+                    tokio::select! {
+                        biased;
+                        next = self.body.frame() => next,
+                        _ = Box::pin(tokio::time::sleep_until(due.at)) => return Err(due.refusal()),
+                    }
+                }
             };
             match next {
                 None => self.ended = true,
@@ -215,6 +213,38 @@ impl Streaming {
                     });
                 }
             }
+        }
+    }
+
+    /// The body's next frame. A frame already there is taken without
+    /// counting the message for the cap: a unary call's message that came
+    /// with its head (the usual call) costs no look at the connection's
+    /// state. Only a message the call has to wait for is counted.
+    async fn next_frame(&mut self) -> Option<Result<HttpFrame<Bytes>, BoxError>> {
+        if self.counted && self.arriving.is_none() {
+            let body = &mut self.body;
+            let ready = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(hyper::body::Body::poll_frame(
+                    std::pin::Pin::new(&mut *body),
+                    cx,
+                ))
+            })
+            .await;
+            if let std::task::Poll::Ready(frame) = ready {
+                return frame;
+            }
+            self.count_arriving();
+        }
+        self.body.frame().await
+    }
+
+    /// Counts the message being waited for on the connection, if the
+    /// stream is [`counted`](Self::counted) and it is not yet.
+    fn count_arriving(&mut self) {
+        if self.counted && self.arriving.is_none() {
+            let rate = self.min_rate.map_or(0, |(rate, _)| rate);
+            let conn = self.share.as_ref().and_then(|share| share.conn());
+            self.arriving = conn.map(|conn| conn.receiving(Instant::now(), rate));
         }
     }
 
