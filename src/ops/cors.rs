@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use http::header::{
     ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS,
+    VARY,
 };
 use http::{HeaderName, Method};
 use serde::Deserialize;
@@ -215,17 +216,17 @@ impl Cors {
     }
 
     /// The headers the answer to an actual (not preflight) request from
-    /// `origin` gets besides `Vary: Origin`: `Access-Control-Allow-Origin`,
-    /// `-Expose-Headers` and, if configured, `-Allow-Credentials`; none when
-    /// the origin is not allowed.
-    pub fn answer_headers<'a>(&'a self, origin: &'a str) -> Vec<(HeaderName, &'a str)> {
-        let Some(allowed) = self.allow_origin(origin) else {
-            return Vec::new();
+    /// `origin` gets: `Vary: Origin` always (the answer depends on it, its
+    /// absence included, so a shared cache must not hand it to another
+    /// origin), and for an allowed origin `Access-Control-Allow-Origin`,
+    /// `-Expose-Headers` and, if configured, `-Allow-Credentials`.
+    pub fn answer_headers<'a>(&'a self, origin: Option<&'a str>) -> Vec<(HeaderName, &'a str)> {
+        let mut headers = vec![(VARY, "Origin")];
+        let Some(allowed) = origin.and_then(|o| self.allow_origin(o)) else {
+            return headers;
         };
-        let mut headers = vec![
-            (ACCESS_CONTROL_ALLOW_ORIGIN, allowed),
-            (ACCESS_CONTROL_EXPOSE_HEADERS, self.expose.as_str()),
-        ];
+        headers.push((ACCESS_CONTROL_ALLOW_ORIGIN, allowed));
+        headers.push((ACCESS_CONTROL_EXPOSE_HEADERS, self.expose.as_str()));
         if self.credentials {
             headers.push((ACCESS_CONTROL_ALLOW_CREDENTIALS, "true"));
         }

@@ -41,17 +41,11 @@ impl Cors {
 
 async fn cors_handle(cors: &Cors, c: &mut Context) {
     let origin = c.header(ORIGIN.as_str()).map(str::to_owned);
-    let Some(origin) = origin else {
-        // The answer still depends on `Origin` (its absence), so a shared
-        // cache must not hand it to a request that has one.
-        c.next().await;
-        return c.set_header(VARY, "Origin");
-    };
     let preflight = c.method() == Method::OPTIONS;
     let requested = c
         .header(ACCESS_CONTROL_REQUEST_METHOD.as_str())
         .map(str::to_owned);
-    if let (true, Some(method)) = (preflight, requested) {
+    if let (Some(origin), true, Some(method)) = (&origin, preflight, requested) {
         let headers = c
             .header(ACCESS_CONTROL_REQUEST_HEADERS.as_str())
             .unwrap_or("")
@@ -60,7 +54,7 @@ async fn cors_handle(cors: &Cors, c: &mut Context) {
             VARY,
             "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
         );
-        if let Some(allowed) = cors.allow_origin(&origin) {
+        if let Some(allowed) = cors.allow_origin(origin) {
             if cors.preflight_allows(&method, &headers) {
                 c.set_header(ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
                 c.set_header(ACCESS_CONTROL_ALLOW_METHODS, &cors.allow_methods);
@@ -75,8 +69,7 @@ async fn cors_handle(cors: &Cors, c: &mut Context) {
         return c.abort();
     }
     c.next().await;
-    c.set_header(VARY, "Origin");
-    for (name, value) in cors.answer_headers(&origin) {
+    for (name, value) in cors.answer_headers(origin.as_deref()) {
         c.set_header(name, value);
     }
 }

@@ -125,13 +125,9 @@ impl Port {
 }
 
 /// What the HTTP service's CORS middleware adds to an actual request's
-/// answer: `Vary: Origin` always, the allow and expose headers for an
-/// allowed origin.
+/// answer ([`Cors::answer_headers`]).
 fn mark_for_browsers(cors: &Cors, origin: Option<&HeaderValue>, headers: &mut HeaderMap) {
-    headers.append(http::header::VARY, HeaderValue::from_static("Origin"));
-    let Some(origin) = origin.and_then(|o| o.to_str().ok()) else {
-        return;
-    };
+    let origin = origin.and_then(|o| o.to_str().ok());
     for (name, value) in cors.answer_headers(origin) {
         if let Ok(value) = HeaderValue::from_str(value) {
             headers.insert(name, value);
