@@ -147,11 +147,16 @@ pub enum Mode {
 impl Mode {
     /// The mode a content-type asks for, or `None` if it is not gRPC-Web.
     pub fn of(content_type: &str) -> Option<Mode> {
+        // Asked of every request the port gets: compared without a
+        // lower-cased copy.
         let base = content_type.split(';').next().unwrap_or("").trim();
-        match base.to_ascii_lowercase().as_str() {
-            "application/grpc-web" | "application/grpc-web+proto" => Some(Mode::Binary),
-            "application/grpc-web-text" | "application/grpc-web-text+proto" => Some(Mode::Text),
-            _ => None,
+        let is = |name: &str| base.eq_ignore_ascii_case(name);
+        if is("application/grpc-web") || is("application/grpc-web+proto") {
+            Some(Mode::Binary)
+        } else if is("application/grpc-web-text") || is("application/grpc-web-text+proto") {
+            Some(Mode::Text)
+        } else {
+            None
         }
     }
 
