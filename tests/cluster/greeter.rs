@@ -369,12 +369,21 @@ impl Instance {
             .expect("a line from the greeter within 10 s")
     }
 
+    /// The address on the first line starting with `prefix`; the lines before
+    /// it (the start-up line with the connection cap) are skipped.
     fn address(&self, prefix: &str) -> SocketAddr {
-        let line = self.next_line();
-        line.strip_prefix(prefix)
-            .unwrap_or_else(|| panic!("expected {prefix:?}, got {line:?}"))
-            .parse()
-            .unwrap()
+        let mut skipped = Vec::new();
+        loop {
+            let line = self.next_line();
+            if let Some(address) = line.strip_prefix(prefix) {
+                return address.parse().unwrap();
+            }
+            skipped.push(line);
+            assert!(
+                skipped.len() < 10,
+                "expected {prefix:?} within 10 lines, got {skipped:?}"
+            );
+        }
     }
 
     /// Waits (at most 2 s) for a line starting with `prefix`.
