@@ -18,11 +18,12 @@ use std::time::Duration;
 /// that leaves a whole number before the point, and no trailing zeros.
 pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration, width: usize) {
     let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    let (unit, scale, mut places) = match nanos {
-        1_000_000_000.. => ("s", 1_000_000_000, 9),
-        1_000_000.. => ("ms", 1_000_000, 6),
-        1_000.. => ("µs", 1_000, 3),
-        _ => ("ns", 1, 0),
+    // The unit, its width in characters (`µ` is two bytes, one character).
+    let (unit, unit_chars, scale, mut places) = match nanos {
+        1_000_000_000.. => ("s", 1, 1_000_000_000, 9),
+        1_000_000.. => ("ms", 2, 1_000_000, 6),
+        1_000.. => ("µs", 2, 1_000, 3),
+        _ => ("ns", 2, 1, 0),
     };
     let (int, mut frac) = (nanos / scale, nanos % scale);
     // No trailing zeros; a whole number has no fraction at all.
@@ -30,7 +31,7 @@ pub(crate) fn push_latency(buf: &mut Vec<u8>, d: Duration, width: usize) {
         (frac, places) = (frac / 10, places - 1);
     }
     let int_digits = digits(int);
-    let chars = int_digits + usize::from(places > 0) + places + unit.chars().count();
+    let chars = int_digits + usize::from(places > 0) + places + unit_chars;
     buf.resize(buf.len() + width.saturating_sub(chars), b' ');
     push_digits(buf, int, int_digits);
     if places > 0 {
@@ -62,14 +63,16 @@ fn digits(n: u64) -> usize {
     n.checked_ilog10().map_or(1, |l| l as usize + 1)
 }
 
-/// `n` in `len` decimal digits (zeros in front).
+/// `n` in `len` decimal digits (zeros in front), made on the stack and
+/// appended in one copy (a `resize` and writes into the `Vec` cost twice
+/// as much).
 fn push_digits(buf: &mut Vec<u8>, mut n: u64, len: usize) {
-    let start = buf.len();
-    buf.resize(start + len, b'0');
-    for digit in buf[start..].iter_mut().rev() {
+    let mut text = [b'0'; 20]; // u64::MAX has 20 digits: `len` is at most that
+    for digit in text[..len].iter_mut().rev() {
         *digit = b'0' + (n % 10) as u8;
         n /= 10;
     }
+    buf.extend_from_slice(&text[..len]);
 }
 
 #[cfg(test)]

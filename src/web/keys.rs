@@ -48,8 +48,7 @@ mod tests {
         assert_eq!(keys.get::<u32>("b"), Some(&7));
         assert_eq!(keys.get::<u64>("b"), None);
         assert_eq!(keys.get::<String>("c").map(String::as_str), Some("owned"));
-        // Replacing changes the value and may change its type, in either
-        // the inline entry or the list.
+        // Replacing changes the value and may change its type.
         keys.set("a", 1u8);
         keys.set("b", "now text");
         assert_eq!(keys.get::<&str>("a"), None);
