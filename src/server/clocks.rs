@@ -331,6 +331,9 @@ impl Activity {
     /// A response now holds `after` bytes for the peer instead of `before`.
     fn holds(&self, before: usize, after: usize) {
         use std::sync::atomic::Ordering::Relaxed;
+        if before == after {
+            return;
+        }
         let total = if after >= before {
             self.waiting.fetch_add(after - before, Relaxed) + (after - before)
         } else {
@@ -341,7 +344,9 @@ impl Activity {
         }
     }
 
-    /// A response handed `bytes` of data to hyper: held until written.
+    /// A response handed `bytes` of data to hyper, its body holding
+    /// `after` bytes instead of `before`: one change of the count, what the
+    /// body let go and hyper took netted (the same bytes, moved, most often).
     ///
     /// Counted as held before it is published as in hyper: the socket's
     /// writer ([`sent`](Self::sent), on another thread with HTTP/2) takes
@@ -350,9 +355,9 @@ impl Activity {
     /// below zero (wrapping: a connection that holds nothing evicted as
     /// one holding the most). The release here pairs with the acquire
     /// there.
-    fn handed(&self, bytes: usize) {
+    fn handed(&self, bytes: usize, before: usize, after: usize) {
         use std::sync::atomic::Ordering::Release;
-        self.holds(0, bytes);
+        self.holds(before, after.saturating_add(bytes));
         self.in_hyper.fetch_add(bytes, Release);
     }
 
@@ -919,15 +924,26 @@ impl Tracked {
         tracked
     }
 
-    /// Bring the count of held bytes up to date: what is left of a frame,
-    /// plus what the body says it still has.
-    fn count_held(&mut self) {
+    /// What the body holds now: what is left of a frame, plus what the
+    /// body says it still has.
+    fn holding(&self) -> usize {
         let lower = usize::try_from(self.inner.size_hint().lower()).unwrap_or(usize::MAX);
-        let now = self.rest.len().saturating_add(lower);
-        if now != self.held {
-            self.request.conn.holds(self.held, now);
-            self.held = now;
-        }
+        self.rest.len().saturating_add(lower)
+    }
+
+    /// Bring the count of held bytes up to date.
+    fn count_held(&mut self) {
+        let now = self.holding();
+        self.request.conn.holds(self.held, now);
+        self.held = now;
+    }
+
+    /// `piece` goes to hyper: held there until written, and no longer by
+    /// the body.
+    fn hand(&mut self, piece: &Bytes) {
+        let now = self.holding();
+        self.request.conn.handed(piece.len(), self.held, now);
+        self.held = now;
     }
 
     /// The next piece of `data`: at most [`CHUNK`] bytes, the rest kept.
@@ -968,8 +984,7 @@ impl HttpBody for Tracked {
         if !this.rest.is_empty() {
             let rest = std::mem::take(&mut this.rest);
             let piece = this.piece(rest);
-            this.count_held();
-            this.request.conn.handed(piece.len());
+            this.hand(&piece);
             this.request.conn.response_waits(this.id, true);
             return Poll::Ready(Some(Ok(Frame::data(piece))));
         }
@@ -979,8 +994,7 @@ impl HttpBody for Tracked {
                 let frame = match frame.into_data() {
                     Ok(data) => {
                         let piece = this.piece(data);
-                        this.count_held();
-                        this.request.conn.handed(piece.len());
+                        this.hand(&piece);
                         Frame::data(piece)
                     }
                     Err(frame) => frame,
