@@ -230,7 +230,6 @@ impl Engine {
         }
     }
 
-    /// Replace the 404 handlers (default: `404 page not found`, text/plain).
     /// Gin's `RedirectTrailingSlash` (on): a miss whose path matches a
     /// route with the trailing slash added or removed is redirected there,
     /// 301 for GET and 307 otherwise. Off: that miss is a 405 or a 404.
@@ -279,6 +278,7 @@ impl Engine {
         self.switches.handle_method_not_allowed = on;
     }
 
+    /// Replace the 404 handlers (default: `404 page not found`, text/plain).
     pub fn no_route(&mut self, handlers: Vec<Handler>) {
         self.no_route = handlers;
     }
