@@ -77,16 +77,19 @@ async fn a_client_that_pipelines_and_never_reads_is_closed_after_the_write_timeo
     let (srv, open) = start_with_write_timeout_300ms().await;
     let mut clients = Vec::new();
     for _ in 0..20 {
-        let mut conn = TcpStream::connect(srv.addr).await.unwrap();
-        // Far more than the socket buffers hold; never read.
-        let requests = b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n".repeat(64);
-        let _ = tokio::time::timeout(ms(500), conn.write_all(&requests)).await;
-        clients.push(conn);
+        clients.push(TcpStream::connect(srv.addr).await.unwrap());
     }
+    // All open before any stalls: on a busy machine the first ones could
+    // otherwise reach their write time-out before the last one is open.
     wait_until("connections opened", Duration::from_secs(3), || {
         open.get() == 20
     })
     .await;
+    // Answers far larger than the socket buffers hold; never read.
+    let requests = b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n".repeat(64);
+    for conn in &mut clients {
+        let _ = tokio::time::timeout(ms(500), conn.write_all(&requests)).await;
+    }
     // A well-behaved client is served meanwhile.
     assert_eq!(get(Proto::H1, srv.addr, "/hi").await.text(), "hi");
     let took = wait_until("stalled connections closed", Duration::from_secs(5), || {
