@@ -13,7 +13,10 @@
 # Each server runs under callgrind; the counters are zeroed once it answers,
 # INSTR_REQUESTS requests (default 20000) are sent (h2load, 10 connections;
 # gRPC with 10 streams each), the counters are dumped and the server is
-# killed. Every thread of the process counts (runtime, store, log writer).
+# killed. One pair of rows sends 40,000 requests over 2,000 connections
+# instead: what opening, serving and closing a connection costs, shared
+# by its 20 requests. Every thread of the process counts (runtime, store,
+# log writer).
 #
 # Two floors stand beside the peers: examples/bare_hyper.rs on this crate's
 # accept loop (trace context, clocks, governor) and the same answers from
@@ -35,6 +38,9 @@
 # h2load (nghttp2-client), curl, ss.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# 2,000 connections at once (the connection rows) need more descriptors
+# than a default soft limit of 1,024.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 . load/common.sh
 
 n="${INSTR_REQUESTS:-20000}"
@@ -78,6 +84,8 @@ greeter_config "$tmp/greeter.yaml" "$((port + 1))" "$port" ":memory:"
 greeter_config "$tmp/greeter-file.yaml" "$((port + 1))" "$port" "$tmp/greeter.db"
 
 # count NAME KIND(http|grpc) PATH [FRAME] -- CMD...: instructions per request
+# (`conns=N n=M count …`: M requests over N HTTP/1.1 connections, default 10)
+conns=10
 count() {
 	local name=$1 kind=$2 path=$3 frame=${4:-}
 	shift 4
@@ -92,10 +100,10 @@ count() {
 		sleep 0.2
 	done
 	[ -n "$up" ] || { echo "$name did not start: $(tail -3 "$tmp/$name.err")" >&2; exit 1; }
-	send() { # send COUNT: that many requests, the number that succeeded
+	send() { # send COUNT [CONNS]: that many requests, the number that succeeded
 		local load
 		if [ "$kind" = http ]; then
-			load=(h2load --h1 -t1 -c10 -n "$1" "http://127.0.0.1:$port$path")
+			load=(h2load --h1 -t1 -c"${2:-$conns}" -n "$1" "http://127.0.0.1:$port$path")
 		else
 			load=(h2load -t1 -c10 -m10 -n "$1" -d "$frame" -H 'content-type: application/grpc'
 				-H 'te: trailers' "http://127.0.0.1:$port$path")
@@ -103,7 +111,7 @@ count() {
 		"${load[@]}" 2>&1 | grep -oE '[0-9]+ succeeded' | cut -d' ' -f1
 	}
 	# Warm up (lazy statics, caches, the first connections), then count.
-	send 2000 >/dev/null
+	send 2000 10 >/dev/null
 	callgrind_control -z "$vg_pid" >/dev/null 2>&1
 	local done
 	done=$(send "$n")
@@ -153,6 +161,14 @@ pair "router-demo GET /hello" "$rd" "bare hyper" "$bare"
 pair "router-demo GET /hello" "$rd" "hyper alone" "$plain"
 pair "router-demo GET /book/42 vs /hello" "$book" "/hello" "$rd"
 pair "router-demo GET /book/42" "$book" axum "$axum_book"
+# What a connection costs: 2,000 connections of 20 requests each, its
+# opening, task and close shared by 20 requests.
+many=$((20 * 2000))
+rd_many=$(conns=2000 n=$many count router-demo-conns http /hello "" -- \
+	"$bin/router-demo" --addr "$addr" --quiet)
+axum_many=$(conns=2000 n=$many count axum-conns http /hello "" -- \
+	"$bin/examples/peer_axum" "$addr")
+pair "router-demo GET /hello, 2,000 connections of 20 requests" "$rd_many" axum "$axum_many"
 grpc_say=$(count greeter-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
 	"$bin/greeter" --config "$tmp/greeter.yaml")
 grpc_file=$(count greeter-say-file grpc /helloworld.v1.Greeter/SayHello "$say" -- \
