@@ -55,10 +55,32 @@ pub(crate) fn push_ip(buf: &mut Vec<u8>, ip: IpAddr, width: usize) {
         if i > 0 {
             text.byte(b'.');
         }
-        text.number(u64::from(octet));
+        let (digits, len) = &OCTETS[usize::from(octet)];
+        text.bytes(&digits[..usize::from(*len)]);
     }
     text.push_padded(buf, text.len(), width);
 }
+
+/// The decimal text of each octet, `0` to `255`, and its length: an
+/// address is four lookups, not eight divisions.
+static OCTETS: [([u8; 3], u8); 256] = {
+    let mut table = [([0u8; 3], 0u8); 256];
+    let mut n = 0;
+    while n < 256 {
+        let d = [
+            b'0' + (n / 100) as u8,
+            b'0' + (n / 10 % 10) as u8,
+            b'0' + (n % 10) as u8,
+        ];
+        table[n] = match n {
+            0..=9 => ([d[2], 0, 0], 1),
+            10..=99 => ([d[1], d[2], 0], 2),
+            _ => (d, 3),
+        };
+        n += 1;
+    }
+    table
+};
 
 /// A field of at most [`Backwards::CAP`] bytes made on the stack from its
 /// end, in front of spaces for its padding.
