@@ -41,11 +41,15 @@ impl Cors {
 
 async fn cors_handle(cors: &Cors, c: &mut Context) {
     let origin = c.header(ORIGIN.as_str()).map(str::to_owned);
-    let preflight = c.method() == Method::OPTIONS;
-    let requested = c
-        .header(ACCESS_CONTROL_REQUEST_METHOD.as_str())
-        .map(str::to_owned);
-    if let (Some(origin), true, Some(method)) = (&origin, preflight, requested) {
+    // A preflight is an OPTIONS from an origin naming the method it will
+    // send: only then is that header looked up.
+    let requested = match (&origin, c.method() == Method::OPTIONS) {
+        (Some(_), true) => c
+            .header(ACCESS_CONTROL_REQUEST_METHOD.as_str())
+            .map(str::to_owned),
+        _ => None,
+    };
+    if let (Some(origin), Some(method)) = (&origin, requested) {
         let headers = c
             .header(ACCESS_CONTROL_REQUEST_HEADERS.as_str())
             .unwrap_or("")
