@@ -156,6 +156,9 @@ struct State {
     /// The instant of its entry in the budget's queue of connections to
     /// take back, if it has one ([`Activity::reclaimable_at`]).
     queued: Option<Instant>,
+    /// When it was accepted: no stamp is earlier, so neither is any instant
+    /// [`reclaimable_at`] returns.
+    accepted: Instant,
 }
 
 /// Whether a deadline at `at` comes before the timer [`Activity::expired`]
@@ -211,6 +214,11 @@ fn reclaimable_at(st: &State) -> Option<Instant> {
 /// the connection becomes reclaimable, if that comes before the entry it
 /// has (a later one is found when the earlier entry is looked at).
 fn requeue(st: &mut State) -> Option<Instant> {
+    // The entry made at registration is for accept, before anything later:
+    // until the budget takes it out (at the cap), no change needs a look.
+    if st.queued.is_some_and(|queued| queued <= st.accepted) {
+        return None;
+    }
     let at = reclaimable_at(st)?;
     if st.queued.is_some_and(|queued| queued <= at) {
         return None;
@@ -265,6 +273,7 @@ impl Activity {
         idle_timeout: Duration,
         write_timeout: Duration,
     ) -> Arc<Activity> {
+        let now = Instant::now();
         Arc::new_cyclic(|me| Activity {
             me: me.clone(),
             header_read_timeout,
@@ -275,12 +284,12 @@ impl Activity {
                 in_flight: 0,
                 requests: 0,
                 h2: false,
-                idle_since: Instant::now(),
+                idle_since: now,
                 first_byte: None,
                 responses: Vec::new(),
                 next_response: 0,
                 evicted: false,
-                last_completed: Instant::now(),
+                last_completed: now,
                 completed: 0,
                 unflushed: 0,
                 write_blocked: None,
@@ -289,6 +298,7 @@ impl Activity {
                 receiving: Vec::new(),
                 next_body: 0,
                 queued: None,
+                accepted: now,
             }),
             changed: Notify::new(),
             waiting: std::sync::atomic::AtomicUsize::new(0),
@@ -429,8 +439,13 @@ impl Activity {
             st.first_byte = None;
         }
         let queue = requeue(&mut st);
-        if idle {
+        if idle && (st.evicted || st.write_blocked.is_some()) {
             self.moved(st);
+        } else if idle {
+            // Idle, and no first byte yet: the deadline is the idle one
+            // (`due`, without its walk).
+            let at = st.idle_since + self.idle_timeout;
+            self.wake_if_before_timer(st, at);
         }
         // Others still in flight: the deadline is still the earliest of
         // the waiting responses' (or the blocked socket's), none of which
