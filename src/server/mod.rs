@@ -901,7 +901,7 @@ fn connection_builder(opts: &Options) -> Result<auto::Builder<TokioExecutor>, Se
         .initial_stream_window_size(1 << 20)
         .initial_connection_window_size(2 << 20)
         // - Header lists up to 16 KiB (CONTINUATION floods end there).
-        .max_header_list_size(16 << 10)
+        .max_header_list_size(intake::H2_HEADER_LIST_MAX)
         // - Rapid reset (CVE-2023-44487): at most 20 streams opened and reset
         //   before the server accepted them, then GOAWAY.
         .max_pending_accept_reset_streams(20);
