@@ -439,17 +439,19 @@ impl Activity {
             st.first_byte = None;
         }
         let queue = requeue(&mut st);
-        if idle && (st.evicted || st.write_blocked.is_some()) {
-            self.moved(st);
-        } else if idle {
-            // Idle, and no first byte yet: the deadline is the idle one
-            // (`due`, without its walk).
-            let at = st.idle_since + self.idle_timeout;
-            self.wake_if_before_timer(st, at);
-        }
         // Others still in flight: the deadline is still the earliest of
         // the waiting responses' (or the blocked socket's), none of which
         // this changed, so there is nothing to move.
+        if idle {
+            if st.evicted || st.write_blocked.is_some() {
+                self.moved(st);
+            } else {
+                // No first byte yet: the deadline is the idle one (`due`,
+                // without its walk).
+                let at = st.idle_since + self.idle_timeout;
+                self.wake_if_before_timer(st, at);
+            }
+        }
         self.enqueue(queue);
     }
 
