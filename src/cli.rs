@@ -84,6 +84,16 @@ pub const MAX_CONNECTIONS: Flag = Flag::value(
     "connections held open at once (default 3/4 of the open-file limit)",
 );
 
+/// `--max-connections-per-peer N`: connections one client address (IPv6:
+/// one /64) holds before the cap takes back from it first (default half
+/// the cap); nothing is refused below the cap.
+pub const MAX_CONNECTIONS_PER_PEER: Flag = Flag::value(
+    "max-connections-per-peer",
+    "N",
+    None,
+    "connections one address holds before the cap takes back from it first (default half the cap)",
+);
+
 /// `--quiet`: no route table at start-up.
 pub const QUIET: Flag = Flag::switch("quiet", "do not print the route table at start-up");
 

@@ -30,6 +30,7 @@ pub const SERVER_FLAGS: &[Flag] = &[
     cli::ADDR,
     cli::SHUTDOWN_GRACE,
     cli::MAX_CONNECTIONS,
+    cli::MAX_CONNECTIONS_PER_PEER,
     tls::CERT_FLAG,
     tls::KEY_FLAG,
     cli::QUIET,
@@ -98,6 +99,30 @@ pub fn max_connections(args: &Args) -> Result<Option<usize>, String> {
     }
 }
 
+/// `--max-connections-per-peer`: a whole number from 1 up (more than the
+/// cap is the cap). The error names the flag.
+pub fn max_connections_per_peer(args: &Args) -> Result<Option<usize>, String> {
+    let Some(text) = args.get(cli::MAX_CONNECTIONS_PER_PEER.name) else {
+        return Ok(None);
+    };
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(format!(
+            "--max-connections-per-peer: expected a whole number from 1 up, got {text:?}"
+        )),
+    }
+}
+
+/// The connection budget of `cap` connections (`None`: the process
+/// budget), with `share` connections per peer if given.
+pub fn budget(cap: Option<usize>, share: Option<usize>) -> ConnectionBudget {
+    let budget = cap.map_or_else(ConnectionBudget::process, ConnectionBudget::new);
+    match share {
+        Some(share) => budget.with_peer_share(share),
+        None => budget,
+    }
+}
+
 /// The listener settings of [`SERVER_FLAGS`], checked before anything is bound:
 /// `--addr` (default [`cli::DEFAULT_ADDR`]), then `--shutdown-grace` and
 /// the TLS pair into [`Options`].
@@ -116,9 +141,7 @@ impl Listen {
         if let Some(grace) = shutdown_grace(args, None)? {
             options.shutdown_grace = grace;
         }
-        if let Some(cap) = max_connections(args)? {
-            options.connections = ConnectionBudget::new(cap);
-        }
+        options.connections = budget(max_connections(args)?, max_connections_per_peer(args)?);
         options.tls = tls::from_flags(args.get("tls-cert"), args.get("tls-key"))?;
         Ok(Listen { addr, options })
     }
@@ -173,6 +196,11 @@ pub async fn serve(
     log::announce(&format!(
         "{program} holds up to {} connections (--max-connections)",
         options.connections.max()
+    ));
+    log::announce(&format!(
+        "{program} takes back first from an address holding over {} of them \
+         (--max-connections-per-peer)",
+        options.connections.peer_share()
     ));
     log::announce(&format!("{program} listening on {scheme}://{local}"));
     tls::reload_on_sighup(options.tls.iter().cloned().collect());

@@ -391,7 +391,8 @@ fn unknown_argument_is_a_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(
-            "unknown option --conf (known: --config, --shutdown-grace, --max-connections)"
+            "unknown option --conf (known: --config, --shutdown-grace, --max-connections, \
+             --max-connections-per-peer)"
         ),
         "{err}"
     );

@@ -21,7 +21,7 @@ use handwire::cli::{self, Args, EnvVar, Flag, Usage};
 use handwire::config;
 use handwire::launch;
 use handwire::ops::log;
-use handwire::server::{shutdown_signal, ConnectionBudget, Options};
+use handwire::server::{shutdown_signal, Options};
 use handwire::services::greeter::config::{Config, ConfigError};
 use handwire::services::greeter::Greeter;
 
@@ -33,14 +33,21 @@ const USAGE: Usage = Usage {
     program: "greeter",
     about: "the greeting service over HTTP and gRPC; addresses, time-outs and the \
             database come from the config file",
-    synopsis: &["[--config PATH] [--shutdown-grace DURATION] [--max-connections N]"],
+    synopsis: &[
+        "[--config PATH] [--shutdown-grace DURATION] [--max-connections N]",
+        " [--max-connections-per-peer N]",
+    ],
     flags: &[Flag::value(
         "config",
         "PATH",
         Some("config.yaml, in the working directory"),
         "the YAML configuration (server.http, server.grpc, data)",
     )],
-    common: &[cli::SHUTDOWN_GRACE, cli::MAX_CONNECTIONS],
+    common: &[
+        cli::SHUTDOWN_GRACE,
+        cli::MAX_CONNECTIONS,
+        cli::MAX_CONNECTIONS_PER_PEER,
+    ],
     env: &[EnvVar {
         name: GRACE_VAR,
         default: Some("10s"),
@@ -65,12 +72,20 @@ async fn run(args: Args) -> Result<(), String> {
         options.shutdown_grace = grace;
     }
     let cap = launch::max_connections(&args)?;
-    if let Some(cap) = cap.or(config.limits.max_connections.map(usize::from)) {
-        options.connections = ConnectionBudget::new(cap);
-    }
+    let share = launch::max_connections_per_peer(&args)?;
+    let limits = &config.limits;
+    options.connections = launch::budget(
+        cap.or(limits.max_connections.map(usize::from)),
+        share.or(limits.max_connections_per_peer.map(usize::from)),
+    );
     log::announce(&format!(
         "greeter: holds up to {} connections (limits.max_connections, --max-connections)",
         options.connections.max()
+    ));
+    log::announce(&format!(
+        "greeter: takes back first from an address holding over {} of them \
+         (limits.max_connections_per_peer, --max-connections-per-peer)",
+        options.connections.peer_share()
     ));
     let greeter = Greeter::bind(&config)
         .await

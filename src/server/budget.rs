@@ -22,15 +22,32 @@
 //! The budget is also the one evictor of its connections, in the manner of
 //! Envoy's overload manager (one process-wide threshold, one action for
 //! every listener): every listener registers the connections it accepts
-//! here, and at the cap [`ConnectionBudget::reclaim_one`] closes a
-//! connection, *of any listener*, that does nothing for a client that
-//! sends and reads ([`Activity::reclaimable_at`]: silent, idle past a
-//! grace, below the minimum data rate, not reading, or only holding a
-//! long-lived stream). A busy connection is never cut: while none can be
-//! taken back, the accept loop waits and newcomers wait in the listen
-//! backlog. A port held full by one kind of client (idle HTTP/1
+//! here, and at the cap, when a newcomer waits,
+//! [`ConnectionBudget::reclaim_one`] closes the connection, *of any
+//! listener*, doing least for its client: the one whose earned place
+//! ([`Activity::reclaimable_at`]) ran out longest ago. A place is earned by
+//! what gets done (responses completed, body bytes at a good rate, a
+//! handler running, a response taken), so nothing stays "busy" by trickling
+//! bytes; a newcomer keeps its place for
+//! [`NEWCOMER_GRACE`](crate::server::clocks::NEWCOMER_GRACE) so that it is not
+//! cut before its request is read. While nothing has fallen due, the accept
+//! loop waits and newcomers wait in the listen backlog, at most until the
+//! next place runs out. A port held full by one kind of client (idle HTTP/1
 //! keep-alives, h2 connections parked on a health Watch) so never locks a
 //! client of the other port out.
+//!
+//! Taking back starts with the peers holding more than their share of the
+//! cap ([`ConnectionBudget::with_peer_share`], half the cap by default; a
+//! peer is an IPv4 address or an IPv6 /64, [`Peer`]), as nginx's
+//! `limit_conn` counts per address, but nothing is refused below the cap.
+//! A connection accepted while its peer is over its share has no newcomer
+//! grace, and for a newcomer of a peer within its share, the over-share
+//! peer's connection doing least is closed even before it falls due
+//! (busy or not): one address cannot hold the cap against the others by
+//! doing just enough. Behind a proxy or a NAT every client shares one
+//! address: set the share to the cap there. A connection's queue entry is
+//! in two queues, the budget's and its peer's, so that either choice costs
+//! the entries that fell due, not a look at every connection.
 //!
 //! It also keeps the process' account of *bytes waiting for peers*: the
 //! response bytes that handlers have produced and that the clients have not
@@ -49,15 +66,18 @@
 //! bytes", one connection at a time), which drops what its streams held.
 
 use std::cmp::Ordering as Order;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::ops::log;
+use crate::ops::ratelimit::LogLines;
 use crate::server::clocks::{Activity, Reclaim, WaitingAccount, CHUNK};
 use crate::server::governor::{
     default_long_lived_streams, ByteAccount, DEFAULT_BODY_BYTES, WAITING_FOR_TURNS_MAX,
@@ -76,6 +96,75 @@ pub const DEFAULT_WAITING_BYTES: usize = 32 << 20;
 pub const DEFAULT_CONNECTION_WAITING_BYTES: usize = 16 << 20;
 
 pub use crate::server::clocks::PEER_STALL;
+
+/// Most lines a second of the cap's events (a connection closed to make
+/// room, bytes waiting for peers over their bound), all listeners together:
+/// a client looping silent connections at the cap must not write a line per
+/// eviction.
+pub const CAP_LINES_PER_SECOND: usize = 10;
+
+/// The limit of [`CAP_LINES_PER_SECOND`].
+static CAP_LINES: LazyLock<LogLines> =
+    LazyLock::new(|| LogLines::new(CAP_LINES_PER_SECOND, Duration::from_secs(1)));
+
+/// Log a cap event, unless past [`CAP_LINES_PER_SECOND`].
+fn cap_line(line: fmt::Arguments<'_>) {
+    if let Some(suppressed) = CAP_LINES.admit() {
+        log::message("server", format_args!("{line}{suppressed}"));
+    }
+}
+
+/// Who a connection comes from, for the share of the cap: an IPv4 address,
+/// or an IPv6 /64 (what one host is usually given); an IPv4-mapped IPv6
+/// address is its IPv4 address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Peer {
+    /// An IPv4 address.
+    V4(Ipv4Addr),
+    /// The first 64 bits of an IPv6 address.
+    V6(u64),
+}
+
+impl Peer {
+    /// The peer of a client at `ip`.
+    pub fn of(ip: IpAddr) -> Peer {
+        match ip {
+            IpAddr::V4(v4) => Peer::V4(v4),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => Peer::V4(v4),
+                None => Peer::V6((u128::from(v6) >> 64) as u64),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::V4(v4) => write!(f, "{v4}"),
+            Peer::V6(prefix) => {
+                let net = std::net::Ipv6Addr::from(u128::from(*prefix) << 64);
+                write!(f, "{net}/64")
+            }
+        }
+    }
+}
+
+/// The connections of every peer, and which peers are over their share.
+#[derive(Default)]
+struct Peers {
+    open: HashMap<Peer, PeerConnections>,
+    /// The peers holding more than the share, in no order.
+    over: Vec<Peer>,
+}
+
+/// One peer's connections: how many are open, and its own queue of those
+/// the cap may take back (the same entries as the budget's queue).
+#[derive(Default)]
+struct PeerConnections {
+    open: usize,
+    queue: BinaryHeap<Candidate>,
+}
 
 /// The account of bytes waiting for peers.
 #[derive(Debug)]
@@ -99,6 +188,10 @@ pub struct ConnectionBudget {
     reclaimable: Arc<Mutex<BinaryHeap<Candidate>>>,
     /// Connections ended since `open` was last swept of them.
     ended: Arc<AtomicUsize>,
+    /// Each peer's connections, and the peers over their share.
+    peers: Arc<Mutex<Peers>>,
+    /// Connections one peer may hold before the cap takes back from it first.
+    share: usize,
     waiting: Arc<Waiting>,
     /// Request bytes being received, all connections together.
     bodies: Arc<ByteAccount>,
@@ -119,6 +212,8 @@ impl ConnectionBudget {
             open: Arc::default(),
             reclaimable: Arc::default(),
             ended: Arc::default(),
+            peers: Arc::default(),
+            share: (max / 2).max(1),
             waiting: Arc::new(Waiting {
                 total: AtomicUsize::new(0),
                 limit: DEFAULT_WAITING_BYTES,
@@ -136,6 +231,19 @@ impl ConnectionBudget {
     pub fn with_stream_limit(mut self, streams: usize) -> ConnectionBudget {
         self.streams = ByteAccount::new(streams);
         self
+    }
+
+    /// The same budget with another share of the cap per peer (default
+    /// half the cap; at least 1, at most the cap): a peer holding more is
+    /// where the cap takes back first. Call it before handing out clones.
+    pub fn with_peer_share(mut self, share: usize) -> ConnectionBudget {
+        self.share = share.clamp(1, self.max);
+        self
+    }
+
+    /// Connections one peer may hold before the cap takes back from it first.
+    pub fn peer_share(&self) -> usize {
+        self.share
     }
 
     /// The count of long-lived streams open.
@@ -225,11 +333,31 @@ impl ConnectionBudget {
         self.open.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Count `activity` among the connections [`reclaim_one`](Self::reclaim_one)
-    /// may close. Connections that ended are forgotten here too, so the
-    /// list stays within twice the budget.
-    pub fn register(&self, activity: &Arc<Activity>) {
-        activity.govern(Box::new(self.clone()));
+    fn peers(&self) -> std::sync::MutexGuard<'_, Peers> {
+        // Counts and queues checked when taken out: a panic cannot leave
+        // them wrong in a way that matters.
+        self.peers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Count `activity`, a connection of `peer`, among the connections
+    /// [`reclaim_one`](Self::reclaim_one) may close. Connections that ended
+    /// are forgotten here too, so the list stays within twice the budget.
+    pub fn register(&self, activity: &Arc<Activity>, peer: Peer) {
+        let graceless = {
+            let mut peers = self.peers();
+            let mine = peers.open.entry(peer).or_default();
+            mine.open += 1;
+            let count = mine.open;
+            if count == self.share + 1 {
+                peers.over.push(peer);
+            }
+            count > self.share
+        };
+        let counted = Counted {
+            budget: self.clone(),
+            peer,
+        };
+        activity.govern(Box::new(counted), graceless);
         let mut open = self.open();
         if open.len() >= self.max.saturating_mul(2) {
             forget_ended(&mut open);
@@ -237,11 +365,24 @@ impl ConnectionBudget {
         open.push(Arc::downgrade(activity));
     }
 
-    /// A connection of this budget ended. Once as many have ended as half
-    /// the list holds, the list is swept of them: a weak pointer keeps its
+    /// A connection of `peer` ended. Once as many have ended as half the
+    /// list holds, the list is swept of them: a weak pointer keeps its
     /// connection's state allocated, and a thousand of those left behind
     /// by a flood kept the heap's pages from going back to the kernel.
-    pub fn ended(&self) {
+    pub fn ended(&self, peer: Peer) {
+        {
+            let mut peers = self.peers();
+            if let Some(mine) = peers.open.get_mut(&peer) {
+                mine.open -= 1;
+                let count = mine.open;
+                if count == 0 {
+                    peers.open.remove(&peer);
+                }
+                if count == self.share {
+                    peers.over.retain(|p| *p != peer);
+                }
+            }
+        }
         let ended = self.ended.fetch_add(1, Ordering::Relaxed) + 1;
         let mut open = self.open();
         if ended.saturating_mul(2) >= open.len() {
@@ -251,63 +392,158 @@ impl ConnectionBudget {
             }
             self.ended.store(0, Ordering::Relaxed);
             drop(open);
-            let mut queue = self.queue();
-            queue.retain(|c| c.conn.strong_count() > 0);
-            if queue.capacity() > 2 * queue.len() + 64 {
-                queue.shrink_to_fit();
+            shrink(&mut self.queue());
+            for mine in self.peers().open.values_mut() {
+                shrink(&mut mine.queue);
             }
         }
     }
 
-    /// Close a connection, of any listener sharing this budget, that can
-    /// be taken back now ([`Activity::reclaimable_at`]): the one that has
-    /// been reclaimable the longest; logged. If none can, `Err` with the
-    /// instant the next one may (`None`: none is queued; a busy connection
-    /// is queued again when it stops being busy).
+    /// A newcomer of `newcomer` waits for a place: close the connection,
+    /// of any listener sharing this budget, doing least for its client, and
+    /// log it (at most [`CAP_LINES_PER_SECOND`]). If none can be taken back
+    /// now, `Err` with the instant the next one may (`None`: none is
+    /// queued).
+    ///
+    /// The peers over their share come first, the one holding most first:
+    /// their connection that fell due longest ago, or, for a newcomer of a
+    /// peer within its share, their current least-doing one past its grace
+    /// even if not due. Then any connection that fell due, longest ago
+    /// first.
     ///
     /// Connections are queued by the instant they become reclaimable, when
     /// a change of theirs makes it earlier than their entry; an entry is
-    /// checked when it comes out (lazy deletion): gone, superseded or busy
+    /// checked when it comes out (lazy deletion): gone or superseded
     /// connections are dropped, ones not due yet go back with their new
     /// instant. So one call costs the entries that fell due since the last,
     /// not a look at every connection.
-    pub fn reclaim_one(&self) -> Result<(), Option<Instant>> {
+    pub fn reclaim_one(&self, newcomer: Peer) -> Result<(), Option<Instant>> {
         let now = Instant::now();
-        loop {
-            let next = {
-                let mut queue = self.queue();
-                match queue.peek() {
-                    Some(next) if next.at <= now => queue.pop(),
-                    next => return Err(next.map(|c| c.at)),
-                }
-            };
-            let Some(Candidate { at, conn: weak }) = next else {
-                return Err(None);
-            };
-            let Some(conn) = weak.upgrade() else { continue };
-            match conn.reclaim_check(at, now) {
-                Reclaim::Stale | Reclaim::Busy => {}
-                Reclaim::Later(at) => self.queue().push(Candidate { at, conn: weak }),
-                Reclaim::Now => {
-                    log::message(
-                        "server",
-                        format_args!(
-                            "connection cap reached: closing a connection reclaimable for {:?}",
-                            now.saturating_duration_since(at)
-                        ),
-                    );
-                    conn.evict();
-                    return Ok(());
-                }
+        let (mut over, newcomer_within) = {
+            let peers = self.peers();
+            let over: Vec<(usize, Peer)> = (peers.over.iter())
+                .filter_map(|p| Some((peers.open.get(p)?.open, *p)))
+                .collect();
+            let within = peers
+                .open
+                .get(&newcomer)
+                .is_none_or(|m| m.open < self.share);
+            (over, within)
+        };
+        over.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        for (held, peer) in over {
+            let force = newcomer_within && peer != newcomer;
+            if let Ok((conn, due)) = self.take(Some(peer), now, force) {
+                cap_line(format_args!(
+                    "connection cap reached: closing a connection of {peer}, which holds \
+                     {held} (its share is {}), {}",
+                    self.share,
+                    since(now, due)
+                ));
+                conn.evict();
+                return Ok(());
             }
         }
+        let (conn, due) = self.take(None, now, false)?;
+        cap_line(format_args!(
+            "connection cap reached: closing the connection doing least for its client, {}",
+            since(now, due)
+        ));
+        conn.evict();
+        Ok(())
     }
+
+    /// The next connection to close from the budget's queue (`None`) or
+    /// `peer`'s, with the instant it fell due; `force`: a current entry
+    /// not yet due is taken too, once past its newcomer grace. `Err` as
+    /// [`reclaim_one`](Self::reclaim_one)'s.
+    fn take(
+        &self,
+        peer: Option<Peer>,
+        now: Instant,
+        force: bool,
+    ) -> Result<(Arc<Activity>, Instant), Option<Instant>> {
+        // Each entry looked at is dropped, or queued again current (a
+        // current one looked at again is forced, or in its grace and put
+        // aside until the look ends), so none is looked at more than twice.
+        let mut aside = Vec::new();
+        let taken = loop {
+            let Candidate { at, conn: weak } = match self.pop(peer, |top| force || top <= now) {
+                Ok(next) => next,
+                Err(next) => break Err(next),
+            };
+            let Some(conn) = weak.upgrade() else { continue };
+            match conn.reclaim_check(at, now, force) {
+                Reclaim::Stale => {}
+                Reclaim::Now => break Ok((conn, at)),
+                Reclaim::Later(later) if later == at => aside.push((conn, later)),
+                Reclaim::Later(later) => conn.requeued(later),
+            }
+        };
+        let first_aside = aside.iter().map(|(_, at)| *at).min();
+        for (conn, at) in aside {
+            conn.requeued(at);
+        }
+        taken.map_err(|next| next.or(first_aside))
+    }
+
+    /// The first entry of the budget's queue (`None`) or `peer`'s, taken
+    /// out if `wanted` says so of its instant; else `Err` with that
+    /// instant (`None`: the queue is empty).
+    fn pop(
+        &self,
+        peer: Option<Peer>,
+        wanted: impl Fn(Instant) -> bool,
+    ) -> Result<Candidate, Option<Instant>> {
+        let take = |queue: &mut BinaryHeap<Candidate>| match queue.peek() {
+            Some(top) if wanted(top.at) => Ok(queue.pop().expect("peeked")),
+            top => Err(top.map(|c| c.at)),
+        };
+        match peer {
+            None => take(&mut self.queue()),
+            Some(peer) => match self.peers().open.get_mut(&peer) {
+                Some(mine) => take(&mut mine.queue),
+                None => Err(None),
+            },
+        }
+    }
+}
+
+/// How long ago a closed connection fell due, for the log line.
+fn since(now: Instant, due: Instant) -> String {
+    match now.checked_duration_since(due) {
+        Some(ago) => format!("its place ran out {ago:?} ago"),
+        None => "its peer over its share".to_string(),
+    }
+}
+
+/// Drop the entries of connections that ended, and the queue's spare room.
+fn shrink(queue: &mut BinaryHeap<Candidate>) {
+    queue.retain(|c| c.conn.strong_count() > 0);
+    if queue.capacity() > 2 * queue.len() + 64 {
+        queue.shrink_to_fit();
+    }
+}
+
+/// What a connection reports to: its budget, and its peer there.
+struct Counted {
+    budget: ConnectionBudget,
+    peer: Peer,
 }
 
 /// A connection in the queue of those the cap may take back, from `at`.
 struct Candidate {
     at: Instant,
     conn: Weak<Activity>,
+}
+
+impl Candidate {
+    /// Whether the entry is its connection's current one.
+    fn is_current(&self) -> bool {
+        self.conn
+            .upgrade()
+            .is_some_and(|conn| conn.is_queued_at(self.at))
+    }
 }
 
 /// Earliest first: `BinaryHeap` is a max-heap, so the order is reversed.
@@ -331,10 +567,10 @@ impl PartialEq for Candidate {
 
 impl Eq for Candidate {}
 
-impl WaitingAccount for ConnectionBudget {
+impl WaitingAccount for Counted {
     /// Enforces both bounds on bytes waiting for peers.
     fn waiting_changed(&self, conn: &Activity, before: usize, after: usize, conn_total: usize) {
-        let w = &self.waiting;
+        let w = &self.budget.waiting;
         if after <= before {
             w.total.fetch_sub(before - after, Ordering::Relaxed);
             crate::server::governor::released(before - after);
@@ -342,17 +578,14 @@ impl WaitingAccount for ConnectionBudget {
         }
         let total = w.total.fetch_add(after - before, Ordering::Relaxed) + (after - before);
         if conn_total > w.per_connection && !conn.is_evicted() {
-            log::message(
-                "server",
-                format_args!(
-                    "closing a connection holding {conn_total} bytes of responses its peer \
-                     does not take (more than {} per connection)",
-                    w.per_connection
-                ),
-            );
+            cap_line(format_args!(
+                "closing a connection holding {conn_total} bytes of responses its peer \
+                 does not take (more than {} per connection)",
+                w.per_connection
+            ));
             conn.evict();
         } else if total > w.limit {
-            self.reclaim_largest();
+            self.budget.reclaim_largest();
         }
     }
 
@@ -362,7 +595,7 @@ impl WaitingAccount for ConnectionBudget {
     /// nothing (its client reads) is still served, up to twice the bound
     /// for large answers, and past it answers up to [`CHUNK`] bytes only.
     fn admits(&self, conn: &Activity, bytes: usize) -> bool {
-        let w = &self.waiting;
+        let w = &self.budget.waiting;
         if conn.waiting_bytes() > 0
             && conn
                 .waiting_on_peer_since()
@@ -380,10 +613,28 @@ impl WaitingAccount for ConnectionBudget {
         bytes <= CHUNK || total.saturating_add(bytes) <= w.limit.saturating_mul(2)
     }
 
-    /// Queues `conn` to be taken back at the cap from `at` on; entries of
-    /// connections that ended are swept by [`ConnectionBudget::ended`].
+    /// Queues `conn` to be taken back at the cap from `at` on, in the
+    /// budget's queue and its peer's; entries of connections that ended
+    /// are swept by [`ConnectionBudget::ended`].
+    ///
+    /// An entry taken out of one queue leaves its copy in the other, found
+    /// stale when it comes out; a queue past twice what it holds for is
+    /// swept of the entries that are not current.
     fn reclaimable(&self, conn: Weak<Activity>, at: Instant) {
-        self.queue().push(Candidate { at, conn });
+        if let Some(mine) = self.budget.peers().open.get_mut(&self.peer) {
+            mine.queue.push(Candidate {
+                at,
+                conn: conn.clone(),
+            });
+            if mine.queue.len() > 2 * mine.open + 64 {
+                mine.queue.retain(Candidate::is_current);
+            }
+        }
+        let mut queue = self.budget.queue();
+        queue.push(Candidate { at, conn });
+        if queue.len() > 2 * self.budget.max + 64 {
+            queue.retain(Candidate::is_current);
+        }
     }
 }
 
@@ -409,14 +660,11 @@ impl ConnectionBudget {
             largest.filter(|_| live > self.waiting.limit)
         };
         if let Some((held, activity)) = victim {
-            log::message(
-                "server",
-                format_args!(
-                    "responses waiting for peers passed {} bytes: closing the connection \
-                     holding the most ({held} bytes)",
-                    self.waiting.limit
-                ),
-            );
+            cap_line(format_args!(
+                "responses waiting for peers passed {} bytes: closing the connection \
+                 holding the most ({held} bytes)",
+                self.waiting.limit
+            ));
             activity.evict();
         }
     }
@@ -516,6 +764,7 @@ fn soft_open_files(limits: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::clocks::NEWCOMER_GRACE;
 
     #[test]
     fn connections_that_ended_leave_the_list_without_a_new_connection_registering() {
@@ -524,54 +773,138 @@ mod tests {
         let conns: Vec<_> = (0..100)
             .map(|_| {
                 let a = Activity::new(secs(10), secs(60), secs(10));
-                budget.register(&a);
+                budget.register(&a, HOME);
                 a
             })
             .collect();
         drop(conns);
         // Fewer ends than half the list: not swept yet.
         for _ in 0..49 {
-            budget.ended();
+            budget.ended(HOME);
         }
         assert_eq!(budget.open().len(), 100);
         // The 50th: the dead are gone, and the list's memory with them.
-        budget.ended();
+        budget.ended(HOME);
         assert_eq!(budget.open().len(), 0);
         assert!(budget.open().capacity() <= 64);
     }
 
+    const HOME: Peer = Peer::V4(Ipv4Addr::LOCALHOST);
+
+    fn new_conn(budget: &ConnectionBudget, peer: Peer) -> Arc<Activity> {
+        let secs = std::time::Duration::from_secs;
+        let a = Activity::new(secs(10), secs(60), secs(10));
+        budget.register(&a, peer);
+        a
+    }
+
     #[tokio::test]
     async fn reclaim_one_looks_at_the_connections_that_fell_due_not_at_every_busy_one() {
-        let budget = ConnectionBudget::new(10_000);
-        let secs = std::time::Duration::from_secs;
-        let new_conn = || {
-            let a = Activity::new(secs(10), secs(60), secs(10));
-            budget.register(&a);
-            a
-        };
-        let busy: Vec<_> = (0..1000).map(|_| new_conn()).collect();
+        let budget = ConnectionBudget::new(10_000).with_peer_share(10_000);
+        let busy: Vec<_> = (0..1000).map(|_| new_conn(&budget, HOME)).collect();
         assert_eq!(budget.queue().len(), 1000, "queued once each, at accept");
         let requests: Vec<_> = busy
             .iter()
             .map(|a| a.request_started(http::Version::HTTP_11))
             .collect();
-        // Every handler runs: one look drops them all, and the next call
-        // has nothing left to look at.
-        assert_eq!(budget.reclaim_one(), Err(None));
-        assert_eq!(budget.queue().len(), 0);
-        // A request ends: queued again, due after the idle grace.
+        // In their newcomer grace: nothing is looked at.
+        let grace_end = busy[0].lock_floor();
+        assert_eq!(budget.reclaim_one(HOME), Err(Some(grace_end)));
+        tokio::time::sleep(NEWCOMER_GRACE).await;
+        // Every handler runs: one look queues each again for the end of
+        // its handler grace, and the next call looks at none of them.
+        let later = budget
+            .reclaim_one(HOME)
+            .expect_err("handlers keep their places");
+        assert_eq!(later, busy[0].reclaimable_at());
+        assert_eq!(budget.queue().len(), 1000);
+        assert_eq!(budget.reclaim_one(HOME), Err(later));
+        // A request ends: queued again earlier, for what it earned (it
+        // answered nothing: its newcomer grace, over), and the only one
+        // closed.
         let mut requests = requests.into_iter();
         drop(requests.next());
-        let due = budget
-            .reclaim_one()
-            .expect_err("idle for less than the grace");
-        assert_eq!(due, busy[0].reclaimable_at());
-        assert_eq!(budget.queue().len(), 1);
-        // A silent newcomer is reclaimable at once, and the only one closed.
-        let silent = new_conn();
-        assert_eq!(budget.reclaim_one(), Ok(()));
-        assert!(silent.is_evicted());
-        assert!(busy.iter().all(|a| !a.is_evicted()));
+        let due = busy[0].reclaimable_at().unwrap();
+        assert!(due <= Instant::now());
+        assert_eq!(budget.reclaim_one(HOME), Ok(()));
+        assert!(busy[0].is_evicted());
+        assert!(busy[1..].iter().all(|a| !a.is_evicted()));
+    }
+
+    #[tokio::test]
+    async fn a_peer_over_its_share_is_where_taking_back_starts_busy_or_not() {
+        let budget = ConnectionBudget::new(8).with_peer_share(4);
+        let other = Peer::V4(Ipv4Addr::new(127, 0, 0, 2));
+        let newcomer = Peer::V4(Ipv4Addr::new(127, 0, 0, 3));
+        // Another peer's idle connection falls due first...
+        let idle = new_conn(&budget, other);
+        tokio::time::sleep(NEWCOMER_GRACE * 2).await;
+        // ...but six busy ones of one peer hold more than its share of 4.
+        let held: Vec<_> = (0..6).map(|_| new_conn(&budget, HOME)).collect();
+        let _running: Vec<_> = held
+            .iter()
+            .map(|a| a.request_started(http::Version::HTTP_11))
+            .collect();
+        // The fifth and sixth came over the share: no newcomer grace.
+        assert_eq!(budget.reclaim_one(newcomer), Ok(()));
+        assert!(held[4].is_evicted() || held[5].is_evicted());
+        assert!(
+            !idle.is_evicted(),
+            "taking back starts at the peer over its share"
+        );
+        // A newcomer of the over-share peer itself only takes what fell
+        // due: the idle connection of the other peer, not a busy sibling.
+        assert_eq!(budget.reclaim_one(HOME), Ok(()));
+        assert!(idle.is_evicted());
+        let cut = held.iter().filter(|a| a.is_evicted()).count();
+        assert_eq!(cut, 1, "one busy connection of the over-share peer");
+    }
+
+    #[tokio::test]
+    async fn a_newcomer_is_not_taken_back_in_its_grace_unless_its_peer_is_over_its_share() {
+        let budget = ConnectionBudget::new(4).with_peer_share(2);
+        let other = Peer::V4(Ipv4Addr::new(127, 0, 0, 2));
+        let first = new_conn(&budget, HOME);
+        let second = new_conn(&budget, HOME);
+        // Two newcomers within the share: neither can go.
+        let wait = budget.reclaim_one(other).expect_err("both in their grace");
+        assert_eq!(wait, Some(first.lock_floor()));
+        // A third of the same peer is over the share: it has no grace, and
+        // for a client of another peer it is taken at once.
+        let third = new_conn(&budget, HOME);
+        assert_eq!(budget.reclaim_one(other), Ok(()));
+        assert!(third.is_evicted());
+        assert!(!first.is_evicted() && !second.is_evicted());
+    }
+
+    #[test]
+    fn a_peer_is_an_ipv4_address_or_an_ipv6_64_and_a_mapped_address_is_its_ipv4() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(Peer::of(ip("::ffff:10.0.0.1")), Peer::of(ip("10.0.0.1")));
+        assert_eq!(
+            Peer::of(ip("2001:db8:1:2:aaaa::1")),
+            Peer::of(ip("2001:db8:1:2:bbbb::2"))
+        );
+        assert_ne!(
+            Peer::of(ip("2001:db8:1:2::1")),
+            Peer::of(ip("2001:db8:1:3::1"))
+        );
+        assert_eq!(
+            Peer::of(ip("2001:db8:1:2::1")).to_string(),
+            "2001:db8:1:2::/64"
+        );
+        assert_eq!(Peer::of(ip("127.0.0.2")).to_string(), "127.0.0.2");
+    }
+
+    #[test]
+    fn the_share_of_a_peer_is_half_the_cap_by_default_and_at_most_the_cap() {
+        assert_eq!(ConnectionBudget::new(64).peer_share(), 32);
+        assert_eq!(ConnectionBudget::new(1).peer_share(), 1);
+        assert_eq!(
+            ConnectionBudget::new(64).with_peer_share(100).peer_share(),
+            64
+        );
+        assert_eq!(ConnectionBudget::new(64).with_peer_share(0).peer_share(), 1);
     }
 
     #[test]

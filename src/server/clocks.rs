@@ -34,18 +34,35 @@
 //! an h2 client sends PINGs and WINDOW_UPDATEs while idle, so "first byte"
 //! means nothing there.
 //!
-//! Held connections can also be taken back: at the connection cap the
-//! server closes a connection that does nothing for a client that sends
-//! and reads ([`Activity::reclaimable_at`], [`Activity::evict`]) so that a
-//! new client is served; a busy one is never cut, and the newcomer waits
-//! for a place instead. Reclaimable: a connection whose first head (or TLS
-//! handshake) is not complete; one idle between requests for
-//! [`RECLAIM_GRACE`]; one whose response has waited for the peer, or whose
-//! socket has refused our bytes, for [`PEER_STALL`]; one whose request body
-//! arrives below the minimum data rate ([`Receiving`]); one whose only
-//! activity is a long-lived stream waiting for its own data (a health
-//! Watch, an idle reflection stream). Busy: a handler running, a body
-//! arriving at or above the rate, a response the peer takes.
+//! Held connections can also be taken back: at the connection cap, when a
+//! new client waits, the server closes the connection doing least for its
+//! client ([`Activity::reclaimable_at`], [`Activity::evict`]). A place is
+//! *earned*, not claimed by having something in flight: each connection
+//! keeps its place until an instant that what it gets done pushes later,
+//! and the one whose instant lies furthest in the past goes first.
+//!
+//! - accept earns [`NEWCOMER_GRACE`]: a client that just connected is not
+//!   cut before its request is read (unless its address holds more than
+//!   its share of the cap, see [`crate::server::budget`]);
+//! - a response sent to its end earns [`EARNED_AHEAD`] from then: a
+//!   keep-alive client between two requests keeps its place, one that
+//!   stays idle does not;
+//! - a request body earns what its bytes pay for at [`EARN_RATE`] (at most
+//!   [`EARNED_AHEAD`] ahead, and for [`BODY_EARNS_FOR`] from its start): an
+//!   upload at a good rate keeps its place, a body trickled just above the
+//!   minimum rate falls behind at once, one burst pays for a quarter of a
+//!   second, not ten, and a body kept open long earns nothing more;
+//! - a running handler (its request read, its answer not handed over yet)
+//!   keeps its place for [`HANDLER_GRACE`] from when it started to run: a
+//!   bcrypt login, a SayHello waiting on its commit, a slow handler are the
+//!   server's work, not the client's idleness;
+//! - a response the peer takes keeps its place [`PEER_STALL`] from its last
+//!   piece; one the peer leaves untaken, or a socket that refuses our bytes
+//!   for [`PEER_STALL`], does not, whatever else is in flight.
+//!
+//! A silent connection, a stalled head or TLS handshake, an idle keep-alive,
+//! a trickled body and a parked stream so all fall due within a second at
+//! most; nothing is busy for ever.
 //!
 //! [`Activity`] is shared by three parties: the IO wrapper [`Watched`] notes
 //! bytes read, the server's service wrapper notes requests starting (an
@@ -77,9 +94,26 @@ use crate::types::{Body, BoxError};
 /// closes it.
 pub const PEER_STALL: Duration = Duration::from_secs(1);
 
-/// How long a connection must be idle between requests before the cap may
-/// take it back: a keep-alive client between two requests is not cut.
-pub const RECLAIM_GRACE: Duration = Duration::from_secs(1);
+/// How long after accept a connection keeps its place at the cap whatever
+/// it does: time for a new client's first request to be read.
+pub const NEWCOMER_GRACE: Duration = Duration::from_millis(300);
+
+/// How far ahead of now progress keeps a connection's place at the cap: a
+/// response sent to its end keeps it this long (a keep-alive client between
+/// two requests), and a body's bytes at most this long.
+pub const EARNED_AHEAD: Duration = Duration::from_millis(250);
+
+/// The rate at which a request body's bytes keep its connection's place at
+/// the cap: twice the minimum data rate ([`DEFAULT_MIN_BODY_RATE`]).
+pub const EARN_RATE: u32 = 2 * DEFAULT_MIN_BODY_RATE;
+
+/// How long after it started a request body earns its connection's place
+/// at all: one kept open longer, at whatever rate, earns nothing more.
+pub const BODY_EARNS_FOR: Duration = Duration::from_secs(10);
+
+/// How long a running handler keeps its connection's place at the cap,
+/// from when it started to run (its request's head, or its body's end).
+pub const HANDLER_GRACE: Duration = Duration::from_secs(10);
 
 /// What one connection has been doing, and when.
 pub struct Activity {
@@ -128,9 +162,15 @@ struct State {
     next_response: u64,
     /// Set by [`Activity::evict`]: close now.
     evicted: bool,
-    /// When a response was last sent to its end (accept until then): the
-    /// connection's last progress, by which the cap chooses whom to close.
+    /// When a response was last sent to its end (accept until then).
     last_completed: Instant,
+    /// Until when what the connection got done keeps its place at the cap
+    /// (see the module's rule): accept's grace, then completed responses
+    /// and body bytes.
+    earned: Instant,
+    /// When a handler last started to run: its request's head arrived, or
+    /// a body ended.
+    handler_since: Instant,
     /// Responses sent to their end so far and written to the socket: the
     /// peer's proof that it reads.
     completed: usize,
@@ -148,17 +188,15 @@ struct State {
     /// When the last response ended: the idle clock starts there, with no
     /// second clock read when its request is finished just after.
     ended_at: Option<Instant>,
-    /// Request bodies arriving ([`Receiving`]): id, and until when the bytes
-    /// received so far keep each at the minimum data rate.
-    receiving: Vec<(u64, Instant)>,
-    /// Id of the next body.
-    next_body: u64,
+    /// Request bodies arriving ([`Receiving`]).
+    receiving: usize,
     /// The instant of its entry in the budget's queue of connections to
     /// take back, if it has one ([`Activity::reclaimable_at`]).
     queued: Option<Instant>,
-    /// When it was accepted: no stamp is earlier, so neither is any instant
-    /// [`reclaimable_at`] returns.
-    accepted: Instant,
+    /// Its first entry in the queue (the end of its newcomer grace, or
+    /// accept for a peer over its share): no instant [`reclaimable_at`]
+    /// returns is earlier.
+    floor: Instant,
 }
 
 /// Whether a deadline at `at` comes before the timer [`Activity::expired`]
@@ -168,18 +206,11 @@ fn before_timer(st: &State, at: Instant) -> bool {
 }
 
 /// From when a connection in state `st` may be taken back at the cap if
-/// nothing changes; `None` while busy. Every request in flight must be
-/// reclaimable, so the connection is from the latest of them on:
+/// nothing changes (`None` once evicted): the latest of
 ///
-/// - nothing in flight: from accept while its first head (or TLS
-///   handshake) is not complete, else [`RECLAIM_GRACE`] after its last
-///   response ended;
-/// - a response waiting for the peer: [`PEER_STALL`] after it started to;
-/// - a response waiting for its own data (a long-lived stream between two
-///   messages): from the last complete response of the connection;
-/// - a request body arriving ([`Receiving`]): once it falls below the
-///   minimum data rate;
-/// - a request with neither (its handler runs): never.
+/// - what it earned (accept's grace, completed responses, body bytes);
+/// - [`HANDLER_GRACE`] after a handler started to run, while one runs;
+/// - [`PEER_STALL`] after each response started to wait for the peer.
 ///
 /// A socket that has refused our bytes for [`PEER_STALL`] makes the whole
 /// connection reclaimable, whatever is in flight: its peer does not read.
@@ -187,36 +218,24 @@ fn reclaimable_at(st: &State) -> Option<Instant> {
     if st.evicted {
         return None;
     }
-    if st.in_flight == 0 {
-        if st.requests == 0 {
-            return Some(st.idle_since);
-        }
-        return Some(st.idle_since + RECLAIM_GRACE);
+    let mut at = st.earned;
+    if st.in_flight > st.responses.len() + st.receiving {
+        at = at.max(st.handler_since + HANDLER_GRACE);
+    }
+    for since in st.responses.iter().filter_map(|(_, on_peer)| *on_peer) {
+        at = at.max(since + PEER_STALL);
     }
     let blocked = st.write_blocked.map(|since| since + PEER_STALL);
-    let parts = st.responses.len() + st.receiving.len();
-    if st.in_flight > parts {
-        // A handler is running: busy, unless the peer does not read.
-        return blocked;
-    }
-    let responses = st.responses.iter().map(|(_, on_peer)| match on_peer {
-        Some(since) => *since + PEER_STALL,
-        None => st.last_completed,
-    });
-    let bodies = st.receiving.iter().map(|(_, paid)| *paid);
-    let all = responses
-        .chain(bodies)
-        .fold(st.last_completed, Instant::max);
-    Some(blocked.map_or(all, |blocked| blocked.min(all)))
+    Some(blocked.map_or(at, |blocked| blocked.min(at)))
 }
 
 /// The queue entry the budget must hear of after a change of `st`: when
 /// the connection becomes reclaimable, if that comes before the entry it
 /// has (a later one is found when the earlier entry is looked at).
 fn requeue(st: &mut State) -> Option<Instant> {
-    // The entry made at registration is for accept, before anything later:
-    // until the budget takes it out (at the cap), no change needs a look.
-    if st.queued.is_some_and(|queued| queued <= st.accepted) {
+    // The entry made at registration is the earliest there can be: until
+    // the budget takes it out (at the cap), no change needs a look.
+    if st.queued.is_some_and(|queued| queued <= st.floor) {
         return None;
     }
     let at = reclaimable_at(st)?;
@@ -232,8 +251,6 @@ fn requeue(st: &mut State) -> Option<Instant> {
 pub enum Reclaim {
     /// The entry was not the connection's current one: ignore it.
     Stale,
-    /// Busy: it will be queued again when that changes.
-    Busy,
     /// Not yet: queued again for this instant.
     Later(Instant),
     /// Reclaimable now.
@@ -290,15 +307,16 @@ impl Activity {
                 next_response: 0,
                 evicted: false,
                 last_completed: now,
+                earned: now + NEWCOMER_GRACE,
+                handler_since: now,
                 completed: 0,
                 unflushed: 0,
                 write_blocked: None,
                 armed: None,
                 ended_at: None,
-                receiving: Vec::new(),
-                next_body: 0,
+                receiving: 0,
                 queued: None,
-                accepted: now,
+                floor: now + NEWCOMER_GRACE,
             }),
             changed: Notify::new(),
             waiting: std::sync::atomic::AtomicUsize::new(0),
@@ -310,10 +328,18 @@ impl Activity {
     }
 
     /// Counted by `budget` from now on (set once, by
-    /// [`crate::server::budget::ConnectionBudget::register`]).
-    pub(crate) fn govern(&self, budget: Box<dyn WaitingAccount>) {
+    /// [`crate::server::budget::ConnectionBudget::register`]); `graceless`:
+    /// its peer holds more than its share of the cap, so it has no
+    /// newcomer grace.
+    pub(crate) fn govern(&self, budget: Box<dyn WaitingAccount>, graceless: bool) {
         let _ = self.governor.set(budget);
-        let queue = requeue(&mut self.lock());
+        let mut st = self.lock();
+        if graceless {
+            st.earned = st.idle_since;
+            st.floor = st.idle_since;
+        }
+        let queue = requeue(&mut st);
+        drop(st);
         self.enqueue(queue);
     }
 
@@ -418,6 +444,7 @@ impl Activity {
         st.requests += 1;
         st.h2 = version == http::Version::HTTP_2;
         let received_at = st.first_byte.unwrap_or_else(Instant::now);
+        st.handler_since = received_at;
         // No `moved`: a request starting can only take a deadline away or
         // leave it (with one in flight, only a response waiting for the
         // peer sets one, and this request has none yet), never bring one
@@ -548,6 +575,7 @@ impl Activity {
         st.ended_at = ended_at.or(st.ended_at);
         if let Some(now) = ended_at.filter(|_| complete) {
             st.last_completed = now;
+            st.earned = st.earned.max(now + EARNED_AHEAD);
             if self.in_hyper.load(std::sync::atomic::Ordering::Relaxed) == 0 {
                 st.completed += 1;
             } else {
@@ -619,6 +647,24 @@ impl Activity {
         reclaimable_at(&self.lock())
     }
 
+    /// Whether the budget's entry for `at` is this connection's current one.
+    pub(crate) fn is_queued_at(&self, at: Instant) -> bool {
+        self.lock().queued == Some(at)
+    }
+
+    /// The instant of its first queue entry.
+    #[cfg(test)]
+    pub(crate) fn lock_floor(&self) -> Instant {
+        self.lock().floor
+    }
+
+    /// The budget looked at this connection's entry and it is not due
+    /// until `at` (now its entry, [`Activity::reclaim_check`]): queue it
+    /// again.
+    pub(crate) fn requeued(&self, at: Instant) {
+        self.enqueue(Some(at));
+    }
+
     /// Hand the budget the queue entry [`requeue`] decided on, if any.
     fn enqueue(&self, at: Option<Instant>) {
         if let (Some(at), Some(budget)) = (at, self.governor.get()) {
@@ -628,15 +674,19 @@ impl Activity {
 
     /// The budget took this connection's queue entry for `at` out of its
     /// queue at `now`: whether to close it, or when to look again.
-    pub(crate) fn reclaim_check(&self, at: Instant, now: Instant) -> Reclaim {
+    /// `force`: its peer is over its share and a client of another waits,
+    /// so an entry that is current is closed before it falls due, once the
+    /// connection's newcomer grace is over.
+    pub(crate) fn reclaim_check(&self, at: Instant, now: Instant, force: bool) -> Reclaim {
         let mut st = self.lock();
         if st.queued != Some(at) {
             // Superseded by an earlier entry, or already looked at.
             return Reclaim::Stale;
         }
         let (queued, check) = match reclaimable_at(&st) {
-            None => (None, Reclaim::Busy),
+            None => (None, Reclaim::Stale),
             Some(when) if when <= now => (None, Reclaim::Now),
+            Some(when) if force && when == at && st.floor <= now => (None, Reclaim::Now),
             Some(later) => (Some(later), Reclaim::Later(later)),
         };
         st.queued = queued;
@@ -794,71 +844,60 @@ impl Drop for TurnWatch<'_> {
     }
 }
 
-/// A request body arriving, counted for the connection cap: from `since`
-/// on, at least `rate` bytes a second must have arrived, or the connection
-/// counts as reclaimable ([`Activity::reclaimable_at`]). No grace: the body
-/// time-out and the intake's own grace bound how long a slow body may
-/// take, not whether a client sending it is busy. Ends when dropped.
+/// A request body (or a gRPC message) arriving, counted for the connection
+/// cap: while it arrives its handler waits on the client, and what keeps the
+/// connection's place is what its bytes pay for at [`EARN_RATE`] from
+/// `since`, at most [`EARNED_AHEAD`] ahead of now and no later than
+/// [`BODY_EARNS_FOR`] after `since`. Ends when dropped, and the handler
+/// runs again from then.
 pub struct Receiving {
     conn: Arc<Activity>,
-    id: u64,
     since: Instant,
-    rate: u32,
 }
 
 impl Activity {
-    /// A body of this connection starts to arrive at `since`, under a
-    /// minimum rate of `rate` bytes a second (0: the default,
-    /// [`DEFAULT_MIN_BODY_RATE`], for the cap's count only).
-    pub fn receiving(self: &Arc<Self>, since: Instant, rate: u32) -> Receiving {
-        let rate = if rate == 0 {
-            DEFAULT_MIN_BODY_RATE
-        } else {
-            rate
-        };
+    /// A body of this connection starts to arrive at `since`.
+    pub fn receiving(self: &Arc<Self>, since: Instant) -> Receiving {
         let mut st = self.lock();
-        let id = st.next_body;
-        st.next_body += 1;
-        st.receiving.push((id, since));
+        st.receiving += 1;
+        // One waiting on the client instead of a running handler: the
+        // connection's instant can only come earlier.
         let queue = requeue(&mut st);
         drop(st);
         self.enqueue(queue);
         Receiving {
             conn: self.clone(),
-            id,
             since,
-            rate,
         }
     }
 
-    /// Body `id` is now paid for until `paid` (`None`: it ended).
-    fn body_paid(&self, id: u64, paid: Option<Instant>) {
+    /// A body's bytes have paid for its place until `paid`.
+    fn body_paid(&self, paid: Instant) {
+        let now = Instant::now();
         let mut st = self.lock();
-        let entry = st.receiving.iter().position(|(body, _)| *body == id);
-        match (entry, paid) {
-            (Some(at), Some(paid)) => st.receiving[at].1 = paid,
-            (Some(at), None) => {
-                st.receiving.swap_remove(at);
-            }
-            (None, _) => {}
-        }
-        let queue = requeue(&mut st);
-        drop(st);
-        self.enqueue(queue);
+        st.earned = st.earned.max(paid.min(now + EARNED_AHEAD));
+    }
+
+    /// A body ended: its handler runs again.
+    fn body_ended(&self) {
+        let now = Instant::now();
+        let mut st = self.lock();
+        st.receiving = st.receiving.saturating_sub(1);
+        st.handler_since = now;
     }
 }
 
 impl Receiving {
     /// `received` bytes of the body have arrived in all.
     pub fn received(&self, received: usize) {
-        let paid = paid_until(self.since, received, self.rate);
-        self.conn.body_paid(self.id, Some(paid));
+        let paid = paid_until(self.since, received, EARN_RATE);
+        self.conn.body_paid(paid.min(self.since + BODY_EARNS_FOR));
     }
 }
 
 impl Drop for Receiving {
     fn drop(&mut self) {
-        self.conn.body_paid(self.id, None);
+        self.conn.body_ended();
     }
 }
 
@@ -1330,32 +1369,54 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_connection_whose_only_activity_is_a_stream_is_reclaimable_from_its_last_complete_response(
-    ) {
+    async fn a_connection_whose_only_activity_is_a_stream_keeps_only_what_it_earned() {
         use http_body_util::BodyExt;
         let parked = Activity::new(HEADER, IDLE, WRITE);
-        let accepted = parked.lock().last_completed;
+        let earned = parked.lock().earned;
         let request = parked.request_started(http::Version::HTTP_2);
         let mut stream = Tracked::new(Never.boxed_unsync(), request);
         // Handed over, it waits for the peer; polled, for its own data.
         let _ = futures_poll(&mut stream);
-        assert_eq!(parked.reclaimable_at(), Some(accepted));
-        // A unary call beside it is served: busy while its handler runs.
+        assert_eq!(parked.reclaimable_at(), Some(earned));
+        // A unary call beside it is served: its handler keeps the place.
         let unary = parked.request_started(http::Version::HTTP_2);
-        assert_eq!(parked.reclaimable_at(), None, "a running handler shields");
+        let since = parked.lock().handler_since;
+        assert_eq!(parked.reclaimable_at(), Some(since + HANDLER_GRACE));
         drop(unary);
-        assert_eq!(parked.reclaimable_at(), Some(accepted));
+        assert_eq!(parked.reclaimable_at(), Some(earned));
     }
 
     #[tokio::test]
-    async fn a_connection_is_reclaimable_at_once_before_its_first_head_and_after_the_grace_when_idle(
-    ) {
+    async fn a_newcomer_keeps_its_place_for_the_grace_and_a_response_for_earned_ahead() {
         let a = Activity::new(HEADER, IDLE, WRITE);
         let accepted = a.lock().idle_since;
-        assert_eq!(a.reclaimable_at(), Some(accepted), "no head yet");
-        drop(a.request_started(http::Version::HTTP_11));
-        let ended = a.lock().idle_since;
-        assert_eq!(a.reclaimable_at(), Some(ended + RECLAIM_GRACE));
+        assert_eq!(
+            a.reclaimable_at(),
+            Some(accepted + NEWCOMER_GRACE),
+            "no head yet: the newcomer grace"
+        );
+        let request = a.request_started(http::Version::HTTP_11);
+        sent_whole(Tracked::new(crate::types::full("x"), request)).await;
+        let ended = a.lock().last_completed;
+        let grace = accepted + NEWCOMER_GRACE;
+        assert_eq!(a.reclaimable_at(), Some(grace.max(ended + EARNED_AHEAD)));
+        // Past the grace, a response earns EARNED_AHEAD from its end, and
+        // no more: the longer it idles after, the earlier it is in line.
+        tokio::time::sleep(NEWCOMER_GRACE).await;
+        let request = a.request_started(http::Version::HTTP_11);
+        sent_whole(Tracked::new(crate::types::full("x"), request)).await;
+        let ended = a.lock().last_completed;
+        assert_eq!(a.reclaimable_at(), Some(ended + EARNED_AHEAD));
+    }
+
+    #[tokio::test]
+    async fn a_running_handler_keeps_its_place_for_the_handler_grace_then_ranks_like_any_other() {
+        let a = Activity::new(HEADER, IDLE, WRITE);
+        let request = a.request_started(http::Version::HTTP_11);
+        let since = a.lock().handler_since;
+        assert_eq!(a.reclaimable_at(), Some(since + HANDLER_GRACE));
+        drop(request);
+        assert_eq!(a.reclaimable_at(), Some(a.lock().earned));
     }
 
     #[tokio::test]
@@ -1369,18 +1430,43 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_body_is_busy_at_the_minimum_rate_and_reclaimable_below_it() {
+    async fn a_body_keeps_its_place_only_for_what_its_bytes_pay_at_the_earn_rate() {
         let a = Activity::new(HEADER, IDLE, WRITE);
+        tokio::time::sleep(NEWCOMER_GRACE).await;
         let _request = a.request_started(http::Version::HTTP_11);
-        assert_eq!(a.reclaimable_at(), None, "a handler runs");
+        let earned = a.lock().earned;
         let since = Instant::now();
-        let body = a.receiving(since, 100);
-        assert_eq!(a.reclaimable_at(), Some(since), "nothing arrived yet");
-        body.received(1000);
-        let paid = since + Duration::from_secs(10);
-        assert_eq!(a.reclaimable_at(), Some(paid), "10 s of the rate paid");
+        let body = a.receiving(since);
+        assert_eq!(
+            a.reclaimable_at(),
+            Some(earned),
+            "waiting on the client: no handler grace"
+        );
+        // A burst of 2,399 bytes pays for 5 s at the earn rate, but no
+        // more than EARNED_AHEAD counts.
+        body.received(2399);
+        let at = a.reclaimable_at().unwrap();
+        assert!(at <= Instant::now() + EARNED_AHEAD, "{at:?}");
+        assert!(at > earned);
+        // Trickled just above the minimum rate: 300 bytes a second pay
+        // for less than a third of the time they take.
+        let slow = Instant::now() - Duration::from_secs(10);
+        let trickle = a.receiving(slow);
+        trickle.received(3000);
+        assert_eq!(a.reclaimable_at(), Some(at), "nothing more earned");
+        drop(trickle);
         drop(body);
-        assert_eq!(a.reclaimable_at(), None, "read whole: the handler runs");
+        // Read whole: the handler runs, and keeps the place.
+        let since = a.lock().handler_since;
+        assert_eq!(a.reclaimable_at(), Some(since + HANDLER_GRACE));
+    }
+
+    /// Polls `body` to its end and drops it, as hyper does.
+    async fn sent_whole(mut body: Tracked) {
+        use http_body_util::BodyExt;
+        while !body.is_end_stream() {
+            assert!(body.frame().await.is_some());
+        }
     }
 
     /// Polls `body` once, as hyper does when the stream has window.

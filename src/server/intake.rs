@@ -114,7 +114,7 @@ where
 {
     let mut held = Held { account, bytes: 0 };
     let start = Instant::now();
-    let receiving = conn.map(|conn| conn.receiving(start, bounds.min_rate));
+    let receiving = conn.map(|conn| conn.receiving(start));
     let deadline = start + bounds.time;
     // A declared length is allocated once: grown by doubling, a 4 MB body
     // went through a dozen copies whose freed chunks stayed resident in the

@@ -21,11 +21,11 @@
 //! - a cap on open connections, one [`ConnectionBudget`] per process shared
 //!   by all its listeners: each accepted connection waits for a permit
 //!   before it is served. At the cap the loop accepts no more (the
-//!   kernel's backlog holds the newcomers) and the budget closes a
-//!   connection of *any* listener that can be taken back (silent, idle past
-//!   a grace, below the minimum data rate, not reading, or only holding a
-//!   long-lived stream); a busy client is never cut, and the newcomer waits
-//!   for a place. The permit is taken *after* `accept` because the
+//!   kernel's backlog holds the newcomers) and the budget closes the
+//!   connection of *any* listener doing least for its client, peers over
+//!   their share of the cap first: a place is earned by what gets done,
+//!   a newcomer keeps its place for a short grace, and the newcomer waits
+//!   while every place is still earned. The permit is taken *after* `accept` because the
 //!   budget is shared: a listener waiting in `accept` with a permit in hand
 //!   would starve the other listeners of it;
 //! - accept errors (`EMFILE`, `ENFILE`: out of descriptors) back off
@@ -72,7 +72,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 pub use self::budget::{
-    default_max_connections, raise_open_file_limit, ConnectionBudget, DESCRIPTOR_RESERVE,
+    default_max_connections, raise_open_file_limit, ConnectionBudget, Peer, DESCRIPTOR_RESERVE,
     FALLBACK_MAX_CONNECTIONS,
 };
 use self::clocks::{Activity, Expiry, InFlight, Tracked, Watched};
@@ -285,7 +285,8 @@ pub async fn serve(
         };
         // At the cap this waits, with the new connection in hand and no
         // further accept, for a place ([`room`]).
-        let Some(permit) = room(&opts.connections, &mut shutdown).await else {
+        let peer = Peer::of(remote.ip());
+        let Some(permit) = room(&opts.connections, peer, &mut shutdown).await else {
             break;
         };
         let _ = stream.set_nodelay(true);
@@ -307,7 +308,7 @@ pub async fn serve(
             let _open = open_gauge;
             let _released = Released;
             serve_connection(conn).await;
-            budget.ended();
+            budget.ended(peer);
         };
         connections.spawn(Box::pin(task));
     }
@@ -357,22 +358,22 @@ async fn accept<F: Future<Output = ()>>(
     }
 }
 
-/// How often [`room`] looks again while the cap holds: a busy connection
-/// becomes reclaimable by what it does, not at an instant known in
-/// advance, and a permit freed by a closed connection may go to another
-/// listener waiting on the same budget.
+/// How often [`room`] looks again while the cap holds: a connection's place
+/// may run out earlier than its queue entry says, and a permit freed by a
+/// closed connection may go to another listener waiting on the same budget.
 const ROOM_LOOK: Duration = Duration::from_millis(100);
 
-/// A place in `budget` for the connection just accepted, or `None` once
-/// `shutdown` completes. At the cap a connection of any listener that can
-/// be taken back is closed to make room ([`ConnectionBudget::reclaim_one`]),
-/// and its permit is this one's once it has closed. While none can (every
-/// client is busy: a handler runs, a body arrives at the minimum rate, a
-/// response is taken), the loop accepts no more, newcomers wait in the
-/// listen backlog, and this looks again when the next connection becomes
-/// reclaimable, or after [`ROOM_LOOK`], until a connection ends.
+/// A place in `budget` for the connection just accepted from `peer`, or
+/// `None` once `shutdown` completes. At the cap the connection doing least
+/// for its client, of any listener, is closed to make room
+/// ([`ConnectionBudget::reclaim_one`]), and its permit is this one's once
+/// it has closed. While every place is still earned (newcomers in their
+/// grace, clients getting work done), the loop accepts no more, newcomers
+/// wait in the listen backlog, and this looks again when the next place
+/// runs out, or after [`ROOM_LOOK`], until a connection ends.
 async fn room<F: Future<Output = ()>>(
     budget: &ConnectionBudget,
+    peer: Peer,
     shutdown: &mut Pin<&mut F>,
 ) -> Option<OwnedSemaphorePermit> {
     loop {
@@ -380,7 +381,7 @@ async fn room<F: Future<Output = ()>>(
             return Some(permit);
         }
         let look = tokio::time::Instant::now() + ROOM_LOOK;
-        let look = match budget.reclaim_one() {
+        let look = match budget.reclaim_one(peer) {
             Err(Some(next)) => next.min(look),
             Ok(()) | Err(None) => look,
         };
@@ -553,7 +554,7 @@ impl Requests {
             opts.idle_timeout,
             opts.write_timeout,
         );
-        opts.connections.register(&activity);
+        opts.connections.register(&activity, Peer::of(remote.ip()));
         let share = ConnectionShare::new(
             opts.inflate_per_second,
             opts.connections.bodies().clone(),

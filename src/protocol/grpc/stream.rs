@@ -242,9 +242,8 @@ impl Streaming {
     /// stream is [`counted`](Self::counted) and it is not yet.
     fn count_arriving(&mut self) {
         if self.counted && self.arriving.is_none() {
-            let rate = self.min_rate.map_or(0, |(rate, _)| rate);
             let conn = self.share.as_ref().and_then(|share| share.conn());
-            self.arriving = conn.map(|conn| conn.receiving(Instant::now(), rate));
+            self.arriving = conn.map(|conn| conn.receiving(Instant::now()));
         }
     }
 
@@ -334,7 +333,7 @@ impl Sink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::clocks::Activity;
+    use crate::server::clocks::{Activity, HANDLER_GRACE, NEWCOMER_GRACE};
     use crate::server::governor::ByteAccount;
     use std::future::Future;
     use std::pin::Pin;
@@ -358,7 +357,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_unary_message_below_the_minimum_rate_leaves_its_connection_reclaimable() {
+    async fn a_unary_message_arriving_keeps_its_connection_only_what_its_bytes_pay() {
         let secs = Duration::from_secs;
         let conn = Activity::new(secs(10), secs(60), secs(10));
         let _call = conn.request_started(http::Version::HTTP_2);
@@ -369,9 +368,13 @@ mod tests {
             ByteAccount::new(0),
             Some(conn.clone()),
         );
-        assert_eq!(conn.reclaimable_at(), None, "the call runs: busy");
-        // A message of 100 bytes announced, 1 sent: 6 bytes at 240 a second
-        // are paid for 25 ms.
+        let running = conn
+            .reclaimable_at()
+            .expect("the call runs: its handler grace");
+        assert!(running >= Instant::now() + HANDLER_GRACE - Duration::from_secs(1));
+        // A message of 100 bytes announced, 1 sent: waiting on the client,
+        // the call keeps only what the connection earned (its newcomer
+        // grace) and what 6 bytes pay for at the earn rate.
         let first = Bytes::from_static(&[0, 0, 0, 0, 100, 1]);
         let body = Stalls(Some(first)).boxed_unsync();
         let mut streaming = Streaming::new(body, 1 << 20)
@@ -382,10 +385,13 @@ mod tests {
         let mut message = Box::pin(streaming.message());
         let mut cx = Context::from_waker(std::task::Waker::noop());
         assert!(message.as_mut().poll(&mut cx).is_pending());
-        let from = conn.reclaimable_at().expect("below the rate: reclaimable");
-        assert!(from >= t0 && from <= Instant::now() + Duration::from_millis(25));
+        let from = conn.reclaimable_at().expect("a message arriving");
+        assert!(from >= t0 && from <= t0 + NEWCOMER_GRACE, "{from:?}");
         drop(message);
         drop(streaming);
-        assert_eq!(conn.reclaimable_at(), None, "no message arriving: busy");
+        let again = conn
+            .reclaimable_at()
+            .expect("no message arriving: the handler runs");
+        assert!(again > running, "its handler grace starts again");
     }
 }

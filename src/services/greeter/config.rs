@@ -100,6 +100,11 @@ pub struct Limits {
     /// listeners together (`--max-connections` wins); default three
     /// quarters of the open-file limit, raised to the hard limit at start.
     pub max_connections: Option<std::num::NonZeroUsize>,
+    /// `max_connections_per_peer`: connections one client address (IPv6:
+    /// one /64) holds before the cap takes back from it first
+    /// (`--max-connections-per-peer` wins); default half the cap. Nothing
+    /// is refused below the cap; behind a proxy, set it to the cap.
+    pub max_connections_per_peer: Option<std::num::NonZeroUsize>,
 }
 
 impl Default for Limits {
@@ -107,6 +112,7 @@ impl Default for Limits {
         Limits {
             registrations_per_minute: 10,
             max_connections: None,
+            max_connections_per_peer: None,
         }
     }
 }
