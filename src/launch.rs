@@ -194,12 +194,9 @@ pub async fn serve(
         "http"
     };
     log::announce(&format!(
-        "{program} holds up to {} connections (--max-connections)",
-        options.connections.max()
-    ));
-    log::announce(&format!(
-        "{program} takes back first from an address holding over {} of them \
-         (--max-connections-per-peer)",
+        "{program} holds up to {} connections (--max-connections); at the cap it takes \
+         back first from an address holding over {} (--max-connections-per-peer)",
+        options.connections.max(),
         options.connections.peer_share()
     ));
     log::announce(&format!("{program} listening on {scheme}://{local}"));

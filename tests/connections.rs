@@ -4,9 +4,11 @@
 //! - the first-request clock starts at accept (silent HTTP/1, idle h2c);
 //! - idle keep-alive connections close after the idle time-out, and a head
 //!   trickled in after idling gets the header time-out;
-//! - at the connection cap a connection that can be taken back (silent,
-//!   idle past the grace) makes room for a new client, and a busy one is
-//!   never cut: the newcomer waits for a free place instead;
+//! - at the connection cap the connection doing least for its client
+//!   (silent past its newcomer grace, idle) makes room for a new client,
+//!   and one that really sends and takes (an upload at a good rate, a
+//!   running handler) is not cut: the newcomer waits for a free place
+//!   instead (the fairness goals are `tests/fair_cap.rs`');
 //! - a stalled request body is answered (408, or the greeter's 504) and the
 //!   connection closed;
 //! - SIGTERM stops each binary within its grace period whatever is open.

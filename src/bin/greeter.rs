@@ -79,12 +79,10 @@ async fn run(args: Args) -> Result<(), String> {
         share.or(limits.max_connections_per_peer.map(usize::from)),
     );
     log::announce(&format!(
-        "greeter: holds up to {} connections (limits.max_connections, --max-connections)",
-        options.connections.max()
-    ));
-    log::announce(&format!(
-        "greeter: takes back first from an address holding over {} of them \
+        "greeter: holds up to {} connections (limits.max_connections, --max-connections); \
+         at the cap it takes back first from an address holding over {} \
          (limits.max_connections_per_peer, --max-connections-per-peer)",
+        options.connections.max(),
         options.connections.peer_share()
     ));
     let greeter = Greeter::bind(&config)

@@ -430,7 +430,7 @@ impl ConnectionBudget {
                 .is_none_or(|m| m.open < self.share);
             (over, within)
         };
-        over.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        over.sort_unstable_by_key(|(held, _)| std::cmp::Reverse(*held));
         for (held, peer) in over {
             let force = newcomer_within && peer != newcomer;
             if let Ok((conn, due)) = self.take(Some(peer), now, force) {
