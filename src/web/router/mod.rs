@@ -75,7 +75,7 @@ mod tree;
 
 pub use error::InsertError;
 pub use fixed::clean_path;
-pub use miss::{allow_header, redirect_answer, Miss};
+pub use miss::{allow_header, is_local, redirect_answer, Miss};
 pub use params::{Param, Params};
 pub use tree::*;
 
