@@ -23,6 +23,8 @@
 mod classify;
 #[path = "gin_diff/generate.rs"]
 mod generate;
+#[path = "gin_diff/reproductions.rs"]
+mod reproductions;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -230,7 +232,85 @@ struct Tally {
     requests: usize,
     agree: usize,
     departures: BTreeMap<&'static str, usize>,
+    /// The smallest table that shows each departure, and its case.
+    smallest: BTreeMap<&'static str, (usize, String)>,
     undocumented: Vec<String>,
+}
+
+impl Tally {
+    fn count(&mut self, id: &'static str, size: usize, case: String) {
+        *self.departures.entry(id).or_default() += 1;
+        let smallest = self
+            .smallest
+            .entry(id)
+            .or_insert((usize::MAX, String::new()));
+        if size < smallest.0 {
+            *smallest = (size, case);
+        }
+    }
+}
+
+/// Compares one table's registrations and answers, Gin's (`theirs`) and
+/// handwire's, into `tally`.
+fn compare(table: &Table, theirs: &Value, rt: &tokio::runtime::Runtime, tally: &mut Tally) {
+    let (hw_refused, hw_answers) = handwire(table, rt);
+    tally.tables += 1;
+    let mut routes = Vec::new();
+    for (i, (method, path)) in table.routes.iter().enumerate() {
+        let gin = theirs["refused"][i].as_str().unwrap_or("");
+        let hw = hw_refused[i].as_str();
+        tally.routes += 1;
+        routes.push(gin.is_empty().then_some((method.as_str(), path.as_str())));
+        if gin.is_empty() != hw.is_empty() {
+            let what = format!("{method} {path}: Gin {gin:?}, handwire {hw:?}");
+            tally
+                .undocumented
+                .push(format!("registration {what}\n  {table:?}"));
+            continue;
+        }
+        tally.alike += 1;
+        if gin == hw {
+            tally.worded_alike += 1;
+            continue;
+        }
+        match refusal_departure(path, gin, hw) {
+            Some(id) => {
+                let case = format!("{:?}: {method} {path}", table.routes);
+                tally.count(id, table.routes.len(), case);
+            }
+            None => tally.undocumented.push(format!(
+                "wording of {method} {path}: Gin {gin:?}\n  handwire {hw:?}"
+            )),
+        }
+    }
+    let gin_answers = theirs["answers"].as_array().expect("Gin's answers");
+    for (j, (method, target)) in table.requests.iter().enumerate() {
+        tally.requests += 1;
+        let (gin, hw) = (gin_answer(&gin_answers[j]), &hw_answers[j]);
+        let case = Case {
+            switches: table.switches,
+            routes: routes.clone(),
+            method,
+            target,
+        };
+        match classify(&case, &gin, hw) {
+            Ok(found) if found.is_empty() => tally.agree += 1,
+            Ok(found) => {
+                for id in found {
+                    let case = format!(
+                        "{:?} {:?}: {method} {target}\n      Gin {gin:?}\n      handwire {hw:?}",
+                        table.switches, table.routes
+                    );
+                    tally.count(id, table.routes.len(), case);
+                }
+            }
+            Err(why) => tally.undocumented.push(format!(
+                "{method} {target}: {why}\n  Gin      {gin:?}\n  handwire {hw:?}\n  \
+                 switches {:?}\n  routes {:?}",
+                table.switches, table.routes
+            )),
+        }
+    }
 }
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -265,8 +345,11 @@ fn every_answer_agrees_with_gin_or_is_a_departure_section_13_documents() {
     let (ids, version) = documented();
     assert!(ids.len() >= 10, "§13 lists only {} departures", ids.len());
 
+    // §13's reproductions first, each a table of its own, then the random ones.
+    let (reproduced, mut tables): (Vec<&str>, Vec<Table>) =
+        reproductions::tables().into_iter().unzip();
     let mut rng = Rng::new(seed);
-    let tables: Vec<Table> = (0..count).map(|_| generate::table(&mut rng)).collect();
+    tables.extend((0..count).map(|_| generate::table(&mut rng)));
     let mut gin = Command::new(&bin)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -295,61 +378,40 @@ fn every_answer_agrees_with_gin_or_is_a_departure_section_13_documents() {
         .build()
         .unwrap();
     let mut tally = Tally::default();
-    for table in &tables {
+    let mut wrong = Vec::new();
+    for (n, table) in tables.iter().enumerate() {
         let line = out.next().expect("Gin answered every table").unwrap();
         let theirs: Value = serde_json::from_str(&line).unwrap();
-        let (hw_refused, hw_answers) = handwire(table, &rt);
-        tally.tables += 1;
-        let mut routes = Vec::new();
-        for (i, (method, path)) in table.routes.iter().enumerate() {
-            let gin = theirs["refused"][i].as_str().unwrap_or("");
-            let hw = hw_refused[i].as_str();
-            tally.routes += 1;
-            routes.push(gin.is_empty().then_some((method.as_str(), path.as_str())));
-            if gin.is_empty() != hw.is_empty() {
-                let what = format!("{method} {path}: Gin {gin:?}, handwire {hw:?}");
-                tally
-                    .undocumented
-                    .push(format!("registration {what}\n  {table:?}"));
-                continue;
-            }
-            tally.alike += 1;
-            if gin == hw {
-                tally.worded_alike += 1;
-                continue;
-            }
-            match refusal_departure(path, gin, hw) {
-                Some(id) => *tally.departures.entry(id).or_default() += 1,
-                None => tally.undocumented.push(format!(
-                    "wording of {method} {path}: Gin {gin:?}\n  handwire {hw:?}"
-                )),
-            }
-        }
-        let gin_answers = theirs["answers"].as_array().expect("Gin's answers");
-        for (j, (method, target)) in table.requests.iter().enumerate() {
-            tally.requests += 1;
-            let (gin, hw) = (gin_answer(&gin_answers[j]), &hw_answers[j]);
-            let case = Case {
-                switches: table.switches,
-                routes: routes.clone(),
-                method,
-                target,
-            };
-            match classify(&case, &gin, hw) {
-                Ok(found) if found.is_empty() => tally.agree += 1,
-                Ok(found) => {
-                    for id in found {
-                        *tally.departures.entry(id).or_default() += 1;
-                    }
-                }
-                Err(why) => tally.undocumented.push(format!(
-                    "{method} {target}: {why}\n  Gin      {gin:?}\n  handwire {hw:?}\n  \
-                     switches {:?}\n  routes {:?}",
-                    table.switches, table.routes
-                )),
-            }
+        let Some(id) = reproduced.get(n) else {
+            compare(table, &theirs, &rt, &mut tally);
+            continue;
+        };
+        let mut alone = Tally::default();
+        compare(table, &theirs, &rt, &mut alone);
+        if !alone.departures.contains_key(id) || !alone.undocumented.is_empty() {
+            wrong.push(format!(
+                "{id}: {:?} {:?}",
+                alone.departures, alone.undocumented
+            ));
         }
     }
+    assert!(
+        wrong.is_empty(),
+        "§13's reproductions that do not show their departure:\n{}",
+        wrong.join("\n")
+    );
+    let unshown: Vec<&String> = ids
+        .iter()
+        .filter(|id| !reproduced.contains(&id.as_str()))
+        .collect();
+    assert!(
+        unshown.is_empty(),
+        "§13's departures without a reproduction in gin_diff/reproductions.rs: {unshown:?}"
+    );
+    println!(
+        "gin_diff: §13's {} departures, each shown by its reproduction",
+        ids.len()
+    );
     feeder.join().unwrap();
     drop(out);
     let _ = gin.wait();
@@ -374,6 +436,11 @@ fn every_answer_agrees_with_gin_or_is_a_departure_section_13_documents() {
         "gin_diff: undocumented disagreements: {}",
         tally.undocumented.len()
     );
+    if std::env::var("GIN_DIFF_EXAMPLES").as_deref() == Ok("1") {
+        for (id, (_, case)) in &tally.smallest {
+            println!("smallest {id}: {case}");
+        }
+    }
     let shown: Vec<&String> = tally.undocumented.iter().take(15).collect();
     assert!(
         tally.undocumented.is_empty(),

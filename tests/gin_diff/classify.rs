@@ -43,12 +43,12 @@ pub fn classify(case: &Case, gin: &Answer, hw: &Answer) -> Result<Vec<&'static s
     }
     let raw = case.target.split('?').next().unwrap_or("").as_bytes();
     let (decoded, malformed) = decode(raw);
-    if let Some((_, at)) = &gin.panic {
-        return match at.as_str() {
-            "405-lookup" => Ok(vec!["gin-panics-in-405-lookup"]),
-            "fixed-path" => Ok(vec!["gin-1.8.1-fixed-path-panic"]),
-            "route-lookup" => Ok(vec!["gin-1.8.1-lookup-panic"]),
-            _ => Err(format!("Gin panicked elsewhere: {:?}", gin.panic)),
+    if let Some((message, at)) = &gin.panic {
+        return match (message.as_str(), at.as_str()) {
+            ("invalid node type", "fixed-path") => Ok(vec!["gin-1.8.1-fixed-path-panic"]),
+            (m, _) if m.contains("index out of range") => Ok(vec!["gin-1.8.1-lookup-panic"]),
+            (m, "405-lookup") if m.contains("slice bounds") => Ok(vec!["gin-panics-in-405-lookup"]),
+            _ => Err(format!("Gin panicked: {:?}", gin.panic)),
         };
     }
     if malformed && gin.status == 400 {
@@ -127,7 +127,9 @@ pub fn classify(case: &Case, gin: &Answer, hw: &Answer) -> Result<Vec<&'static s
             let target = decode(path_of(gl).as_bytes()).0;
             if !is_local(&target) {
                 "host-like-target-refused"
-            } else if *gl == gin_location(&toggle(&decoded), query(gl)) {
+            } else if sw.redirect_trailing_slash
+                && *gl == gin_location(&toggle(&decoded), query(gl))
+            {
                 match here(&toggle(&hw_path), false) {
                     None => "gin-redirects-to-no-route",
                     Some(_) => return Err("Gin's trailing-slash redirect, not ours".into()),
@@ -144,7 +146,8 @@ pub fn classify(case: &Case, gin: &Answer, hw: &Answer) -> Result<Vec<&'static s
             let hl = hw.location.as_deref().unwrap_or("");
             let target = decode(path_of(hl).as_bytes()).0;
             let toggled = toggle(&hw_path);
-            if target == decode(&toggled).0 && here(&toggled, false).is_some() {
+            let trailing = target == decode(&toggled).0 && here(&toggled, false).is_some();
+            if sw.redirect_trailing_slash && trailing {
                 "gin-misses-trailing-slash-redirect"
             } else if sw.redirect_fixed_path && sw.use_raw_path && hw_path != decoded {
                 "gin-fixed-path-from-decoded-path"
@@ -160,6 +163,7 @@ pub fn classify(case: &Case, gin: &Answer, hw: &Answer) -> Result<Vec<&'static s
         (None, None) if g.status == 405 && hw.status == 404 && elsewhere(&gin_path, true) => {
             "gin-empty-param"
         }
+        (None, None) if g.status == 405 && hw.status == 404 => "gin-405-for-no-route",
         _ => return Err("no departure fits".into()),
     };
     ids.push(id);
