@@ -93,7 +93,10 @@ fn build_gin_side() -> Result<PathBuf, String> {
     }
 }
 
-/// Each route registered (`Err`: the refusal's text) and each request's
+/// The route whose handler ran, and the parameters it saw.
+type Hit = (usize, Vec<(String, String)>);
+
+/// Each route's refusal (empty: accepted) and each request's
 /// answer, from a fresh `Engine::bare()`.
 fn handwire(table: &Table, rt: &tokio::runtime::Runtime) -> (Vec<String>, Vec<Answer>) {
     let sw = table.switches;
@@ -104,7 +107,7 @@ fn handwire(table: &Table, rt: &tokio::runtime::Runtime) -> (Vec<String>, Vec<An
     e.use_raw_path(sw.use_raw_path);
     e.unescape_path_values(sw.unescape_path_values);
     e.handle_method_not_allowed(sw.handle_method_not_allowed);
-    let hit: Arc<Mutex<Option<(usize, Vec<(String, String)>)>>> = Arc::default();
+    let hit: Arc<Mutex<Option<Hit>>> = Arc::default();
     let mut refused = Vec::new();
     for (i, (method, path)) in table.routes.iter().enumerate() {
         let seen = hit.clone();
@@ -151,7 +154,7 @@ fn answer(
     status: u16,
     location: Option<String>,
     allow: Option<String>,
-    hit: Option<(usize, Vec<(String, String)>)>,
+    hit: Option<Hit>,
 ) -> Answer {
     let (route, params) = hit.map_or((None, Vec::new()), |(r, p)| (Some(r), p));
     Answer {
