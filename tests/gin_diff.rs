@@ -98,15 +98,22 @@ type Hit = (usize, Vec<(String, String)>);
 
 /// Each route's refusal (empty: accepted) and each request's
 /// answer, from a fresh `Engine::bare()`.
-fn handwire(table: &Table, rt: &tokio::runtime::Runtime) -> (Vec<String>, Vec<Answer>) {
+/// `own_defaults`: the engine's own switches, not the table's.
+fn handwire(
+    table: &Table,
+    own_defaults: bool,
+    rt: &tokio::runtime::Runtime,
+) -> (Vec<String>, Vec<Answer>) {
     let sw = table.switches;
     let mut e = Engine::bare();
-    e.redirect_trailing_slash(sw.redirect_trailing_slash);
-    e.redirect_fixed_path(sw.redirect_fixed_path);
-    e.remove_extra_slash(sw.remove_extra_slash);
-    e.use_raw_path(sw.use_raw_path);
-    e.unescape_path_values(sw.unescape_path_values);
-    e.handle_method_not_allowed(sw.handle_method_not_allowed);
+    if !own_defaults {
+        e.redirect_trailing_slash(sw.redirect_trailing_slash);
+        e.redirect_fixed_path(sw.redirect_fixed_path);
+        e.remove_extra_slash(sw.remove_extra_slash);
+        e.use_raw_path(sw.use_raw_path);
+        e.unescape_path_values(sw.unescape_path_values);
+        e.handle_method_not_allowed(sw.handle_method_not_allowed);
+    }
     let hit: Arc<Mutex<Option<Hit>>> = Arc::default();
     let mut refused = Vec::new();
     for (i, (method, path)) in table.routes.iter().enumerate() {
@@ -234,6 +241,10 @@ struct Tally {
     worded_alike: usize,
     requests: usize,
     agree: usize,
+    /// Requests of the tables at each engine's own defaults, and how many
+    /// of those Gin and handwire answer alike.
+    default_requests: usize,
+    default_agree: usize,
     departures: BTreeMap<&'static str, usize>,
     /// The smallest table that shows each departure, and its case.
     smallest: BTreeMap<&'static str, (usize, String)>,
@@ -256,7 +267,7 @@ impl Tally {
 /// Compares one table's registrations and answers, Gin's (`theirs`) and
 /// handwire's, into `tally`.
 fn compare(table: &Table, theirs: &Value, rt: &tokio::runtime::Runtime, tally: &mut Tally) {
-    let (hw_refused, hw_answers) = handwire(table, rt);
+    let (hw_refused, hw_answers) = handwire(table, false, rt);
     tally.tables += 1;
     let mut routes = Vec::new();
     for (i, (method, path)) in table.routes.iter().enumerate() {
@@ -313,6 +324,48 @@ fn compare(table: &Table, theirs: &Value, rt: &tokio::runtime::Runtime, tally: &
                 table.switches, table.routes
             )),
         }
+    }
+    if table.defaults {
+        at_defaults(table, &gin_answers[..], &hw_answers, rt, tally);
+    }
+}
+
+/// A table asked of each engine at its own defaults: Gin's answers
+/// against handwire's. Gin's against handwire's with Gin's switches were
+/// compared already; what changes with handwire's own switches must be
+/// one of its two defaults of §11.
+fn at_defaults(
+    table: &Table,
+    gin_answers: &[Value],
+    aligned: &[Answer],
+    rt: &tokio::runtime::Runtime,
+    tally: &mut Tally,
+) {
+    let (_, own) = handwire(table, true, rt);
+    for (j, (method, target)) in table.requests.iter().enumerate() {
+        tally.default_requests += 1;
+        if gin_answer(&gin_answers[j]) == own[j] {
+            tally.default_agree += 1;
+        }
+        let (aligned, own) = (&aligned[j], &own[j]);
+        let id = if aligned == own {
+            continue;
+        } else if aligned.status == 404 && own.status == 405 {
+            "default-405"
+        } else if target.contains('%') {
+            "default-path-as-sent"
+        } else {
+            let why = format!("{method} {target}: {aligned:?} at Gin's switches, {own:?} at ours");
+            tally
+                .undocumented
+                .push(format!("{why}\n  routes {:?}", table.routes));
+            continue;
+        };
+        let case = format!(
+            "{:?}: {method} {target} {aligned:?} / {own:?}",
+            table.routes
+        );
+        tally.count(id, table.routes.len(), case);
     }
 }
 
@@ -427,10 +480,13 @@ fn every_answer_agrees_with_gin_or_is_a_departure_section_13_documents() {
         tally.alike, tally.routes, tally.worded_alike
     );
     println!(
-        "gin_diff: requests agree {} / {} ({:.1} %); the rest by departure:",
+        "gin_diff: requests agree {} / {} ({:.1} %) with the same switches; \
+         at each engine's own defaults {} / {}; the rest by departure:",
         tally.agree,
         tally.requests,
-        100.0 * tally.agree as f64 / tally.requests.max(1) as f64
+        100.0 * tally.agree as f64 / tally.requests.max(1) as f64,
+        tally.default_agree,
+        tally.default_requests,
     );
     for (id, n) in &tally.departures {
         println!("  {n:>7}  {id}");

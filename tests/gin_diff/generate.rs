@@ -55,9 +55,25 @@ pub struct Switches {
 /// order and its requests (method, request target).
 #[derive(Debug, Serialize)]
 pub struct Table {
+    /// Gin's switches; handwire's too, unless `defaults`.
     pub switches: Switches,
+    /// Each engine at its own defaults: Gin's `gin.New()`, handwire's
+    /// `Engine::bare()` (405 on, the path matched as sent).
+    pub defaults: bool,
     pub routes: Vec<(String, String)>,
     pub requests: Vec<(String, String)>,
+}
+
+impl Switches {
+    /// What `gin.New()` sets.
+    pub const GIN_DEFAULTS: Switches = Switches {
+        redirect_trailing_slash: true,
+        redirect_fixed_path: false,
+        remove_extra_slash: false,
+        use_raw_path: false,
+        unescape_path_values: true,
+        handle_method_not_allowed: false,
+    };
 }
 
 pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"];
@@ -90,13 +106,17 @@ const TAILS: [&str; 5] = ["", "a", "a/b", "x/", "A%2Fb"];
 
 /// The table the `n`th draw of `rng` gives.
 pub fn table(rng: &mut Rng) -> Table {
-    let switches = Switches {
-        redirect_trailing_slash: rng.chance(80),
-        redirect_fixed_path: rng.chance(35),
-        remove_extra_slash: rng.chance(25),
-        use_raw_path: rng.chance(50),
-        unescape_path_values: rng.chance(80),
-        handle_method_not_allowed: rng.chance(50),
+    let defaults = rng.chance(15);
+    let switches = match defaults {
+        true => Switches::GIN_DEFAULTS,
+        false => Switches {
+            redirect_trailing_slash: rng.chance(80),
+            redirect_fixed_path: rng.chance(35),
+            remove_extra_slash: rng.chance(25),
+            use_raw_path: rng.chance(50),
+            unescape_path_values: rng.chance(80),
+            handle_method_not_allowed: rng.chance(50),
+        },
     };
     let mut routes: Vec<(String, String)> = Vec::new();
     for _ in 0..1 + rng.below(12) {
@@ -138,6 +158,7 @@ pub fn table(rng: &mut Rng) -> Table {
     }
     Table {
         switches,
+        defaults,
         routes,
         requests,
     }

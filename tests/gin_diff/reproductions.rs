@@ -122,6 +122,18 @@ const ROWS: &[Row] = &[
         Some(("DELETE", "/ab//a")),
     ),
     (
+        "default-405",
+        "defaults",
+        &[("GET", "/a")],
+        Some(("POST", "/a")),
+    ),
+    (
+        "default-path-as-sent",
+        "defaults",
+        &[("GET", "/files/:name")],
+        Some(("GET", "/files/a%2Fb")),
+    ),
+    (
         "malformed-escape",
         "",
         &[("GET", "/:id")],
@@ -208,6 +220,7 @@ pub fn tables() -> Vec<(&'static str, Table)> {
         let owned = |(m, p): &(&str, &str)| (m.to_string(), p.to_string());
         let table = Table {
             switches,
+            defaults: on("defaults"),
             routes: routes.iter().map(owned).collect(),
             requests: request.iter().map(owned).collect(),
         };
