@@ -36,7 +36,7 @@ use http::{Method, Request, StatusCode};
 use http_body_util::Empty;
 use serde_json::Value;
 
-use classify::{classify, Answer, Case};
+use classify::{classify, refusal_departure, Answer, Case};
 use generate::{Rng, Table};
 use handwire::web::{handler_now, Engine};
 
@@ -192,43 +192,6 @@ fn gin_answer(v: &Value) -> Answer {
         route: v["route"].as_i64().and_then(|r| usize::try_from(r).ok()),
         params,
         panic: text("panic").map(|p| (p, text("panic_at").unwrap_or_default())),
-    }
-}
-
-/// How handwire's refusals of a route that is wrong by itself begin.
-const SYNTAX: [&str; 6] = [
-    "path must begin with '/'",
-    "wildcards must be named",
-    "only one wildcard per path segment",
-    "catch-all routes are only allowed at the end",
-    "no / before catch-all",
-    "invalid escape string",
-];
-
-/// Why two refusals of the same route are worded differently.
-fn refusal_departure(route: &str, gin: &str, hw: &str) -> Option<&'static str> {
-    // What the two texts must share: a wildcard conflict up to the prefix,
-    // a catch-all's conflict up to the segment it names.
-    let named = |s: &str| {
-        let cut = match s.contains("existing wildcard") {
-            true => " in existing prefix ",
-            false => " conflicts with existing path segment ",
-        };
-        s.split(cut).next().unwrap_or("").to_owned()
-    };
-    if hw.starts_with("handlers are already registered")
-        && gin.contains("conflicts with existing wildcard")
-        && route.contains("/*")
-    {
-        Some("same-catch-all-twice")
-    } else if SYNTAX.iter().any(|e| hw.starts_with(e)) && gin.contains("conflicts with") {
-        Some("syntax-error-first")
-    } else if gin.contains(" in existing prefix ") && named(gin) == named(hw) {
-        Some("conflict-prefix")
-    } else if gin.contains("runtime error") {
-        Some("gin-1.8.1-runtime-error-refusal")
-    } else {
-        None
     }
 }
 

@@ -1,5 +1,6 @@
-//! Why Gin and handwire answered one request differently: which documented
-//! departure of `docs/middleware.md` §13 the difference is, or none.
+//! Why Gin and handwire answered one request differently, or worded one
+//! refusal differently: which documented departure of `docs/middleware.md`
+//! §13 the difference is, or none.
 //!
 //! Each departure is recognised from what a reference model says the
 //! request means: the path each engine matched (Gin's `URL.Path` or
@@ -168,6 +169,43 @@ pub fn classify(case: &Case, gin: &Answer, hw: &Answer) -> Result<Vec<&'static s
     };
     ids.push(id);
     Ok(ids)
+}
+
+/// How handwire's refusals of a route that is wrong by itself begin.
+const SYNTAX: [&str; 6] = [
+    "path must begin with '/'",
+    "wildcards must be named",
+    "only one wildcard per path segment",
+    "catch-all routes are only allowed at the end",
+    "no / before catch-all",
+    "invalid escape string",
+];
+
+/// Why two refusals of the same route are worded differently.
+pub fn refusal_departure(route: &str, gin: &str, hw: &str) -> Option<&'static str> {
+    // What the two texts must share: a wildcard conflict up to the prefix,
+    // a catch-all's conflict up to the segment it names.
+    let named = |s: &str| {
+        let cut = match s.contains("existing wildcard") {
+            true => " in existing prefix ",
+            false => " conflicts with existing path segment ",
+        };
+        s.split(cut).next().unwrap_or("").to_owned()
+    };
+    if hw.starts_with("handlers are already registered")
+        && gin.contains("conflicts with existing wildcard")
+        && route.contains("/*")
+    {
+        Some("same-catch-all-twice")
+    } else if SYNTAX.iter().any(|e| hw.starts_with(e)) && gin.contains("conflicts with") {
+        Some("syntax-error-first")
+    } else if gin.contains(" in existing prefix ") && named(gin) == named(hw) {
+        Some("conflict-prefix")
+    } else if gin.contains("runtime error") {
+        Some("gin-1.8.1-runtime-error-refusal")
+    } else {
+        None
+    }
 }
 
 impl Case<'_> {
