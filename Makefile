@@ -15,7 +15,7 @@ GRPCURL_VENV ?= $(HOME)/.local/share/handwire/grpcurl-venv
 # The venv of the Markdown check in `make lint` (markdown-it-py, CommonMark).
 LINT_VENV := target/lint-venv
 
-.PHONY: help run run-router run-auth reset grpcurl test test-cluster test-grpcurl demo lint lint-docs bench load instructions soak fuzz build clean
+.PHONY: help run run-router run-auth reset grpcurl test test-cluster test-grpcurl test-gin demo lint lint-docs bench load instructions soak fuzz build clean
 
 ## List the commands
 help:
@@ -59,7 +59,7 @@ test:
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
 	@$(MAKE) --no-print-directory test-grpcurl
-	@skipped="the scale-out suites (not part of make test: make test-cluster runs them, with postgresql and redis-server)"; \
+	@skipped="the scale-out suites (not part of make test: make test-cluster runs them, with postgresql and redis-server); the differential test against Gin (make test-gin, with golang-go and Debian's Gin)"; \
 	if [ -z "$${GRPCURL:-}" ] && ! command -v grpcurl >/dev/null 2>&1; then \
 		skipped="tests/grpcurl.sh (grpcurl not on PATH: make grpcurl); $$skipped"; \
 	fi; \
@@ -71,6 +71,13 @@ test:
 test-cluster:
 	$(CARGO) test --features cluster --lib
 	$(CARGO) test --features cluster --test cluster
+
+## The router against the real Gin on random route tables (needs Go and Debian's Gin)
+# GIN_DIFF_SEED and GIN_DIFF_TABLES choose the run (default seed 56, 2000
+# tables). Without golang-go and golang-github-gin-gonic-gin-dev it says why
+# and passes, unless HANDWIRE_GIN_REQUIRED=1 (CI).
+test-gin:
+	$(CARGO) test --test gin_diff -- --ignored --nocapture
 
 test-grpcurl:
 	@if [ -f tests/grpcurl.sh ]; then \

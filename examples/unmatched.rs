@@ -23,7 +23,7 @@ mod support;
 use handwire::web::Engine;
 use handwire::web::{named, Handler};
 use http::header::ALLOW;
-use http::StatusCode;
+use http::{HeaderValue, StatusCode};
 
 fn say(name: &'static str) -> Handler {
     named(name, move |c| {
@@ -44,7 +44,7 @@ async fn main() {
         "/page",
         named("options page", |c| {
             Box::pin(async move {
-                c.set_header(ALLOW, "GET, HEAD, OPTIONS");
+                c.set_header(ALLOW, HeaderValue::from_static("GET, HEAD, OPTIONS"));
                 c.status(StatusCode::NO_CONTENT);
             })
         }),

@@ -624,7 +624,10 @@ async fn timeout_middleware_answers_for_slow_chains_and_outer_middleware_still_f
         handler(move |c| {
             let log = slow_log.clone();
             Box::pin(async move {
-                c.set_header(http::header::CACHE_CONTROL, "max-age=60");
+                c.set_header(
+                    http::header::CACHE_CONTROL,
+                    http::HeaderValue::from_static("max-age=60"),
+                );
                 push(&log, "slow handler started");
                 tokio::time::sleep(Duration::from_secs(5)).await;
                 push(&log, "slow handler finished");
@@ -973,7 +976,10 @@ async fn a_global_middleware_can_answer_options_before_the_405_handler() {
     e.use_middleware(handler(|c| {
         Box::pin(async move {
             if c.method() == Method::OPTIONS {
-                c.set_header(http::header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST");
+                c.set_header(
+                    http::header::ACCESS_CONTROL_ALLOW_METHODS,
+                    http::HeaderValue::from_static("GET, POST"),
+                );
                 c.abort_with_status(StatusCode::NO_CONTENT);
                 return;
             }

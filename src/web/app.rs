@@ -90,13 +90,23 @@ pub(crate) struct PathRules {
 impl PathRules {
     fn matching(self, path: &str) -> Cow<'_, str> {
         let path = match self.decoded {
-            true => crate::web::urlenc::percent_decode(path),
+            true => decoded(path),
             false => Cow::Borrowed(path),
         };
         match self.remove_extra_slash {
             true => Cow::Owned(router::clean_path(&path)),
             false => path,
         }
+    }
+}
+
+/// `path` percent-decoded, or as sent if its escapes do not decode to
+/// UTF-8 text (`%FF`): a path the router cannot hold decoded, which keeps
+/// the bytes as the client sent them rather than replace them.
+fn decoded(path: &str) -> Cow<'_, str> {
+    match crate::web::urlenc::unescape(path.as_bytes(), false) {
+        Cow::Owned(bytes) => String::from_utf8(bytes).map_or(Cow::Borrowed(path), Cow::Owned),
+        Cow::Borrowed(_) => Cow::Borrowed(path),
     }
 }
 
@@ -246,14 +256,17 @@ impl App {
                 miss: None,
                 route_id: Some(value.id),
             },
-            Lookup::Miss(miss) => self.unmatched(self.unrouted(&parts.method, &path, miss)),
+            Lookup::Miss(miss) => self.unmatched(self.unrouted(parts, &path, miss)),
         }
     }
 
     /// Gin's order for a request no route matched: the trailing-slash
     /// redirect, the fixed path's redirect, 405, 404, as the switches allow.
-    fn unrouted(&self, method: &Method, path: &str, miss: Miss) -> Miss {
-        let rules = self.misses;
+    /// `path` is the one the router matched. Neither redirect goes where a
+    /// browser would read another host ([`router::is_local`]); the
+    /// redirect's location is [`location`](Self::location).
+    fn unrouted(&self, parts: &http::request::Parts, path: &str, miss: Miss) -> Miss {
+        let (method, rules) = (&parts.method, self.misses);
         let mut miss = match miss {
             Miss::Redirect { .. } if !rules.redirect_trailing_slash => {
                 Miss::decide(path, |_| false, || self.router.allowed(method, path))
@@ -262,13 +275,32 @@ impl App {
         };
         let fixable = *method != Method::CONNECT && path != "/";
         if rules.redirect_fixed_path && fixable && !matches!(miss, Miss::Redirect { .. }) {
-            if let Some(location) = self.router.fixed_path(method, path) {
+            let fixed = self.router.fixed_path(method, path);
+            if let Some(location) = fixed.filter(|fixed| router::is_local(fixed)) {
                 miss = Miss::Redirect { location };
             }
         }
         match miss {
             Miss::MethodNotAllowed { .. } if !rules.handle_method_not_allowed => Miss::NotFound,
+            Miss::Redirect { location } => Miss::Redirect {
+                location: self.location(parts.uri.path(), location),
+            },
             miss => miss,
+        }
+    }
+
+    /// A redirect's `Location` for `target`, a path in the form the router
+    /// matched (the request's `raw` path as sent, or decoded, cleaned
+    /// under `remove_extra_slash`). A decoded path is percent-encoded again
+    /// as Go's `URL.EscapedPath` does, so that `/a%3Fb/` goes to `/a%3Fb`,
+    /// not to `/a?b`; a path as sent already is a URL path.
+    fn location(&self, raw: &str, target: String) -> String {
+        let decoded_text = matches!(decoded(raw), Cow::Owned(_));
+        match self.paths {
+            Some(rules) if rules.decoded && (decoded_text || !raw.contains('%')) => {
+                crate::web::urlenc::escape_path(&target)
+            }
+            _ => target,
         }
     }
 
@@ -317,7 +349,7 @@ impl Chosen {
 fn unmatched_context(c: &mut Context, miss: Miss) {
     match miss {
         Miss::Redirect { location } => c.set(TSR_LOCATION, location),
-        Miss::MethodNotAllowed { allowed } => c.set_header(ALLOW, &router::allow_header(&allowed)),
+        Miss::MethodNotAllowed { allowed } => c.set_header(ALLOW, router::allow_header(&allowed)),
         Miss::NotFound => {}
     }
 }

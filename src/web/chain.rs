@@ -555,6 +555,12 @@ impl Context {
         Some(value)
     }
 
+    /// Every path parameter as (name, value), in the order of the route:
+    /// Gin's `c.Params`, where [`param`](Self::param) is `c.Param`.
+    pub fn params(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.params.iter().map(|(name, value)| (&**name, &**value))
+    }
+
     /// The first value of query parameter `name`, decoded (`+` is a space).
     pub fn query(&self, name: &str) -> Option<String> {
         urlenc::find(self.head.uri.query().unwrap_or(""), name)
@@ -610,11 +616,28 @@ impl Context {
         self.response.written
     }
 
-    /// Set a response header; a value that is not a valid header is ignored.
-    pub fn set_header(&mut self, name: HeaderName, value: &str) {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            self.response.headers.insert(name, v);
-        }
+    /// Set a response header to a value that is one already: a constant
+    /// (`HeaderValue::from_static("no-store")`), a number
+    /// (`HeaderValue::from(30u64)`), a value read from a request header.
+    /// It cannot fail; text built at run time goes through
+    /// [`try_set_header`](Self::try_set_header).
+    pub fn set_header(&mut self, name: HeaderName, value: HeaderValue) {
+        self.response.headers.insert(name, value);
+    }
+
+    /// Set a response header to `value`, text built at run time. Text that
+    /// cannot be a header value (a control character such as a newline, the
+    /// start of a header injection) is refused: the response is left as it
+    /// was and the error says so, for the handler to answer otherwise. Never
+    /// dropped silently.
+    #[must_use = "a value that is not a header value was not set; answer otherwise"]
+    pub fn try_set_header(
+        &mut self,
+        name: HeaderName,
+        value: &str,
+    ) -> Result<(), http::header::InvalidHeaderValue> {
+        self.set_header(name, HeaderValue::from_str(value)?);
+        Ok(())
     }
 
     /// Write `body` with `status` and `content_type` (a constant, such as
@@ -637,11 +660,14 @@ impl Context {
 
     /// Answer with `body`, sent as it is produced (a stream of messages),
     /// with `status` and `content_type`; it replaces anything written.
-    pub fn stream(&mut self, status: StatusCode, content_type: &str, body: crate::types::Body) {
+    pub fn stream(
+        &mut self,
+        status: StatusCode,
+        content_type: HeaderValue,
+        body: crate::types::Body,
+    ) {
         self.response.status = status;
-        if let Ok(v) = HeaderValue::from_str(content_type) {
-            self.response.headers.insert(CONTENT_TYPE, v);
-        }
+        self.response.headers.insert(CONTENT_TYPE, content_type);
         self.response.body = DraftBody::Stream(std::sync::Mutex::new(body));
         self.response.written = true;
     }
@@ -668,8 +694,18 @@ impl Context {
 
     /// Redirect to `location` with `status` (301, 302, 307, 308) and, for
     /// GET, a small HTML body with the link, as Go's `http.Redirect` writes.
+    ///
+    /// `location` is a URL or a path. What a URL cannot hold as it is (a
+    /// space, a control character, a byte outside ASCII, `"<>\^`{|}`) is
+    /// percent-encoded, as a browser would before following it; `%` escapes
+    /// already there are kept. So a `Location` always goes out, and a value
+    /// never ends the header early.
     pub fn redirect(&mut self, status: StatusCode, location: &str) {
-        self.set_header(LOCATION, location);
+        let location = urlenc::encode_location(location);
+        let value = HeaderValue::from_str(&location);
+        // Encoded, the location is visible ASCII: a header value.
+        self.set_header(LOCATION, value.expect("a percent-encoded location"));
+        let location = location.as_str();
         if self.head.method == Method::GET || self.head.method == Method::HEAD {
             let text = status.canonical_reason().unwrap_or("Redirect");
             let body = format!("<a href=\"{}\">{text}</a>.\n\n", html_escape(location));

@@ -17,7 +17,7 @@ use http::header::{
     ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_MAX_AGE, ACCESS_CONTROL_REQUEST_HEADERS,
     ACCESS_CONTROL_REQUEST_METHOD, CACHE_CONTROL, ORIGIN, RETRY_AFTER, VARY,
 };
-use http::{Method, StatusCode};
+use http::{HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::json;
 
 use crate::ops::cors::Cors;
@@ -56,25 +56,44 @@ async fn cors_handle(cors: &Cors, c: &mut Context) {
             .to_owned();
         c.set_header(
             VARY,
-            "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
+            HeaderValue::from_static(
+                "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
+            ),
         );
+        c.status(StatusCode::NO_CONTENT);
         if let Some(allowed) = cors.allow_origin(origin) {
             if cors.preflight_allows(&method, &headers) {
-                c.set_header(ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
-                c.set_header(ACCESS_CONTROL_ALLOW_METHODS, &cors.allow_methods);
-                c.set_header(ACCESS_CONTROL_ALLOW_HEADERS, &cors.allow_headers);
-                c.set_header(ACCESS_CONTROL_MAX_AGE, &cors.max_age);
+                let mut grant = vec![
+                    (ACCESS_CONTROL_ALLOW_ORIGIN, allowed),
+                    (ACCESS_CONTROL_ALLOW_METHODS, &cors.allow_methods),
+                    (ACCESS_CONTROL_ALLOW_HEADERS, &cors.allow_headers),
+                    (ACCESS_CONTROL_MAX_AGE, &cors.max_age),
+                ];
                 if cors.credentials {
-                    c.set_header(ACCESS_CONTROL_ALLOW_CREDENTIALS, "true");
+                    grant.push((ACCESS_CONTROL_ALLOW_CREDENTIALS, "true"));
                 }
+                set_all(c, grant);
             }
         }
-        c.status(StatusCode::NO_CONTENT);
         return c.abort();
     }
     c.next().await;
-    for (name, value) in cors.answer_headers(origin.as_deref()) {
-        c.set_header(name, value);
+    set_all(c, cors.answer_headers(origin.as_deref()));
+}
+
+/// Sets each header. The values are checked settings and an `Origin` the
+/// request carried, so none should fail; one that does is a 500 naming
+/// the header, never a grant silently left out.
+fn set_all(c: &mut Context, headers: Vec<(HeaderName, &str)>) {
+    for (name, value) in headers {
+        if c.try_set_header(name.clone(), value).is_err() {
+            let error = format!("CORS: the {name} value is not header text");
+            c.json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &json!({ "error": error }),
+            );
+            return;
+        }
     }
 }
 
@@ -90,7 +109,7 @@ impl PerClient {
                 match limit.admit(c.client_ip()) {
                     Ok(()) => c.next().await,
                     Err(wait) => {
-                        c.set_header(RETRY_AFTER, &retry_after_secs(wait).to_string());
+                        c.set_header(RETRY_AFTER, HeaderValue::from(retry_after_secs(wait)));
                         refused(c, wait);
                         c.abort();
                     }
@@ -123,7 +142,7 @@ pub mod health {
             "/healthz",
             named("healthz", |c| {
                 Box::pin(async move {
-                    c.set_header(CACHE_CONTROL, "no-store");
+                    c.set_header(CACHE_CONTROL, HeaderValue::from_static("no-store"));
                     c.json(StatusCode::OK, &json!({ "status": "ok" }));
                 })
             }),
@@ -140,7 +159,7 @@ pub mod health {
                                 "readiness check took longer than {READY_TIMEOUT:?}"
                             ))
                         });
-                    c.set_header(CACHE_CONTROL, "no-store");
+                    c.set_header(CACHE_CONTROL, HeaderValue::from_static("no-store"));
                     match outcome {
                         Ok(()) => c.json(StatusCode::OK, &json!({ "status": "ready" })),
                         Err(error) => c.json(

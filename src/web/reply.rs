@@ -156,7 +156,10 @@ mod tests {
         let plain = named("plain", |c| {
             Box::pin(async move {
                 c.next().await;
-                c.set_header(http::header::SERVER, "plain ran after");
+                c.set_header(
+                    http::header::SERVER,
+                    http::HeaderValue::from_static("plain ran after"),
+                );
             })
         });
         e.handle(

@@ -80,6 +80,47 @@ pub fn percent_decode(s: &str) -> Cow<'_, str> {
     decode(s, false)
 }
 
+/// A redirect target as a `Location` header can carry it: every byte a
+/// URL cannot hold as it is (controls, space, `` "<>\^`{|} ``, DEL, bytes
+/// outside ASCII) percent-encoded, everything else, `%` escapes included,
+/// as it was. Encoding twice changes nothing.
+pub fn encode_location(location: &str) -> String {
+    encode(location, |b| {
+        b.is_ascii_graphic()
+            && !matches!(
+                b,
+                b'"' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
+            )
+    })
+}
+
+/// Go's `url.URL.EscapedPath` for a decoded path (`escape(path,
+/// encodePath)`): letters, digits, `-_.~` and `$&+,/:;=@` as they are,
+/// every other byte (`%`, `?`, `#`, space, controls, bytes outside ASCII)
+/// percent-encoded. The path a router matched after decoding, made a URL
+/// path again, as Gin's redirects write it.
+pub fn escape_path(path: &str) -> String {
+    encode(path, |b| {
+        b.is_ascii_alphanumeric() || b"-_.~$&+,/:;=@".contains(&b)
+    })
+}
+
+/// `text` with every byte that `keep` refuses written `%XX`.
+fn encode(text: &str, keep: impl Fn(u8) -> bool) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(text.len());
+    for &b in text.as_bytes() {
+        if keep(b) {
+            out.push(char::from(b));
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
+        }
+    }
+    out
+}
+
 /// Decode a form or query component: `%XX` escapes and `+` as space.
 pub(crate) fn form_decode(s: &str) -> Cow<'_, str> {
     decode(s, true)
@@ -193,6 +234,41 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(percent_decode(input), want, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn a_location_is_percent_encoded_where_a_url_cannot_hold_a_byte_and_kept_elsewhere() {
+        let cases = [
+            ("/a/b?x=1", "/a/b?x=1"),
+            ("/a%3Fb/y", "/a%3Fb/y"),
+            ("/a\nb", "/a%0Ab"),
+            ("/\tevil", "/%09evil"),
+            ("/caf\u{e9}", "/caf%C3%A9"),
+            ("/a b\"<>\\^`{|}", "/a%20b%22%3C%3E%5C%5E%60%7B%7C%7D"),
+            ("https://example.com/x", "https://example.com/x"),
+        ];
+        for (location, want) in cases {
+            assert_eq!(encode_location(location), want, "{location:?}");
+            assert_eq!(encode_location(want), want, "{want:?} again");
+        }
+    }
+
+    /// Go's `url.URL{Path: p}.EscapedPath()` for these paths.
+    #[test]
+    fn a_decoded_path_is_escaped_as_gos_escaped_path() {
+        let cases = [
+            ("/a?b/y", "/a%3Fb/y"),
+            ("/a#b/y", "/a%23b/y"),
+            ("/caf\u{e9}/y", "/caf%C3%A9/y"),
+            ("/a\nb/y", "/a%0Ab/y"),
+            ("/100%/x", "/100%25/x"),
+            ("/a b!'()*", "/a%20b%21%27%28%29%2A"),
+            ("/-_.~$&+,/:;=@", "/-_.~$&+,/:;=@"),
+            ("/\\evil", "/%5Cevil"),
+        ];
+        for (path, want) in cases {
+            assert_eq!(escape_path(path), want, "{path:?}");
         }
     }
 

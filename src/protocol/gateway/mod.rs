@@ -301,7 +301,7 @@ impl Gateway {
                 return c.redirect(status, &location);
             }
             Found::Miss(Miss::MethodNotAllowed { allowed }) => {
-                c.set_header(ALLOW, &router::allow_header(&allowed));
+                c.set_header(ALLOW, router::allow_header(&allowed));
                 return method_not_allowed(c);
             }
         };

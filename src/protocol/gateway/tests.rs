@@ -48,7 +48,10 @@ fn find(g: &Gateway, method: Method, path: &str) -> String {
         Found::Route(r, Ok(values)) => format!("{} {values:?}", r.method),
         Found::Route(r, Err(e)) => format!("{} error {}", r.method, e.message),
         Found::Miss(Miss::MethodNotAllowed { allowed }) => {
-            format!("405 {}", crate::web::router::allow_header(&allowed))
+            format!(
+                "405 {}",
+                crate::web::router::allow_header(&allowed).to_str().unwrap()
+            )
         }
         Found::Miss(Miss::Redirect { location }) => format!("redirect {location}"),
         Found::Miss(Miss::NotFound) => "404".into(),

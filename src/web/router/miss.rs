@@ -10,7 +10,7 @@
 //! redirecting to another host, the `Allow` list and the redirect's status
 //! are decided here, once.
 
-use http::{Method, StatusCode};
+use http::{HeaderValue, Method, StatusCode};
 
 /// The answer to a request no route of its method matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,9 +80,11 @@ pub fn redirect_answer(
 }
 
 /// The `Allow` header value of a [`Miss::MethodNotAllowed`]: `GET, POST`.
-pub fn allow_header(allowed: &[Method]) -> String {
+pub fn allow_header(allowed: &[Method]) -> HeaderValue {
     let names: Vec<&str> = allowed.iter().map(Method::as_str).collect();
-    names.join(", ")
+    let value = HeaderValue::from_str(&names.join(", "));
+    // A method name is a token (`http::Method` holds no other): always a value.
+    value.expect("method names are header text")
 }
 
 /// The other form of `path` (one trailing slash more or less), if
@@ -110,9 +112,19 @@ fn trailing_slash_form(path: &str, matches_here: impl FnOnce(&str) -> bool) -> O
     with.then(|| format!("{path}/"))
 }
 
-/// False for paths that a browser would read as a host (`//evil`, `/\evil`).
-fn is_local(path: &str) -> bool {
-    !matches!(path.as_bytes().get(1), Some(b'/' | b'\\'))
+/// False for a redirect target that a browser would read as another host:
+/// one that starts with two slashes, either way round (`//evil`, `/\evil`),
+/// once the browser has done what the URL standard tells it to first:
+/// dropped leading control characters and spaces, and every tab and
+/// newline (`/<TAB>/evil` is `//evil` to it). Both redirects, the trailing
+/// slash's and the fixed path's, ask this of the path before it is
+/// percent-encoded.
+pub fn is_local(path: &str) -> bool {
+    let mut seen = (path.bytes())
+        .skip_while(|&b| b <= b' ')
+        .filter(|&b| !matches!(b, b'\t' | b'\n' | b'\r'));
+    let slash = |b: Option<u8>| matches!(b, Some(b'/' | b'\\'));
+    !(slash(seen.next()) && slash(seen.next()))
 }
 
 #[cfg(test)]
@@ -150,8 +162,17 @@ mod tests {
     }
 
     #[test]
-    fn no_redirect_for_the_root_nor_towards_another_host() {
-        for (path, here) in [("/", ""), ("//evil/", "//evil"), ("/\\evil", "/\\evil/")] {
+    fn no_redirect_for_the_root_nor_to_what_a_browser_reads_as_another_host() {
+        let host_like = [
+            ("/", ""),
+            ("//evil/", "//evil"),
+            ("/\\evil", "/\\evil/"),
+            ("/\t/evil/", "/\t/evil"),
+            ("/\n\\evil", "/\n\\evil/"),
+            ("\x01//evil/", "\x01//evil"),
+            (" /\r/evil", " /\r/evil/"),
+        ];
+        for (path, here) in host_like {
             assert_eq!(decide(path, here, &[]), Miss::NotFound, "{path:?}");
         }
         let long = format!("/{}", "x".repeat(300));

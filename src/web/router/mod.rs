@@ -41,25 +41,15 @@
 //! [`InsertError::InvalidEscape`].
 //!
 //! Static text wins over a parameter at the same position, and a static
-//! branch that dead-ends falls back to the parameter (Gin >= 1.8); a
+//! branch that dead-ends falls back to the parameter, at any depth: the
+//! search is complete, a path any route matches is served by one. A
 //! catch-all has its segment to itself. Matching runs on the raw request
-//! path (Gin's `UseRawPath`); parameter values are percent-decoded afterwards
-//! (`UnescapePathValues`).
+//! path (Gin's `UseRawPath`); parameter values are percent-decoded
+//! afterwards (`UnescapePathValues`).
 //!
-//! Where this differs from Gin, on purpose:
-//! - A path that a route matches is served by it. Gin can answer a
-//!   trailing-slash redirect instead (`/cmd/whoami/` with routes
-//!   `/cmd/whoami` and `/cmd/:tool/`), because it looks for the redirect
-//!   hint before it backtracks.
-//! - Decoding keeps `+` as a plus sign (Gin uses `QueryUnescape`, which makes
-//!   it a space), keeps a malformed `%` escape as it is, and keeps the raw
-//!   value if the decoded bytes are not UTF-8.
-//! - No redirect to a location starting with `//` or `/\`, which browsers
-//!   read as another host.
-//! - Registering the same catch-all twice says "handlers are already
-//!   registered" (Gin reports a wildcard conflict); conflict messages give
-//!   the whole existing prefix (Gin sometimes gives only a tree node's part);
-//!   syntax errors are reported before conflicts.
+//! Where the same routes get another answer from Gin, and why, is the
+//! table "Where handwire answers otherwise" in `docs/middleware.md` §13,
+//! which `make test-gin` checks against the real Gin.
 //!
 //! Files: `tree.rs` holds the [`Router`] (one tree per method) and the
 //! [`Lookup`] outcome, `node.rs` the radix tree itself, `miss.rs` the answer
@@ -75,7 +65,7 @@ mod tree;
 
 pub use error::InsertError;
 pub use fixed::clean_path;
-pub use miss::{allow_header, redirect_answer, Miss};
+pub use miss::{allow_header, is_local, redirect_answer, Miss};
 pub use params::{Param, Params};
 pub use tree::*;
 

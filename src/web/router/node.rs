@@ -6,9 +6,10 @@
 //! the search looks at one byte to pick the only literal child that can
 //! match, and tries the node's single wildcard child only if that fails:
 //! static text beats a parameter. Because the search is depth first, a
-//! literal branch that dead-ends further down falls back to the wildcard
-//! (Gin >= 1.8 "backtracking": with `/users/new` and `/users/:id`,
-//! `/users/newx` matches `:id`). Each node is entered at most once per
+//! literal branch that dead-ends further down falls back to the wildcard,
+//! however deep the dead end (with `/users/new` and `/users/:id`,
+//! `/users/newx` matches `:id`; Gin backtracks one level down only, see
+//! `docs/middleware.md` §13). Each node is entered at most once per
 //! lookup, so a lookup is linear in the size of the tree.
 //!
 //! Only a static branch with a wildcard sibling needs a way back, and only

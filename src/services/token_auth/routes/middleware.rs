@@ -20,7 +20,7 @@ use crate::services::token_auth::user::{Role, User};
 use crate::web::chain::{named, Context, Handler};
 use crate::web::reply::ErrorResponse;
 use http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
-use http::StatusCode;
+use http::{HeaderValue, StatusCode};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -188,7 +188,7 @@ impl ErrorResponse for ApiError {
                 retry_after,
                 message,
             } => {
-                c.set_header(RETRY_AFTER, &retry_after.to_string());
+                c.set_header(RETRY_AFTER, HeaderValue::from(retry_after));
                 fail(c, StatusCode::TOO_MANY_REQUESTS, message);
             }
             ApiError::Json { status, body } => c.abort_with_json(status, body),
@@ -207,11 +207,11 @@ impl ErrorResponse for ApiError {
 
 /// Abort with 401, `message`, and a `WWW-Authenticate` challenge (RFC 6750 §3).
 fn unauthorized(c: &mut Context, message: &str, token_was_sent: bool) {
-    let challenge = if token_was_sent {
+    let challenge = HeaderValue::from_static(if token_was_sent {
         "Bearer realm=\"token-auth\", error=\"invalid_token\""
     } else {
         "Bearer realm=\"token-auth\""
-    };
+    });
     c.set_header(WWW_AUTHENTICATE, challenge);
     fail(c, StatusCode::UNAUTHORIZED, message);
 }

@@ -36,7 +36,7 @@ use crate::web::engine::Engine;
 use crate::web::reply::{echo, fallible};
 use crate::web::router::InsertError;
 use http::header::CACHE_CONTROL;
-use http::{Method, StatusCode};
+use http::{HeaderValue, Method, StatusCode};
 use middleware::{
     authenticate, claims, fail, ApiError, NOT_LOGGED_IN, TOKEN_EXPIRED, TOKEN_REVOKED,
 };
@@ -161,7 +161,7 @@ fn json_body<T: DeserializeOwned>(c: &Context) -> Result<T, ApiError> {
 
 /// Write a token-bearing JSON response.
 fn tokens_json(c: &mut Context, status: StatusCode, value: &impl serde::Serialize) {
-    c.set_header(CACHE_CONTROL, "no-store");
+    c.set_header(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     c.json(status, value);
 }
 

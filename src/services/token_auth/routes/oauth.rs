@@ -14,8 +14,8 @@ use crate::services::token_auth::oauth::{Callback, OAuthError};
 use crate::services::token_auth::pending::StateError;
 use crate::services::token_auth::tokens::TokenPair;
 use crate::web::chain::Context;
-use http::header::{CACHE_CONTROL, COOKIE, SET_COOKIE};
-use http::StatusCode;
+use http::header::{InvalidHeaderValue, CACHE_CONTROL, COOKIE, SET_COOKIE};
+use http::{HeaderValue, StatusCode};
 
 /// 400 when the OAuth callback's state does not verify.
 pub const INVALID_STATE: &str = "invalid state";
@@ -56,8 +56,9 @@ pub fn failure(error: OAuthError) -> ApiError {
 pub async fn login(service: &AuthService, c: &mut Context) -> Result<(), AuthError> {
     let name = c.param("provider").unwrap_or_default().to_owned();
     let redirect = service.oauth_login(&name, c.client_ip()).await?;
-    c.set_header(CACHE_CONTROL, "no-store");
-    c.set_header(SET_COOKIE, &redirect.set_cookie);
+    c.set_header(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    (c.try_set_header(SET_COOKIE, &redirect.set_cookie))
+        .map_err(not_a_header("the binding cookie"))?;
     c.redirect(StatusCode::FOUND, &redirect.url);
     Ok(())
 }
@@ -69,10 +70,11 @@ pub async fn login(service: &AuthService, c: &mut Context) -> Result<(), AuthErr
 pub async fn callback(service: &AuthService, c: &mut Context) -> Result<TokenPair, AuthError> {
     let name = c.param("provider").unwrap_or_default().to_owned();
     if let Some(clear) = service.oauth_clear_cookie(&name) {
-        c.set_header(SET_COOKIE, &clear);
+        (c.try_set_header(SET_COOKIE, &clear))
+            .map_err(not_a_header("the binding cookie's removal"))?;
     }
     // Nothing a callback answers is for a cache, errors included.
-    c.set_header(CACHE_CONTROL, "no-store");
+    c.set_header(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     let cookie_headers = c.headers().get_all(COOKIE).iter();
     let cookies = cookie_headers
         .filter_map(|v| v.to_str().ok().map(str::to_owned))
@@ -84,4 +86,12 @@ pub async fn callback(service: &AuthService, c: &mut Context) -> Result<TokenPai
         cookies,
     };
     service.oauth_callback(&name, callback).await
+}
+
+/// For `map_err`: a header value built here that is not header text.
+fn not_a_header(what: &'static str) -> impl FnOnce(InvalidHeaderValue) -> AuthError {
+    move |e| AuthError::Internal {
+        what,
+        cause: format!("not a header value: {e}"),
+    }
 }
