@@ -1,0 +1,670 @@
+//! `${KEY}` placeholders, resolved while the file is read into its typed
+//! structure, so that each one takes the type of the field it fills.
+//!
+//! The file is read twice by serde_yaml, through an adapter around its
+//! deserializer ([`Resolving`]) that sees every scalar before the field's
+//! own visitor does:
+//!
+//! 1. **Shape.** Each placeholder stands in as a neutral value of the type
+//!    its field asks for (`0` as text, `1`, `false`), and nothing is looked
+//!    up: unknown keys, missing keys and literal values of the wrong type
+//!    are refused before anything is expanded, and so is a placeholder
+//!    naming a denied variable.
+//! 2. **Resolve.** Each placeholder is expanded and handed to its field: a
+//!    string field receives the text exactly as it was read, a number,
+//!    boolean or duration field parses it, and a value that does not parse
+//!    is refused naming the key and the variable, never quoting a value
+//!    that came from the environment. Expansion stops once the values would
+//!    make the resolved document larger than [`MAX_RESOLVED_BYTES`].
+//!
+//! The keys whose values came from the environment are kept in [`Origins`],
+//! so the checks a service makes afterwards can name the variable too.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+
+use serde::de::{
+    self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess,
+    VariantAccess, Visitor,
+};
+
+use super::{quote, Error, MAX_FILE_BYTES};
+
+/// Largest resolved document: twice [`MAX_FILE_BYTES`], the file's text
+/// plus what its placeholders expand to. A file cannot ask for more memory
+/// than that by naming a long value many times.
+pub const MAX_RESOLVED_BYTES: usize = 2 * MAX_FILE_BYTES as usize;
+
+/// Where placeholders read from: the environment variables named `prefix`
+/// + KEY, except those in `denied`.
+pub struct Env<'a> {
+    /// Prepended to KEY to name the variable (`GREETER_`).
+    pub prefix: &'a str,
+    /// Variables no placeholder may read: the service's own secrets, which
+    /// share the prefix.
+    pub denied: &'a [&'a str],
+    /// The value of a variable, by its full name (`std::env::var`).
+    pub var: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// For each key whose value came (in part) from the environment, the
+/// variables it came from: a start-up error about such a key names them
+/// instead of quoting the value ([`Origins::show`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Origins {
+    vars: BTreeMap<String, Vec<String>>,
+}
+
+impl Origins {
+    /// The variables the value of `key` (`server.http.addr`) was read from.
+    pub fn variables(&self, key: &str) -> Option<&[String]> {
+        self.vars.get(key).map(Vec::as_slice)
+    }
+
+    /// `value`, the value of `key`, as a start-up error may show it: `from
+    /// GREETER_HTTP_ADDR` when it came from the environment, else
+    /// [`quote`]d (at most a short prefix).
+    pub fn show(&self, key: &str, value: &str) -> String {
+        match self.variables(key) {
+            Some(vars) => from_variables(vars),
+            None => quote(value),
+        }
+    }
+}
+
+/// `from A and B`.
+fn from_variables(vars: &[String]) -> String {
+    format!("from {}", vars.join(" and "))
+}
+
+/// Reads `text` into `T` with its placeholders resolved from `env`, then
+/// from the file's own dotted keys, then from their defaults.
+pub(super) fn resolve<T: DeserializeOwned>(
+    text: &str,
+    env: &Env<'_>,
+) -> Result<(T, Origins), Error> {
+    super::check_depth(text)?;
+    let shape = Context::new(env, None, text.len());
+    if let Err(e) = read::<T>(text, &shape) {
+        if !shape.stand_in_failed.get() {
+            return Err(e.into());
+        }
+        // A stand-in did not suit its field: the shape is judged below,
+        // with the real values.
+    }
+    let file: serde_yaml::Value = serde_yaml::from_str(text)?;
+    let resolving = Context::new(env, Some(&file), text.len());
+    let value = read::<T>(text, &resolving)?;
+    Ok((value, resolving.origins.into_inner()))
+}
+
+fn read<T: DeserializeOwned>(text: &str, cx: &Context<'_>) -> Result<T, serde_yaml::Error> {
+    T::deserialize(Resolving {
+        de: serde_yaml::Deserializer::from_str(text),
+        cx,
+        key: false,
+    })
+}
+
+/// One step of a key path.
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// What one read of the file shares.
+struct Context<'a> {
+    env: &'a Env<'a>,
+    /// The file as written, for `${a.b}`; `None` in the shape pass, which
+    /// looks nothing up.
+    file: Option<&'a serde_yaml::Value>,
+    /// Bytes the placeholders may still add.
+    budget: Cell<usize>,
+    path: RefCell<Vec<Step>>,
+    /// The last mapping key read, until its value is.
+    key: RefCell<Option<String>>,
+    origins: RefCell<Origins>,
+    stand_in_failed: Cell<bool>,
+}
+
+/// A placeholder's text once expanded.
+struct Expanded {
+    text: String,
+    /// The environment variables read.
+    vars: Vec<String>,
+}
+
+impl<'a> Context<'a> {
+    fn new(env: &'a Env<'a>, file: Option<&'a serde_yaml::Value>, len: usize) -> Context<'a> {
+        Context {
+            env,
+            file,
+            budget: Cell::new(MAX_RESOLVED_BYTES.saturating_sub(len)),
+            path: RefCell::new(Vec::new()),
+            key: RefCell::new(None),
+            origins: RefCell::new(Origins::default()),
+            stand_in_failed: Cell::new(false),
+        }
+    }
+
+    /// The dotted key path of the value being read (`list[0]`, `a.b`).
+    fn key_path(&self) -> String {
+        let mut out = String::new();
+        for step in self.path.borrow().iter() {
+            match step {
+                Step::Key(k) if out.is_empty() => out.push_str(k),
+                Step::Key(k) => {
+                    out.push('.');
+                    out.push_str(k);
+                }
+                Step::Index(i) => out.push_str(&format!("[{i}]")),
+            }
+        }
+        out
+    }
+
+    /// `text` with each `${NAME}` / `${NAME:default}` replaced (an unclosed
+    /// `${` stays as it is, as Kratos' pattern does not match it); `None` in
+    /// the shape pass, which only checks the names.
+    fn expand(&self, text: &str) -> Result<Option<Expanded>, String> {
+        let mut out = String::new();
+        let mut vars = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            let Some(len) = rest[start + 2..].find('}') else {
+                break;
+            };
+            let inside = rest[start + 2..start + 2 + len].trim();
+            let (name, default) = match inside.split_once(':') {
+                Some((name, default)) => (name.trim(), Some(default)),
+                None => (inside, None),
+            };
+            let prefix = self.env.prefix;
+            let variable = format!("{prefix}{name}");
+            if self.env.denied.contains(&variable.as_str()) {
+                return Err(format!(
+                    "placeholder ${{{name}}} would read {variable}, one of the service's own \
+                     secrets, which placeholders cannot read"
+                ));
+            }
+            out.push_str(&rest[..start]);
+            rest = &rest[start + 2 + len + 1..];
+            let Some(file) = self.file else {
+                continue;
+            };
+            let value = match (self.env.var)(&variable) {
+                Some(value) => {
+                    vars.push(variable);
+                    value
+                }
+                None => match dotted(file, name).or(default.map(str::to_string)) {
+                    Some(value) => value,
+                    None => {
+                        return Err(format!(
+                            "placeholder ${{{name}}} has no value: set the environment variable \
+                             {prefix}{name} or give a default as ${{{name}:default}}"
+                        ))
+                    }
+                },
+            };
+            let Some(left) = self.budget.get().checked_sub(value.len()) else {
+                return Err(format!(
+                    "placeholder ${{{name}}} makes the resolved configuration larger than \
+                     {MAX_RESOLVED_BYTES} bytes (twice the largest file)"
+                ));
+            };
+            self.budget.set(left);
+            out.push_str(&value);
+        }
+        out.push_str(rest);
+        Ok(self.file.map(|_| Expanded { text: out, vars }))
+    }
+}
+
+/// The scalar at a dotted key path of the file, as text.
+fn dotted(file: &serde_yaml::Value, path: &str) -> Option<String> {
+    use serde_yaml::Value;
+    match path
+        .split('.')
+        .try_fold(file, |value, key| value.get(key))?
+    {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// The type a field asked for, as far as a placeholder cares.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// Text, or whatever the document holds (`deserialize_any`).
+    Text,
+    Bool,
+    Int,
+    Float,
+    /// A mapping key: never resolved, remembered for the key path.
+    Key,
+}
+
+/// serde_yaml's deserializer, seen through: placeholders are resolved in
+/// every value below it.
+struct Resolving<'c, D> {
+    de: D,
+    cx: &'c Context<'c>,
+    key: bool,
+}
+
+impl<'c, D> Resolving<'c, D> {
+    fn wrap<V>(&self, visitor: V, want: Want) -> Wrap<'c, V> {
+        let want = if self.key { Want::Key } else { want };
+        Wrap {
+            visitor,
+            cx: self.cx,
+            want,
+        }
+    }
+}
+
+/// A deserializer method handed on with its visitor wrapped.
+macro_rules! forward {
+    ($($method:ident($($arg:ident: $ty:ty),*) => $want:ident;)*) => {$(
+        fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
+            let wrapped = self.wrap(visitor, Want::$want);
+            self.de.$method($($arg,)* wrapped)
+        }
+    )*};
+}
+
+/// A typed scalar read through `deserialize_any`, so that a placeholder
+/// reaches the wrapper as text (serde_yaml refuses text asked for as a
+/// number before a visitor sees it); a literal value is visited as before.
+macro_rules! scalar {
+    ($($method:ident => $want:ident;)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+            if self.key {
+                let wrapped = self.wrap(visitor, Want::Key);
+                return self.de.$method(wrapped);
+            }
+            let wrapped = self.wrap(visitor, Want::$want);
+            self.de.deserialize_any(wrapped)
+        }
+    )*};
+}
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Resolving<'_, D> {
+    type Error = D::Error;
+
+    scalar! {
+        deserialize_bool => Bool;
+        deserialize_i8 => Int; deserialize_i16 => Int; deserialize_i32 => Int;
+        deserialize_i64 => Int; deserialize_i128 => Int;
+        deserialize_u8 => Int; deserialize_u16 => Int; deserialize_u32 => Int;
+        deserialize_u64 => Int; deserialize_u128 => Int;
+        deserialize_f32 => Float; deserialize_f64 => Float;
+    }
+
+    forward! {
+        deserialize_any() => Text;
+        deserialize_char() => Text;
+        deserialize_str() => Text;
+        deserialize_string() => Text;
+        deserialize_bytes() => Text;
+        deserialize_byte_buf() => Text;
+        deserialize_option() => Text;
+        deserialize_unit() => Text;
+        deserialize_unit_struct(name: &'static str) => Text;
+        deserialize_newtype_struct(name: &'static str) => Text;
+        deserialize_seq() => Text;
+        deserialize_tuple(len: usize) => Text;
+        deserialize_tuple_struct(name: &'static str, len: usize) => Text;
+        deserialize_map() => Text;
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]) => Text;
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]) => Text;
+        deserialize_identifier() => Text;
+        deserialize_ignored_any() => Text;
+    }
+
+    fn is_human_readable(&self) -> bool {
+        self.de.is_human_readable()
+    }
+}
+
+/// A field's visitor, seen through: text holding `${` is resolved first.
+struct Wrap<'c, V> {
+    visitor: V,
+    cx: &'c Context<'c>,
+    want: Want,
+}
+
+/// A visitor method handed on unchanged (a key's value noted first).
+macro_rules! pass {
+    ($($method:ident($ty:ty);)*) => {$(
+        fn $method<E: de::Error>(self, v: $ty) -> Result<V::Value, E> {
+            if self.want == Want::Key {
+                self.cx.key.replace(Some(v.to_string()));
+            }
+            self.visitor.$method(v)
+        }
+    )*};
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<'_, V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.visitor.expecting(f)
+    }
+
+    pass! {
+        visit_bool(bool); visit_i8(i8); visit_i16(i16); visit_i32(i32); visit_i64(i64);
+        visit_i128(i128); visit_u8(u8); visit_u16(u16); visit_u32(u32); visit_u64(u64);
+        visit_u128(u128); visit_f32(f32); visit_f64(f64); visit_char(char);
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
+        match self.want {
+            Want::Key => {
+                self.cx.key.replace(Some(v.to_string()));
+                self.visitor.visit_str(v)
+            }
+            _ if v.contains("${") => self.placeholder(v),
+            _ => self.visitor.visit_str(v),
+        }
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
+        match self.want {
+            Want::Key => {
+                self.cx.key.replace(Some(v.to_string()));
+                self.visitor.visit_borrowed_str(v)
+            }
+            _ if v.contains("${") => self.placeholder(v),
+            _ => self.visitor.visit_borrowed_str(v),
+        }
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
+        match self.want {
+            Want::Key => {
+                self.cx.key.replace(Some(v.clone()));
+                self.visitor.visit_string(v)
+            }
+            _ if v.contains("${") => self.placeholder(&v),
+            _ => self.visitor.visit_string(v),
+        }
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<V::Value, E> {
+        self.visitor.visit_bytes(v)
+    }
+
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<V::Value, E> {
+        self.visitor.visit_byte_buf(v)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
+        self.visitor.visit_none()
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        self.visitor.visit_unit()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, de: D) -> Result<V::Value, D::Error> {
+        let key = self.want == Want::Key;
+        self.visitor.visit_some(Resolving {
+            de,
+            cx: self.cx,
+            key,
+        })
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, de: D) -> Result<V::Value, D::Error> {
+        let key = self.want == Want::Key;
+        self.visitor.visit_newtype_struct(Resolving {
+            de,
+            cx: self.cx,
+            key,
+        })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        self.visitor.visit_seq(Seq {
+            seq,
+            cx: self.cx,
+            index: 0,
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.visitor.visit_map(Map { map, cx: self.cx })
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
+        let key = self.want == Want::Key;
+        self.visitor.visit_enum(Enum {
+            data,
+            cx: self.cx,
+            key,
+        })
+    }
+}
+
+impl<'de, V: Visitor<'de>> Wrap<'_, V> {
+    /// Resolves `text` and hands it to the field in the type it asked for.
+    fn placeholder<E: de::Error>(self, text: &str) -> Result<V::Value, E> {
+        let expanded = self.cx.expand(text).map_err(E::custom)?;
+        let Some(Expanded { text, vars }) = expanded else {
+            return self.stand_in();
+        };
+        let key = self.cx.key_path();
+        let shown = match vars.is_empty() {
+            true => quote(&text),
+            false => {
+                let shown = from_variables(&vars);
+                self.cx.origins.borrow_mut().vars.insert(key, vars);
+                shown
+            }
+        };
+        let expected = (&self.visitor as &dyn de::Expected).to_string();
+        let refuse = || E::custom(format!("invalid value {shown}: expected {expected}"));
+        let result = match self.want {
+            Want::Text | Want::Key => self.visitor.visit_string(text.clone()),
+            Want::Bool => match text.as_str() {
+                "true" => self.visitor.visit_bool(true),
+                "false" => self.visitor.visit_bool(false),
+                _ => return Err(refuse()),
+            },
+            Want::Int => match (text.parse::<u64>(), text.parse::<i64>()) {
+                (Ok(n), _) => self.visitor.visit_u64(n),
+                (_, Ok(n)) => self.visitor.visit_i64(n),
+                _ => return Err(refuse()),
+            },
+            Want::Float => match text.parse::<f64>() {
+                Ok(x) => self.visitor.visit_f64(x),
+                Err(_) => return Err(refuse()),
+            },
+        };
+        // The field's own message may quote the value: it shows `shown`
+        // instead, or, where the value still shows, the key's type only.
+        result.map_err(|e: E| {
+            let message = e
+                .to_string()
+                .replace(&format!("{text:?}"), &shown)
+                .replace(&quote(&text), &shown);
+            let head = text
+                .char_indices()
+                .nth(8)
+                .map_or(&text[..], |(at, _)| &text[..at]);
+            match head.is_empty() || !message.contains(head) {
+                true => E::custom(message),
+                false => refuse(),
+            }
+        })
+    }
+
+    /// The shape pass's stand-in for a placeholder: a neutral value of the
+    /// type the field asks for.
+    fn stand_in<E: de::Error>(self) -> Result<V::Value, E> {
+        let result = match self.want {
+            Want::Text | Want::Key => self.visitor.visit_str("0"),
+            Want::Bool => self.visitor.visit_bool(false),
+            Want::Int => self.visitor.visit_u64(1),
+            Want::Float => self.visitor.visit_f64(1.0),
+        };
+        if result.is_err() {
+            self.cx.stand_in_failed.set(true);
+        }
+        result
+    }
+}
+
+/// A seed whose deserializer is seen through.
+struct Seed<'c, S> {
+    seed: S,
+    cx: &'c Context<'c>,
+    key: bool,
+}
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Seed<'_, S> {
+    type Value = S::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<S::Value, D::Error> {
+        self.seed.deserialize(Resolving {
+            de,
+            cx: self.cx,
+            key: self.key,
+        })
+    }
+}
+
+/// A mapping's entries, each value read under its key in the path.
+struct Map<'c, A> {
+    map: A,
+    cx: &'c Context<'c>,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<'_, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        let cx = self.cx;
+        self.map.next_key_seed(Seed {
+            seed,
+            cx,
+            key: true,
+        })
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
+        let cx = self.cx;
+        let key = cx.key.take().unwrap_or_else(|| "?".to_string());
+        cx.path.borrow_mut().push(Step::Key(key));
+        let value = self.map.next_value_seed(Seed {
+            seed,
+            cx,
+            key: false,
+        });
+        cx.path.borrow_mut().pop();
+        value
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.map.size_hint()
+    }
+}
+
+/// A sequence's elements, each read under its index in the path.
+struct Seq<'c, A> {
+    seq: A,
+    cx: &'c Context<'c>,
+    index: usize,
+}
+
+impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Seq<'_, A> {
+    type Error = A::Error;
+
+    fn next_element_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, A::Error> {
+        let cx = self.cx;
+        cx.path.borrow_mut().push(Step::Index(self.index));
+        self.index += 1;
+        let element = self.seq.next_element_seed(Seed {
+            seed,
+            cx,
+            key: false,
+        });
+        cx.path.borrow_mut().pop();
+        element
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.seq.size_hint()
+    }
+}
+
+/// An enum's variant name and content, seen through.
+struct Enum<'c, A> {
+    data: A,
+    cx: &'c Context<'c>,
+    key: bool,
+}
+
+impl<'de, 'c, A: EnumAccess<'de>> EnumAccess<'de> for Enum<'c, A> {
+    type Error = A::Error;
+    type Variant = Variant<'c, A::Variant>;
+
+    fn variant_seed<S: DeserializeSeed<'de>>(
+        self,
+        seed: S,
+    ) -> Result<(S::Value, Self::Variant), A::Error> {
+        let (cx, key) = (self.cx, self.key);
+        let (value, variant) = self.data.variant_seed(Seed { seed, cx, key })?;
+        Ok((value, Variant { variant, cx }))
+    }
+}
+
+struct Variant<'c, A> {
+    variant: A,
+    cx: &'c Context<'c>,
+}
+
+impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Variant<'_, A> {
+    type Error = A::Error;
+
+    fn unit_variant(self) -> Result<(), A::Error> {
+        self.variant.unit_variant()
+    }
+
+    fn newtype_variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<S::Value, A::Error> {
+        let cx = self.cx;
+        self.variant.newtype_variant_seed(Seed {
+            seed,
+            cx,
+            key: false,
+        })
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
+        let cx = self.cx;
+        let want = Want::Text;
+        self.variant.tuple_variant(len, Wrap { visitor, cx, want })
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        let cx = self.cx;
+        let want = Want::Text;
+        self.variant
+            .struct_variant(fields, Wrap { visitor, cx, want })
+    }
+}
