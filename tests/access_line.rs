@@ -7,8 +7,18 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStdout, Command, Stdio};
 
+/// A running binary, killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// router-demo on a free port; its stdout and address.
-fn start() -> (Child, BufReader<ChildStdout>, SocketAddr) {
+fn start() -> (Running, BufReader<ChildStdout>, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_router-demo"))
         .args(["--addr", "127.0.0.1:0", "--quiet"])
         .stdout(Stdio::piped())
@@ -17,6 +27,7 @@ fn start() -> (Child, BufReader<ChildStdout>, SocketAddr) {
         .spawn()
         .expect("start router-demo");
     let mut out = BufReader::new(child.stdout.take().unwrap());
+    let child = Running(child);
     loop {
         let mut line = String::new();
         assert!(out.read_line(&mut line).unwrap() > 0, "no address line");
@@ -39,7 +50,7 @@ fn send(addr: SocketAddr, head: &str) {
 /// one 120,000 bytes long, was copied raw into the access line.
 #[test]
 fn the_method_column_is_escaped_and_capped_like_the_path() {
-    let (mut child, mut out, addr) = start();
+    let (_child, mut out, addr) = start();
     let forged = "X|-200-|-6.6.6.6-|-GET-admin";
     send(
         addr,
@@ -62,15 +73,13 @@ fn the_method_column_is_escaped_and_capped_like_the_path() {
     out.read_line(&mut line).unwrap();
     assert!(line.len() < 4_096, "an access line of {} bytes", line.len());
     assert!(line.contains("MMMM…"), "{line:.300}");
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Issue 57, point 6: `Token=` and `password%00=` were logged, `token=` was
 /// not: the redaction compared keys case-sensitively and byte for byte.
 #[test]
 fn query_redaction_ignores_the_case_and_trailing_control_bytes_of_every_secret_key() {
-    let (mut child, mut out, addr) = start();
+    let (_child, mut out, addr) = start();
     let query = "name=ann&Token=SECRET2&password%00=SECRET3&CODE=SECRET5&State%1f=SECRET6\
                  &Access_Token%09=SECRET7&REFRESH_TOKEN%7F=SECRET8&pass%77ord%00%00=SECRET9&PassWord=SECRET4";
     send(
@@ -84,6 +93,4 @@ fn query_redaction_ignores_the_case_and_trailing_control_bytes_of_every_secret_k
         let secret = format!("SECRET{n}");
         assert!(!line.contains(&secret), "{secret} leaked: {line}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }

@@ -59,8 +59,9 @@ pub const SECRET_VAR: &str = "TOKEN_AUTH_SECRET";
 /// is printed at start-up and sent to browsers.
 pub const DENIED_VARS: [&str; 2] = [SECRET_VAR, ENC_KEY_VAR];
 
-/// Registration of this service at one provider.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// Registration of this service at one provider. Its `Debug`, like its
+/// `Display`, leaves the secret out.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     /// Client id issued by the provider.
@@ -121,6 +122,12 @@ fn is_loopback(host: &str) -> bool {
         || bare
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+impl fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ProviderConfig({self})")
+    }
 }
 
 impl fmt::Display for ProviderConfig {

@@ -272,6 +272,11 @@ fn a_client_secret_inside_a_shown_or_sent_value_is_refused_naming_both_keys() {
     let text = GOOD.replace("s3cret", "${GITHUB_SECRET}");
     let file = FileConfig::parse_with_env(&text, &vars).unwrap();
     assert_eq!(file.oauth[&Provider::Github].secret, "client-s3cret");
+    // Printed for a log, with `{}` or `{:?}`, a provider leaves it out.
+    let provider = &file.oauth[&Provider::Github];
+    for shown in [format!("{provider}"), format!("{file:?}")] {
+        assert!(!shown.contains("client-s3cret"), "{shown}");
+    }
     assert!(FileConfig::parse(&GOOD.replace("s3cret", "s")).is_ok());
 }
 
@@ -318,4 +323,16 @@ fn a_bad_url_is_named_by_its_variable_or_quoted_at_most_a_short_prefix() {
         err.starts_with("oauth.github.token_url: \"ftp://xxx"),
         "{err}"
     );
+}
+
+/// Issue 57: a provider's real secret `0123456789`, read from the
+/// environment, was sent as `123456789` and the sign-in failed.
+#[test]
+fn a_client_secret_from_the_environment_keeps_its_text() {
+    for secret in ["0123456789", "007.10", "+5", "1.0e5", "true"] {
+        let vars = |name: &str| (name == "TOKEN_AUTH_GITHUB_SECRET").then(|| secret.to_string());
+        let text = GOOD.replace("s3cret", "${GITHUB_SECRET}");
+        let file = FileConfig::parse_with_env(&text, &vars).unwrap();
+        assert_eq!(file.oauth[&Provider::Github].secret, secret);
+    }
 }
