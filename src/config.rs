@@ -419,10 +419,17 @@ impl Visitor<'_> for GoDuration {
 
 /// [`parse_duration`] for the value `text` of the setting `name` (a flag
 /// or an environment variable), the error naming the setting:
-/// `--shutdown-grace: invalid duration "1x" (unknown unit "x"; write e.g. 1s, 500ms)`.
+/// `--shutdown-grace: invalid duration "1x" (unknown unit; write e.g. 1s, 500ms)`.
+/// A flag's value is [`quote`]d; a variable's is not shown at all, as no
+/// value from the environment is (`GREETER_SHUTDOWN_GRACE: invalid
+/// duration (unknown unit; …)`).
 pub fn parse_duration_setting(name: &str, text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|reason| {
-        format!("{name}: invalid duration {text:?} ({reason}; write e.g. 1s, 500ms)")
+        let shown = match name.starts_with('-') {
+            true => format!(" {}", quote(text)),
+            false => String::new(),
+        };
+        format!("{name}: invalid duration{shown} ({reason}; write e.g. 1s, 500ms)")
     })
 }
 

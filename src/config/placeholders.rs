@@ -47,34 +47,36 @@ pub struct Env<'a> {
     pub var: &'a dyn Fn(&str) -> Option<String>,
 }
 
-/// For each key whose value came (in part) from the environment, the
-/// variables it came from: a start-up error about such a key names them
-/// instead of quoting the value ([`Origins::show`]).
+/// For each key whose value came (in part) through a placeholder from the
+/// environment or from another key of the file, the variables and keys it
+/// came from: a start-up error about such a key names them instead of
+/// quoting the value ([`Origins::show`]), which may be a secret.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Origins {
-    vars: BTreeMap<String, Vec<String>>,
+    sources: BTreeMap<String, Vec<String>>,
 }
 
 impl Origins {
-    /// The variables the value of `key` (`server.http.addr`) was read from.
-    pub fn variables(&self, key: &str) -> Option<&[String]> {
-        self.vars.get(key).map(Vec::as_slice)
+    /// The variables (`GREETER_DB_SOURCE`) and keys (`data.database.source`)
+    /// the value of `key` (`server.http.addr`) was read from.
+    pub fn sources(&self, key: &str) -> Option<&[String]> {
+        self.sources.get(key).map(Vec::as_slice)
     }
 
     /// `value`, the value of `key`, as a start-up error may show it: `from
-    /// GREETER_HTTP_ADDR` when it came from the environment, else
-    /// [`quote`]d (at most a short prefix).
+    /// GREETER_HTTP_ADDR` when it came from the environment (or another
+    /// key), else [`quote`]d (at most a short prefix).
     pub fn show(&self, key: &str, value: &str) -> String {
-        match self.variables(key) {
-            Some(vars) => from_variables(vars),
+        match self.sources(key) {
+            Some(sources) => from_sources(sources),
             None => quote(value),
         }
     }
 }
 
 /// `from A and B`.
-fn from_variables(vars: &[String]) -> String {
-    format!("from {}", vars.join(" and "))
+fn from_sources(sources: &[String]) -> String {
+    format!("from {}", sources.join(" and "))
 }
 
 /// Reads `text` into `T` with its placeholders resolved from `env`, then
@@ -130,8 +132,8 @@ struct Context<'a> {
 /// A placeholder's text once expanded.
 struct Expanded {
     text: String,
-    /// The environment variables read.
-    vars: Vec<String>,
+    /// The environment variables and the keys of the file read.
+    sources: Vec<String>,
 }
 
 impl<'a> Context<'a> {
@@ -168,7 +170,7 @@ impl<'a> Context<'a> {
     /// the shape pass, which only checks the names.
     fn expand(&self, text: &str) -> Result<Option<Expanded>, String> {
         let mut out = String::new();
-        let mut vars = Vec::new();
+        let mut sources = Vec::new();
         let mut rest = text;
         while let Some(start) = rest.find("${") {
             let Some(len) = rest[start + 2..].find('}') else {
@@ -194,12 +196,16 @@ impl<'a> Context<'a> {
             };
             let value = match (self.env.var)(&variable) {
                 Some(value) => {
-                    vars.push(variable);
+                    sources.push(variable);
                     value
                 }
-                None => match dotted(file, name).or(default.map(str::to_string)) {
-                    Some(value) => value,
-                    None => {
+                None => match (dotted(file, name), default) {
+                    (Some(value), _) => {
+                        sources.push(name.to_string());
+                        value
+                    }
+                    (None, Some(default)) => default.to_string(),
+                    (None, None) => {
                         return Err(format!(
                             "placeholder ${{{name}}} has no value: set the environment variable \
                              {prefix}{name} or give a default as ${{{name}:default}}"
@@ -217,7 +223,7 @@ impl<'a> Context<'a> {
             out.push_str(&value);
         }
         out.push_str(rest);
-        Ok(self.file.map(|_| Expanded { text: out, vars }))
+        Ok(self.file.map(|_| Expanded { text: out, sources }))
     }
 }
 
@@ -455,15 +461,17 @@ impl<'de, V: Visitor<'de>> Wrap<'_, V> {
     /// Resolves `text` and hands it to the field in the type it asked for.
     fn placeholder<E: de::Error>(self, text: &str) -> Result<V::Value, E> {
         let expanded = self.cx.expand(text).map_err(E::custom)?;
-        let Some(Expanded { text, vars }) = expanded else {
+        let Some(Expanded { text, sources }) = expanded else {
             return self.stand_in();
         };
+        // A value read from elsewhere is named by where it came from: it
+        // may be a secret (a password, or a key holding one).
         let key = self.cx.key_path();
-        let shown = match vars.is_empty() {
+        let shown = match sources.is_empty() {
             true => quote(&text),
             false => {
-                let shown = from_variables(&vars);
-                self.cx.origins.borrow_mut().vars.insert(key, vars);
+                let shown = from_sources(&sources);
+                self.cx.origins.borrow_mut().sources.insert(key, sources);
                 shown
             }
         };

@@ -207,6 +207,14 @@ fn a_duration_setting_error_names_the_setting_the_value_and_the_reason() {
             && err.ends_with("; write e.g. 1s, 500ms)"),
         "{err}"
     );
+    // A value from the environment is not shown; a long flag value is cut.
+    let err = parse_duration_setting("APP_GRACE", "hunter2").unwrap_err();
+    assert_eq!(
+        err,
+        "APP_GRACE: invalid duration (expected a number; write e.g. 1s, 500ms)"
+    );
+    let err = parse_duration_setting("--grace", &"9".repeat(10_000)).unwrap_err();
+    assert!(err.len() < 200, "{err}");
 }
 
 #[test]
@@ -367,11 +375,11 @@ fn placeholders_resolve_from_the_environment_then_the_file_then_their_default() 
     assert_eq!(d.wait, Duration::from_millis(1500));
     // A placeholder is text, never null.
     assert_eq!(d.hostname.as_deref(), Some("null"));
-    // The keys that read the environment, and the variables they read.
-    let vars_of = |key: &str| origins.variables(key).map(<[String]>::to_vec);
+    // The keys that read the environment or another key, and what they read.
+    let vars_of = |key: &str| origins.sources(key).map(<[String]>::to_vec);
     assert_eq!(vars_of("data.source"), Some(vec!["APP_DB_PASSWORD".into()]));
     assert_eq!(vars_of("data.ports[0]"), Some(vec!["APP_PORT".into()]));
-    assert_eq!(vars_of("data.copy"), None);
+    assert_eq!(vars_of("data.copy"), Some(vec!["data.driver".into()]));
     assert_eq!(vars_of("data.fallback"), None);
     // Without a placeholder the file is read as it is.
     let (file, origins) = resolved::<File>(GOOD, &vars, &[]).unwrap();
@@ -465,7 +473,15 @@ fn a_placeholder_keeps_its_text_in_a_string_field_and_is_parsed_in_a_typed_one()
     )
     .unwrap();
     assert_eq!((typed.port, typed.on), (8, true));
-    // A value from the file or a default is quoted, at most a short prefix.
+    // A value read from another key may be a secret: named by that key.
+    let text =
+        "server:\n  addr: postgres://app:hunter2@db\n  timeout: 1s\n  idle: ${server.addr}\n";
+    let message = resolved::<File>(text, &[], &[]).unwrap_err().to_string();
+    assert!(
+        message.starts_with("server.idle: invalid duration from server.addr ("),
+        "{message}"
+    );
+    // A default, written at the key itself, is quoted, at most a short prefix.
     let long = "y".repeat(10_000);
     let text = format!("port: ${{MISSING:{long}}}\non: true\n");
     let message = resolved::<Typed>(&text, &[], &[]).unwrap_err().to_string();

@@ -382,9 +382,9 @@ impl FileConfig {
     }
 
     /// Refuses a client secret inside a value that is printed at start-up
-    /// or sent to browsers: a value that reads a variable a secret reads
-    /// (`auth_url: …?s=${GITHUB_SECRET}`), or that holds the text of a
-    /// secret of [`SECRET_MIN_MATCH`] bytes or more.
+    /// or sent to browsers: a value that reads the secret's key or a
+    /// variable the secret reads (`auth_url: …?s=${GITHUB_SECRET}`), or
+    /// that holds the text of a secret of [`SECRET_MIN_MATCH`] bytes or more.
     fn check_secrets_stay_hidden(&self, origins: &Origins) -> Result<(), ConfigError> {
         let mut secrets = Vec::new();
         let mut shown = Vec::new();
@@ -411,11 +411,13 @@ impl FileConfig {
                 }
             }
         }
-        let vars = |key: &str| origins.variables(key).unwrap_or_default();
+        let sources = |key: &str| origins.sources(key).unwrap_or_default();
         for (secret_key, secret) in &secrets {
             let leaks = |(key, value): &&(String, &str)| {
                 (secret.len() >= SECRET_MIN_MATCH && value.contains(secret))
-                    || vars(key).iter().any(|v| vars(secret_key).contains(v))
+                    || sources(key)
+                        .iter()
+                        .any(|s| s == secret_key || sources(secret_key).contains(s))
             };
             if let Some((key, _)) = shown.iter().find(leaks) {
                 return Err(ConfigError::HoldsSecret {

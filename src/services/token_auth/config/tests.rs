@@ -256,6 +256,8 @@ fn a_client_secret_inside_a_shown_or_sent_value_is_refused_naming_both_keys() {
             .replace("prompt=login", "s=a-long-s3cret"),
         GOOD.replace("scope: profile", "scope: ${GITHUB_SECRET}")
             .replace("s3cret", "${GITHUB_SECRET:x}"),
+        // The secret's key read by a URL.
+        GOOD.replace("prompt=login", "s=${oauth.github.secret}"),
     ];
     for text in cases {
         let err = FileConfig::parse_with_env(&text, &vars)
