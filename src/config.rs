@@ -21,6 +21,11 @@
 //! The serde_yaml error itself stays reachable through
 //! [`std::error::Error::source`], with its line and column.
 //!
+//! `${KEY}` placeholders are resolved by [`resolve`] while the file is read
+//! into those structs, each into the type of the field it fills
+//! (`placeholders.rs`). An error shows a value at most [`quote`]d, and one
+//! that came from the environment not at all ([`Origins::show`]).
+//!
 //! Durations are written in Go's notation (`1s`, `0.2s`, `500ms`, `1m`,
 //! `1h30m`), as in go-kratos configs: [`parse_duration`], and [`duration`] /
 //! [`timeout`] for `#[serde(deserialize_with = …)]`.
