@@ -21,6 +21,11 @@
 //! The serde_yaml error itself stays reachable through
 //! [`std::error::Error::source`], with its line and column.
 //!
+//! `${KEY}` placeholders are resolved by [`resolve`] while the file is read
+//! into those structs, each into the type of the field it fills
+//! (`placeholders.rs`). An error shows a value at most [`quote`]d, and one
+//! that came from the environment not at all ([`Origins::show`]).
+//!
 //! Durations are written in Go's notation (`1s`, `0.2s`, `500ms`, `1m`,
 //! `1h30m`), as in go-kratos configs: [`parse_duration`], and [`duration`] /
 //! [`timeout`] for `#[serde(deserialize_with = …)]`.
@@ -33,6 +38,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+
+mod placeholders;
+pub use placeholders::{Env, Origins, MAX_RESOLVED_BYTES};
 
 /// Why a configuration file cannot be used.
 #[derive(Debug)]
@@ -117,24 +125,14 @@ pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// Deepest nesting of YAML collections accepted; real configs use 3 or 4.
 pub const MAX_DEPTH: usize = 32;
 
-/// Reads the YAML file at `path` into `T`, with its `${KEY}` and
-/// `${KEY:default}` placeholders resolved from the file and from the
-/// environment variables named `prefix` + KEY, as a Kratos app with a file
-/// source and `env.NewSource(prefix)` reads its config ([`resolve`]).
-pub fn load_with_env<T: DeserializeOwned>(path: &Path, prefix: &str) -> Result<T, Error> {
-    let text = read_text(path)?;
-    let env = |name: &str| std::env::var(format!("{prefix}{name}")).ok();
-    from_yaml(&resolve(&text, prefix, &env)?)
-}
-
 /// Reads the YAML file at `path` into `T`.
 pub fn load<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
-    from_yaml(&read_text(path)?)
+    from_yaml(&read(path)?)
 }
 
 /// The text of the configuration file at `path`: a regular file of at
 /// most [`MAX_FILE_BYTES`] of UTF-8.
-fn read_text(path: &Path) -> Result<String, Error> {
+pub fn read(path: &Path) -> Result<String, Error> {
     use std::io::Read;
     let read_err = |source| Error::Read {
         path: path.to_owned(),
@@ -160,144 +158,52 @@ fn read_text(path: &Path) -> Result<String, Error> {
     })
 }
 
-/// Kratos' placeholder resolver over a YAML document: in every string
-/// value, `${KEY}` and `${KEY:default}` become the value KEY names. KEY is
-/// looked up first in the environment source (`env(KEY)`, the variable
-/// `prefix` + KEY: Kratos strips the prefix from its keys), then as a dotted
-/// key path in the file (`data.database.driver`); otherwise the default is
-/// used. A value that is one placeholder and nothing else takes the type of
-/// what it resolves to (`${PORT:8000}` is a number; Kratos'
-/// `WithResolveActualTypes`), and the resolved text is not resolved again.
+/// Reads YAML `text` into `T` with its `${KEY}` and `${KEY:default}`
+/// placeholders resolved, as a Kratos app with a file source and
+/// `env.NewSource(prefix)` reads its config: KEY is looked up first in the
+/// environment (the variable `env.prefix` + KEY: Kratos strips the prefix
+/// from its keys), then as a dotted key path in the file
+/// (`data.database.driver`, as written there); otherwise the default is
+/// used. Resolved text is not resolved again. Also returns which keys took
+/// their value from the environment.
 ///
-/// One departure from Kratos, which substitutes an empty string: a
-/// placeholder with nothing to resolve to and no default is an error naming
-/// the key and the variable. A document without `${` is returned as it is.
-pub fn resolve(
-    text: &str,
-    prefix: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, Error> {
+/// Where this departs from Kratos:
+///
+/// - A placeholder's value takes the type of the field it fills: a string
+///   field keeps the text exactly (`0123456789` stays `0123456789`), a
+///   number, boolean or duration field parses it, and a value that does not
+///   parse is an error naming the key and the variable, not quoting the
+///   value. (Kratos' `WithResolveActualTypes` retypes the text from its
+///   look instead, so a numeric-looking password became another number.)
+/// - A placeholder with nothing to resolve to and no default is an error
+///   naming the key and the variable, where Kratos substitutes "".
+/// - A placeholder naming one of `env.denied` (the service's own secrets,
+///   which share the prefix) is an error.
+/// - Unknown keys are refused before anything is expanded, and expansion
+///   stops at [`MAX_RESOLVED_BYTES`].
+///
+/// A document without `${` is read as [`from_yaml`] reads it.
+pub fn resolve<T: DeserializeOwned>(text: &str, env: &Env<'_>) -> Result<(T, Origins), Error> {
     if !text.contains("${") {
-        return Ok(text.to_string());
+        return Ok((from_yaml(text)?, Origins::default()));
     }
-    let mut doc: serde_yaml::Value = from_yaml(text)?;
-    let file = doc.clone();
-    let lookup = |name: &str| -> Option<String> {
-        env(name).or_else(|| match dotted(&file, name)? {
-            serde_yaml::Value::String(s) => Some(s.clone()),
-            serde_yaml::Value::Number(n) => Some(n.to_string()),
-            serde_yaml::Value::Bool(b) => Some(b.to_string()),
-            _ => None,
-        })
-    };
-    resolve_value(&mut doc, &mut String::new(), prefix, &lookup)?;
-    serde_yaml::to_string(&doc).map_err(Error::from)
+    placeholders::resolve(text, env)
 }
 
-/// The value at a dotted key path of a YAML mapping.
-fn dotted<'v>(doc: &'v serde_yaml::Value, path: &str) -> Option<&'v serde_yaml::Value> {
-    path.split('.').try_fold(doc, |value, key| value.get(key))
-}
+/// Longest part of a value a start-up error quotes, in characters: enough
+/// to recognise it, while a long value (or a secret pasted into the wrong
+/// key) is not repeated whole.
+pub const QUOTE_MAX_CHARS: usize = 32;
 
-/// Resolves the placeholders below `value`, whose key path is `key`.
-fn resolve_value(
-    value: &mut serde_yaml::Value,
-    key: &mut String,
-    prefix: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), Error> {
-    use serde_yaml::Value;
-    match value {
-        Value::String(text) if text.contains("${") => {
-            let whole = text.starts_with("${") && text.find('}') == Some(text.len() - 1);
-            let resolved = expand(text, key, prefix, lookup)?;
-            *value = match whole {
-                true => actual_type(resolved),
-                false => Value::String(resolved),
-            };
-        }
-        Value::Mapping(map) => {
-            for (name, item) in map.iter_mut() {
-                let at = key.len();
-                let name = name.as_str().unwrap_or("?");
-                key.push_str(if at == 0 { "" } else { "." });
-                key.push_str(name);
-                resolve_value(item, key, prefix, lookup)?;
-                key.truncate(at);
-            }
-        }
-        Value::Sequence(items) => {
-            for (i, item) in items.iter_mut().enumerate() {
-                let at = key.len();
-                key.push_str(&format!("[{i}]"));
-                resolve_value(item, key, prefix, lookup)?;
-                key.truncate(at);
-            }
-        }
-        _ => {}
+/// `value` as a start-up error quotes it: in double quotes, escaped as
+/// Rust's `Debug` escapes a string, cut after [`QUOTE_MAX_CHARS`]
+/// characters (`"postgres://app:hunter2@db:54"… (61 bytes)`). A value that
+/// came from the environment is not quoted at all ([`Origins::show`]).
+pub fn quote(value: &str) -> String {
+    match value.char_indices().nth(QUOTE_MAX_CHARS) {
+        None => format!("{value:?}"),
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &value[..cut], value.len()),
     }
-    Ok(())
-}
-
-/// Kratos' `convertToType`: `true`/`false` a bool, a number a number, text
-/// in double quotes that text, anything else a string.
-fn actual_type(text: String) -> serde_yaml::Value {
-    use serde_yaml::Value;
-    if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
-        return Value::String(inner.to_string());
-    }
-    match text.as_str() {
-        "true" => return Value::Bool(true),
-        "false" => return Value::Bool(false),
-        _ => {}
-    }
-    if let Ok(n) = text.parse::<i64>() {
-        return Value::from(n);
-    }
-    match text.contains('.').then(|| text.parse::<f64>()) {
-        Some(Ok(f)) => Value::from(f),
-        _ => Value::String(text),
-    }
-}
-
-/// `text` with each `${NAME}` / `${NAME:default}` replaced (an unclosed
-/// `${` stays as it is, as Kratos' pattern does not match it).
-fn expand(
-    text: &str,
-    key: &str,
-    prefix: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, Error> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        let Some(len) = rest[start + 2..].find('}') else {
-            break;
-        };
-        let inside = rest[start + 2..start + 2 + len].trim();
-        let (name, default) = match inside.split_once(':') {
-            Some((name, default)) => (name.trim(), Some(default)),
-            None => (inside, None),
-        };
-        let value = lookup(name)
-            .or(default.map(str::to_string))
-            .ok_or_else(|| {
-                let reason = format!(
-                    "placeholder ${{{name}}} has no value: set the environment variable \
-                 {prefix}{name} or give a default as ${{{name}:default}}"
-                );
-                Error::Key {
-                    key: key.to_string(),
-                    source: <serde_yaml::Error as de::Error>::custom(&reason),
-                    reason,
-                }
-            })?;
-        out.push_str(&rest[..start]);
-        out.push_str(&value);
-        rest = &rest[start + 2 + len + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 /// `Ok` if `path` is a regular file (after symbolic links), else why not
@@ -341,15 +247,21 @@ fn file_kind(kind: std::fs::FileType) -> &'static str {
 /// Parses YAML text into `T`; documents nested deeper than [`MAX_DEPTH`]
 /// are refused before the parser sees them.
 pub fn from_yaml<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
-    if let Some(line) = too_deep(text) {
-        let reason = format!("nested deeper than {MAX_DEPTH} levels (at line {line})");
-        return Err(Error::Key {
-            key: String::new(),
-            source: <serde_yaml::Error as de::Error>::custom(&reason),
-            reason,
-        });
-    }
+    check_depth(text)?;
     serde_yaml::from_str(text).map_err(Error::from)
+}
+
+/// Refuses `text` nested deeper than [`MAX_DEPTH`].
+fn check_depth(text: &str) -> Result<(), Error> {
+    let Some(line) = too_deep(text) else {
+        return Ok(());
+    };
+    let reason = format!("nested deeper than {MAX_DEPTH} levels (at line {line})");
+    Err(Error::Key {
+        key: String::new(),
+        source: <serde_yaml::Error as de::Error>::custom(&reason),
+        reason,
+    })
 }
 
 /// The line where `text` first nests deeper than [`MAX_DEPTH`]: flow
@@ -443,10 +355,14 @@ fn key_and_reason(error: &serde_yaml::Error) -> Option<(String, String)> {
     {
         let (found, expected) = rest.rsplit_once(", expected ")?;
         let found = match found {
-            "sequence" => "a list",
-            "map" => "a mapping",
-            "unit value" => "nothing",
-            other => other,
+            "sequence" => "a list".to_owned(),
+            "map" => "a mapping".to_owned(),
+            "unit value" => "nothing".to_owned(),
+            // `string "…"`: a value, cut as [`quote`] cuts one.
+            other => match other.char_indices().nth(QUOTE_MAX_CHARS + 8) {
+                Some((cut, _)) => format!("{}…", &other[..cut]),
+                None => other.to_owned(),
+            },
         };
         let expected = if expected.starts_with("struct ") || expected == "a map" {
             "a mapping of keys"
@@ -499,7 +415,8 @@ impl Visitor<'_> for GoDuration {
     fn visit_str<E: de::Error>(self, text: &str) -> Result<Duration, E> {
         parse_duration(text).map_err(|reason| {
             E::custom(format!(
-                "invalid duration {text:?} ({reason}; write e.g. 1s, 0.2s, 500ms, 1m)"
+                "invalid duration {} ({reason}; write e.g. 1s, 0.2s, 500ms, 1m)",
+                quote(text)
             ))
         })
     }
@@ -507,10 +424,17 @@ impl Visitor<'_> for GoDuration {
 
 /// [`parse_duration`] for the value `text` of the setting `name` (a flag
 /// or an environment variable), the error naming the setting:
-/// `--shutdown-grace: invalid duration "1x" (unknown unit "x"; write e.g. 1s, 500ms)`.
+/// `--shutdown-grace: invalid duration "1x" (unknown unit; write e.g. 1s, 500ms)`.
+/// A flag's value is [`quote`]d; a variable's is not shown at all, as no
+/// value from the environment is (`GREETER_SHUTDOWN_GRACE: invalid
+/// duration (unknown unit; …)`).
 pub fn parse_duration_setting(name: &str, text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|reason| {
-        format!("{name}: invalid duration {text:?} ({reason}; write e.g. 1s, 500ms)")
+        let shown = match name.starts_with('-') {
+            true => format!(" {}", quote(text)),
+            false => String::new(),
+        };
+        format!("{name}: invalid duration{shown} ({reason}; write e.g. 1s, 500ms)")
     })
 }
 

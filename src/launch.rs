@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use crate::cli::{self, Args, Command, Flag, Usage};
-use crate::config::parse_duration_setting;
+use crate::config::{parse_duration_setting, quote};
 use crate::ops::log;
 use crate::ops::metrics::{Kind, Metrics};
 use crate::server::tls;
@@ -94,7 +94,8 @@ pub fn max_connections(args: &Args) -> Result<Option<usize>, String> {
     match text.parse::<usize>() {
         Ok(n) if n >= 1 => Ok(Some(n)),
         _ => Err(format!(
-            "--max-connections: expected a whole number from 1 up, got {text:?}"
+            "--max-connections: expected a whole number from 1 up, got {}",
+            quote(text)
         )),
     }
 }

@@ -8,23 +8,23 @@ use std::error::Error as _;
 /// A small two-level layout, shaped like the services' files.
 #[derive(Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct File {
-    server: Server,
+pub(super) struct File {
+    pub(super) server: Server,
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Server {
-    addr: String,
+pub(super) struct Server {
+    pub(super) addr: String,
     #[serde(deserialize_with = "timeout")]
     timeout: Option<Duration>,
     #[serde(deserialize_with = "duration")]
     idle: Duration,
 }
 
-const GOOD: &str = "server:\n  addr: 0.0.0.0:8000\n  timeout: 1s\n  idle: 0.2s\n";
+pub(super) const GOOD: &str = "server:\n  addr: 0.0.0.0:8000\n  timeout: 1s\n  idle: 0.2s\n";
 
-fn error_of(text: &str) -> Error {
+pub(super) fn error_of(text: &str) -> Error {
     match from_yaml::<File>(text) {
         Ok(file) => panic!("accepted: {file:?}"),
         Err(e) => e,
@@ -207,6 +207,14 @@ fn a_duration_setting_error_names_the_setting_the_value_and_the_reason() {
             && err.ends_with("; write e.g. 1s, 500ms)"),
         "{err}"
     );
+    // A value from the environment is not shown; a long flag value is cut.
+    let err = parse_duration_setting("APP_GRACE", "hunter2").unwrap_err();
+    assert_eq!(
+        err,
+        "APP_GRACE: invalid duration (expected a number; write e.g. 1s, 500ms)"
+    );
+    let err = parse_duration_setting("--grace", &"9".repeat(10_000)).unwrap_err();
+    assert!(err.len() < 200, "{err}");
 }
 
 #[test]
@@ -270,72 +278,25 @@ fn yaml_nested_deeper_than_32_levels_is_refused_at_once() {
     assert!(from_yaml::<File>(GOOD).is_ok());
 }
 
-/// A table of Kratos' placeholder rules, resolved against one file and a
-/// fake environment (`APP_` + KEY).
+/// Issue 57: start-up errors quoted a value whole, 120 KB twice.
 #[test]
-fn placeholders_resolve_from_the_environment_then_the_file_then_their_default() {
-    let env = |name: &str| match name {
-        "DB_PASSWORD" => Some("s3cret".to_string()),
-        "PORT" => Some("8001".to_string()),
-        "SOURCE" => Some(":memory:".to_string()),
-        "ON" => Some("true".to_string()),
-        _ => None,
-    };
-    let file = r#"data:
-  driver: postgres
-  source: postgres://app:${DB_PASSWORD}@${DB_HOST:localhost}:5432/app
-  copy: ${data.driver}
-  both: ${data.driver}-${ DB_PASSWORD }
-  port: ${PORT}
-  fallback: ${MISSING:8000}
-  empty_default: x${MISSING:}y
-  unclosed: ${NOT_CLOSED
-  list: ["${PORT}", plain]
-  memory: ${SOURCE}
-  on: ${ON}
-  ratio: ${MISSING:0.5}
-  quoted: ${MISSING:"8000"}
-"#;
-    let out = resolve(file, "APP_", &env).unwrap();
-    let v: serde_yaml::Value = serde_yaml::from_str(&out).unwrap();
-    let d = &v["data"];
-    assert_eq!(d["source"], "postgres://app:s3cret@localhost:5432/app");
-    assert_eq!(d["copy"], "postgres");
-    assert_eq!(d["both"], "postgres-s3cret");
-    // A value that is one placeholder takes the resolved value's type.
-    assert_eq!(d["port"], serde_yaml::Value::from(8001));
-    assert_eq!(d["fallback"], serde_yaml::Value::from(8000));
-    assert_eq!(d["empty_default"], "xy");
-    assert_eq!(d["unclosed"], "${NOT_CLOSED");
-    assert_eq!(d["list"][0], serde_yaml::Value::from(8001));
-    assert_eq!(d["memory"], ":memory:");
-    assert_eq!(d["on"], serde_yaml::Value::Bool(true));
-    assert_eq!(d["ratio"], serde_yaml::Value::from(0.5));
-    assert_eq!(d["quoted"], "8000");
-    // Without a placeholder the text is untouched (line numbers hold).
-    assert_eq!(resolve("a: 1 # c\n", "APP_", &env).unwrap(), "a: 1 # c\n");
-}
-
-/// The departure from Kratos (which substitutes an empty string): start-up
-/// stops, naming the key and the variable to set.
-#[test]
-fn a_placeholder_with_no_value_and_no_default_is_an_error_naming_key_and_variable() {
-    let env = |_: &str| None;
-    let err = resolve(
-        "data:\n  database:\n    source: ${DB_URL}\n",
-        "GREETER_",
-        &env,
-    )
-    .unwrap_err();
+fn a_start_up_error_quotes_at_most_a_short_prefix_of_a_value() {
+    let long = "x".repeat(120_000);
+    for text in [
+        GOOD.replace("0.2s", &long),
+        GOOD.replace("0.2s", &format!("[{long}]")),
+        format!("server: \"{long}\"\n"),
+    ] {
+        let message = error_of(&text).to_string();
+        assert!(
+            message.len() < 300,
+            "{} bytes: {message:.400}",
+            message.len()
+        );
+    }
+    assert_eq!(quote("short"), "\"short\"");
     assert_eq!(
-        err.to_string(),
-        "data.database.source: placeholder ${DB_URL} has no value: set the environment \
-         variable GREETER_DB_URL or give a default as ${DB_URL:default}"
-    );
-    let err = resolve("a: ${b}\nb: {c: 1}\n", "X_", &env).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("a: placeholder ${b} has no value"),
-        "{err}"
+        quote(&"é".repeat(40)),
+        format!("\"{}\"… (80 bytes)", "é".repeat(QUOTE_MAX_CHARS))
     );
 }

@@ -7,7 +7,6 @@
 //! logger is `c.next().await` followed by its line; recovery is a catch
 //! around `c.next()` ([`catching`]).
 
-use std::io::Write;
 use std::time::{Duration, SystemTime};
 
 use http::{StatusCode, Uri};
@@ -21,7 +20,15 @@ use crate::web::urlenc;
 /// (user input must not make log lines, or the log buffer, unbounded).
 pub const LOG_TARGET_MAX: usize = 512;
 
-/// Query parameters whose values never reach a log line.
+/// Longest method written to a log line: a client may send any token as a
+/// method (`X|-200-|…`, 120,000 bytes); past it the text is cut, and it is
+/// escaped as the path is.
+pub const LOG_METHOD_MAX: usize = 32;
+
+/// Query parameters whose values never reach a log line. A key matches
+/// once decoded, in any case, with control bytes or spaces appended
+/// (`Token`, `to%6Ben`, `password%00`): a server may well read those as the
+/// parameter, so the log must not tell them apart.
 pub const REDACTED_PARAMS: [&str; 6] = [
     "code",
     "state",
@@ -87,7 +94,7 @@ fn push_request_line(buf: &mut Vec<u8>, c: &Context, latency: Duration) {
     push_ip(buf, c.client_ip(), 15);
     buf.extend_from_slice(b" | ");
     let method = c.method().as_str();
-    buf.extend_from_slice(method.as_bytes());
+    log::push_capped(buf, method, LOG_METHOD_MAX);
     buf.resize(buf.len() + 7usize.saturating_sub(method.len()), b' ');
     buf.extend_from_slice(b" \"");
     push_redacted_target(buf, c.uri(), LOG_TARGET_MAX);
@@ -118,10 +125,7 @@ fn redacted_target(path: &str, query: &str) -> String {
             target.push('&');
         }
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let secret = REDACTED_PARAMS
-            .iter()
-            .any(|p| urlenc::unescape(key.as_bytes(), true) == p.as_bytes());
-        if secret && !value.is_empty() {
+        if is_redacted(key) && !value.is_empty() {
             target.push_str(key);
             target.push_str("=REDACTED");
         } else {
@@ -129,6 +133,20 @@ fn redacted_target(path: &str, query: &str) -> String {
         }
     }
     target
+}
+
+/// Whether the raw query `key` names one of [`REDACTED_PARAMS`]: decoded,
+/// trailing control bytes and spaces dropped, compared ignoring case.
+fn is_redacted(key: &str) -> bool {
+    let decoded = urlenc::unescape(key.as_bytes(), true);
+    let end = decoded
+        .iter()
+        .rposition(|&b| !(b.is_ascii_control() || b == b' '))
+        .map_or(0, |last| last + 1);
+    let name = &decoded[..end];
+    REDACTED_PARAMS
+        .iter()
+        .any(|p| name.eq_ignore_ascii_case(p.as_bytes()))
 }
 
 /// Turns a panic anywhere later in the chain into a 500 with an empty body
@@ -146,8 +164,9 @@ pub fn recovery() -> Handler {
 /// Recovery's code once the rest of the chain panicked with `message`
 /// (the chain has put the index back at recovery's and traced the catch).
 fn recovered(c: &mut Context, message: &str) {
-    let mut line = Vec::new();
-    let _ = write!(line, "[recovery] {} ", c.method());
+    let mut line = b"[recovery] ".to_vec();
+    log::push_capped(&mut line, c.method().as_str(), LOG_METHOD_MAX);
+    line.push(b' ');
     log::push_capped(&mut line, c.path(), LOG_TARGET_MAX);
     // A message may carry request data: on one line, bounded.
     line.extend_from_slice(b" panicked: ");
@@ -191,4 +210,101 @@ pub fn timeout(d: Duration, on_timeout: fn(&mut Context)) -> Handler {
             }
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use bytes::Bytes;
+    use http::{Method, Request};
+
+    use super::*;
+    use crate::web::chain::named;
+
+    /// Issue 57: a method such as `X|-200-|-6.6.6.6-|-GET-admin`, or one
+    /// 120,000 bytes long, was copied raw into the access and `[recovery]`
+    /// lines.
+    #[tokio::test]
+    async fn the_access_and_recovery_lines_escape_and_cap_the_method() {
+        let forged = "X|-200-|-6.6.6.6-|-GET-admin";
+        let long = "M".repeat(120_000);
+        for method in [forged, long.as_str()] {
+            let request = Request::builder()
+                .method(Method::from_bytes(method.as_bytes()).unwrap())
+                .uri("/boom")
+                .body(())
+                .unwrap();
+            let handlers: Vec<Handler> = vec![
+                logger(),
+                recovery(),
+                named("boom", |_| Box::pin(async move { panic!("boom") })),
+            ];
+            let mut c = Context::new(
+                request.into_parts().0,
+                Bytes::new(),
+                "127.0.0.1:1".parse().unwrap(),
+                Instant::now(),
+                Vec::new(),
+                handlers.into(),
+            );
+            // Traced, the lines are held behind the trace, where a test
+            // can read them.
+            c.start_trace();
+            c.next().await;
+            let trace = c.take_trace().unwrap();
+            let held = String::from_utf8(trace.held().to_vec()).unwrap();
+            let lines: Vec<&str> = held.lines().collect();
+            assert_eq!(lines.len(), 2, "{held:.400}");
+            let (recovered, access) = (lines[0], lines[1]);
+            assert!(recovered.starts_with("[recovery] "), "{recovered:.200}");
+            for line in [recovered, access] {
+                assert!(line.len() < 4_096, "a line of {} bytes", line.len());
+                assert!(!line.contains(forged), "{line}");
+            }
+            assert_eq!(access.matches(" | ").count(), 4, "{access}");
+            if method == forged {
+                let escaped = r"X\u{7c}-200-\u{7c}-6.6.6.6-\u{7c}-GET-admin";
+                assert!(recovered.starts_with(&format!("[recovery] {escaped} /boom ")));
+                assert!(
+                    access.contains(&format!("| {escaped} \"/boom\"")),
+                    "{access}"
+                );
+            } else {
+                assert!(recovered.contains("MMM… /boom panicked"), "{recovered}");
+            }
+        }
+    }
+
+    /// Issue 57: `Token=` and `password%00=` were logged while `token=` was
+    /// redacted; every key of [`REDACTED_PARAMS`] in every spelling a
+    /// server might take for it is.
+    #[test]
+    fn query_redaction_ignores_case_escapes_and_trailing_control_bytes_for_every_key() {
+        for param in REDACTED_PARAMS {
+            let upper = param.to_ascii_uppercase();
+            let first_escaped = format!("%{:02X}{}", param.as_bytes()[0], &param[1..]);
+            let spellings = [
+                param.to_string(),
+                upper.clone(),
+                format!("{}{}", &upper[..1], &param[1..]),
+                first_escaped,
+                format!("{param}%00"),
+                format!("{upper}%00%00"),
+                format!("{param}%09"),
+                format!("{param}%1f"),
+                format!("{param}%7F"),
+                format!("{param}%0D%0A"),
+            ];
+            for key in spellings {
+                let target = redacted_target("/p", &format!("a=1&{key}=SECRET&b=2"));
+                assert_eq!(target, format!("/p?a=1&{key}=REDACTED&b=2"), "{key}");
+            }
+        }
+        // Other keys, and a control byte inside a key, are left alone.
+        for key in ["tokens", "my_token", "pass%00word", "%00token", "code2"] {
+            let target = redacted_target("/p", &format!("{key}=v"));
+            assert_eq!(target, format!("/p?{key}=v"), "{key}");
+        }
+    }
 }

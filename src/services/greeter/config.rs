@@ -51,7 +51,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config;
+use crate::config::{self, Origins};
 use crate::ops::cors::{Cors, CorsConfig};
 
 /// The prefix of the environment variables that `${KEY}` placeholders in
@@ -237,7 +237,9 @@ impl Cache {
     }
 }
 
-/// Why a configuration was rejected. Every message starts with its key.
+/// Why a configuration was rejected. Every message starts with its key. A
+/// `value` is the offending value as the message shows it: at most a short
+/// quoted prefix, or the variable it came from ([`Origins::show`]).
 #[derive(Debug)]
 pub enum ConfigError {
     /// The file cannot be read, is not YAML, or has a key that is unknown,
@@ -282,12 +284,12 @@ impl fmt::Display for ConfigError {
                 supported,
             } => write!(
                 f,
-                "{key}: unsupported network {value:?} (supported: {})",
+                "{key}: unsupported network {value} (supported: {})",
                 supported.join(", ")
             ),
             ConfigError::InvalidAddress { key, value } => write!(
                 f,
-                "{key}: invalid address {value:?} (expected host:port, e.g. 0.0.0.0:8000)"
+                "{key}: invalid address {value} (expected host:port, e.g. 0.0.0.0:8000)"
             ),
             ConfigError::NetworkMismatch {
                 key,
@@ -295,17 +297,17 @@ impl fmt::Display for ConfigError {
                 network,
             } => write!(
                 f,
-                "{key}: address {value:?} is not an {} address, but the network is {network}",
+                "{key}: address {value} is not an {} address, but the network is {network}",
                 if network == "tcp4" { "IPv4" } else { "IPv6" }
             ),
             ConfigError::UnsupportedDriver { value } => write!(
                 f,
-                "data.database.driver: unsupported driver {value:?} (supported: {})",
+                "data.database.driver: unsupported driver {value} (supported: {})",
                 DRIVERS.join(", ")
             ),
             ConfigError::DriverNotBuiltIn { value } => write!(
                 f,
-                "data.database.driver: {value:?} is not built into this binary; \
+                "data.database.driver: {value} is not built into this binary; \
                  rebuild with `cargo build --release --features cluster`"
             ),
             ConfigError::EmptySource {
@@ -323,7 +325,7 @@ impl fmt::Display for ConfigError {
             ),
             ConfigError::InvalidSocketPath { value } => write!(
                 f,
-                "data.cache.addr: invalid unix socket path {value:?} \
+                "data.cache.addr: invalid unix socket path {value} \
                  (expected an absolute path, e.g. /run/redis/redis.sock)"
             ),
             ConfigError::ZeroCacheTimeout { key } => write!(
@@ -361,14 +363,32 @@ impl Config {
             .and_then(|c| Cors::new(c).ok())
     }
 
-    /// Reads and checks the file at `path`.
+    /// Reads and checks the file at `path`, its placeholders read from the
+    /// process's environment.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        config::load_with_env::<Config>(path, ENV_PREFIX)?.checked()
+        let var = |name: &str| std::env::var(name).ok();
+        Config::from_yaml_with_env(&config::read(path)?, &var)
+    }
+
+    /// Parses and checks a configuration held in memory, placeholders
+    /// included ([`config::resolve`]): `var` gives a variable's value by
+    /// its full name (`GREETER_DB_SOURCE`).
+    pub fn from_yaml_with_env(
+        text: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let env = config::Env {
+            prefix: ENV_PREFIX,
+            denied: &[],
+            var,
+        };
+        let (config, origins) = config::resolve::<Config>(text, &env)?;
+        config.checked(&origins)
     }
 
     /// Parses and checks a configuration held in memory.
     pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
-        config::from_yaml::<Config>(text)?.checked()
+        config::from_yaml::<Config>(text)?.checked(&Origins::default())
     }
 
     /// The time-out of each PostgreSQL call (connecting, waiting for a
@@ -385,10 +405,11 @@ impl Config {
             .map_or(DEFAULT_DATABASE_TIMEOUT, |t| t * 3 / 4)
     }
 
-    /// Applies the rules serde does not know, in the order of the keys.
-    fn checked(mut self) -> Result<Config, ConfigError> {
-        self.server.http.check("server.http")?;
-        self.server.grpc.check("server.grpc")?;
+    /// Applies the rules serde does not know, in the order of the keys. An
+    /// error shows a value as `origins` says ([`Origins::show`]).
+    fn checked(mut self, origins: &Origins) -> Result<Config, ConfigError> {
+        self.server.http.check("server.http", origins)?;
+        self.server.grpc.check("server.grpc", origins)?;
         if let Some(cors) = &self.server.http.cors {
             Cors::new(cors).map_err(|e| ConfigError::Cors {
                 key: format!("server.http.cors.{}", e.key),
@@ -406,14 +427,11 @@ impl Config {
         let database = &mut self.data.database;
         let value = database.driver.as_str();
         if !DRIVERS.contains(&value) {
-            if POSTGRES_DRIVERS.contains(&value) {
-                return Err(ConfigError::DriverNotBuiltIn {
-                    value: value.to_owned(),
-                });
+            let value = origins.show("data.database.driver", value);
+            if POSTGRES_DRIVERS.contains(&database.driver.as_str()) {
+                return Err(ConfigError::DriverNotBuiltIn { value });
             }
-            return Err(ConfigError::UnsupportedDriver {
-                value: value.to_owned(),
-            });
+            return Err(ConfigError::UnsupportedDriver { value });
         }
         let driver = database.kind();
         database.driver = match driver {
@@ -425,15 +443,20 @@ impl Config {
             return Err(ConfigError::EmptySource { driver });
         }
         let cache = &self.data.cache;
-        check_network("data.cache.network", &cache.network, &CACHE_NETWORKS)?;
+        check_network(
+            "data.cache.network",
+            &cache.network,
+            &CACHE_NETWORKS,
+            origins,
+        )?;
         if cache.network == "unix" {
             if !cache.addr.starts_with('/') {
                 return Err(ConfigError::InvalidSocketPath {
-                    value: cache.addr.clone(),
+                    value: origins.show("data.cache.addr", &cache.addr),
                 });
             }
         } else {
-            check_address("data.cache.addr", &cache.addr)?;
+            check_address("data.cache.addr", &cache.addr, origins)?;
         }
         if driver == Driver::Postgres {
             if cache.read_timeout.is_zero() {
@@ -454,15 +477,16 @@ impl Config {
 impl Listener {
     /// Checks `section.network` and `section.addr`, and applies the network
     /// to the address.
-    fn check(&mut self, section: &str) -> Result<(), ConfigError> {
+    fn check(&mut self, section: &str, origins: &Origins) -> Result<(), ConfigError> {
         check_network(
             &format!("{section}.network"),
             &self.network,
             &SERVER_NETWORKS,
+            origins,
         )?;
         let key = format!("{section}.addr");
-        check_address(&key, &self.addr)?;
-        self.addr = listen_address(&key, &self.network, &self.addr)?;
+        check_address(&key, &self.addr, origins)?;
+        self.addr = listen_address(&key, &self.network, &self.addr, origins)?;
         Ok(())
     }
 }
@@ -471,20 +495,21 @@ fn check_network(
     key: &str,
     value: &str,
     supported: &'static [&'static str],
+    origins: &Origins,
 ) -> Result<(), ConfigError> {
     if supported.contains(&value) {
         return Ok(());
     }
     Err(ConfigError::UnsupportedNetwork {
         key: key.to_owned(),
-        value: value.to_owned(),
+        value: origins.show(key, value),
         supported,
     })
 }
 
 /// `host:port` with a numeric port; the host may be empty (all interfaces)
 /// or a bracketed IPv6 literal. Whether it can be bound is checked at bind.
-fn check_address(key: &str, value: &str) -> Result<(), ConfigError> {
+fn check_address(key: &str, value: &str, origins: &Origins) -> Result<(), ConfigError> {
     let valid = value
         .rsplit_once(':')
         .is_some_and(|(host, port)| port.parse::<u16>().is_ok() && !host.contains(' '));
@@ -493,7 +518,7 @@ fn check_address(key: &str, value: &str) -> Result<(), ConfigError> {
     }
     Err(ConfigError::InvalidAddress {
         key: key.to_owned(),
-        value: value.to_owned(),
+        value: origins.show(key, value),
     })
 }
 
@@ -501,7 +526,12 @@ fn check_address(key: &str, value: &str) -> Result<(), ConfigError> {
 /// an empty host means every interface of the network's family
 /// (`:8000` → `0.0.0.0:8000`, or `[::]:8000` for `tcp6`), and an IP literal
 /// must belong to the family `tcp4` / `tcp6` names.
-fn listen_address(key: &str, network: &str, addr: &str) -> Result<String, ConfigError> {
+fn listen_address(
+    key: &str,
+    network: &str,
+    addr: &str,
+    origins: &Origins,
+) -> Result<String, ConfigError> {
     let Some((host, port)) = addr.rsplit_once(':') else {
         return Ok(addr.to_owned());
     };
@@ -522,7 +552,7 @@ fn listen_address(key: &str, network: &str, addr: &str) -> Result<String, Config
     if mismatch {
         return Err(ConfigError::NetworkMismatch {
             key: key.to_owned(),
-            value: addr.to_owned(),
+            value: origins.show(key, addr),
             network: network.to_owned(),
         });
     }

@@ -185,7 +185,7 @@ impl Stores {
     async fn shared(config: &Config) -> Result<Stores, GreeterError> {
         Err(GreeterError::Shared(Box::new(
             config::ConfigError::DriverNotBuiltIn {
-                value: config.data.database.driver.clone(),
+                value: crate::config::quote(&config.data.database.driver),
             },
         )))
     }

@@ -36,7 +36,8 @@
 //! directory; it is read when the file is checked, so a missing or unusable
 //! one stops start-up instead of failing the first sign-in.
 
-use crate::config;
+use crate::config::{self, Origins};
+use crate::services::token_auth::oauth::cipher::ENC_KEY_VAR;
 use crate::services::token_auth::trust::{self, TrustError};
 pub use crate::services::token_auth::user::Provider;
 use rustls::RootCertStore;
@@ -50,8 +51,17 @@ use std::path::{Path, PathBuf};
 /// Kratos' `env.NewSource("TOKEN_AUTH_")`: see [`config::resolve`].
 pub const ENV_PREFIX: &str = "TOKEN_AUTH_";
 
-/// Registration of this service at one provider.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// Environment variable holding the token signing secret.
+pub const SECRET_VAR: &str = "TOKEN_AUTH_SECRET";
+
+/// The variables no placeholder may read: the signing key and the key
+/// sealing provider tokens share the prefix, and a value read into a URL
+/// is printed at start-up and sent to browsers.
+pub const DENIED_VARS: [&str; 2] = [SECRET_VAR, ENC_KEY_VAR];
+
+/// Registration of this service at one provider. Its `Debug`, like its
+/// `Display`, leaves the secret out.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     /// Client id issued by the provider.
@@ -112,6 +122,12 @@ fn is_loopback(host: &str) -> bool {
         || bare
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+impl fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ProviderConfig({self})")
+    }
 }
 
 impl fmt::Display for ProviderConfig {
@@ -207,8 +223,16 @@ pub enum ConfigError {
     File(config::Error),
     /// A value that must not be empty is (`key` as `oauth.github.secret`).
     Empty { key: String },
-    /// An endpoint that is not a usable URL.
-    Url { key: String, source: UrlError },
+    /// An endpoint that is not a usable URL; `value` as the message shows
+    /// it ([`Origins::show`]).
+    Url {
+        key: String,
+        value: String,
+        source: UrlError,
+    },
+    /// A value that is shown or sent (`key`) holds a client secret
+    /// (`secret_key`), which must reach neither logs nor browsers.
+    HoldsSecret { key: String, secret_key: String },
     /// A `ca_file` that cannot be used.
     CaFile { key: String, source: TrustError },
 }
@@ -218,7 +242,12 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::File(e) => write!(f, "{e}"),
             ConfigError::Empty { key } => write!(f, "{key}: must not be empty"),
-            ConfigError::Url { key, source } => write!(f, "{key}: {source}"),
+            ConfigError::Url { key, value, source } => write!(f, "{key}: {value} {source}"),
+            ConfigError::HoldsSecret { key, secret_key } => write!(
+                f,
+                "{key}: holds the value of {secret_key}, which is never shown nor sent to \
+                 browsers; remove it"
+            ),
             ConfigError::CaFile { key, source } => write!(f, "{key}: {source}"),
         }
     }
@@ -228,7 +257,7 @@ impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ConfigError::File(e) => Some(e),
-            ConfigError::Empty { .. } => None,
+            ConfigError::Empty { .. } | ConfigError::HoldsSecret { .. } => None,
             ConfigError::Url { source, .. } => Some(source),
             ConfigError::CaFile { source, .. } => Some(source),
         }
@@ -241,31 +270,26 @@ impl From<config::Error> for ConfigError {
     }
 }
 
-/// Why an endpoint URL cannot be used.
+/// Why an endpoint URL cannot be used (the message follows the value).
 #[derive(Debug)]
 pub enum UrlError {
     /// The text does not parse as a URL.
-    Syntax {
-        value: String,
-        source: http::uri::InvalidUri,
-    },
+    Syntax { source: http::uri::InvalidUri },
     /// The scheme is neither `https` nor `http`.
-    Scheme { value: String },
+    Scheme,
     /// There is no host to call.
-    NoHost { value: String },
+    NoHost,
     /// A `#fragment`, which is never sent to a server.
-    Fragment { value: String },
+    Fragment,
 }
 
 impl fmt::Display for UrlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            UrlError::Syntax { value, source } => write!(f, "{value:?} is not a URL ({source})"),
-            UrlError::Scheme { value } => {
-                write!(f, "{value:?} must start with https:// or http://")
-            }
-            UrlError::NoHost { value } => write!(f, "{value:?} has no host"),
-            UrlError::Fragment { value } => write!(f, "{value:?} must not have a #fragment"),
+            UrlError::Syntax { source } => write!(f, "is not a URL ({source})"),
+            UrlError::Scheme => f.write_str("must start with https:// or http://"),
+            UrlError::NoHost => f.write_str("has no host"),
+            UrlError::Fragment => f.write_str("must not have a #fragment"),
         }
     }
 }
@@ -280,20 +304,39 @@ impl std::error::Error for UrlError {
 }
 
 impl FileConfig {
-    /// Read and check the file at `path`.
+    /// Read and check the file at `path`, its placeholders read from the
+    /// process's environment.
     pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
-        config::load_with_env::<FileConfig>(path, ENV_PREFIX)?.checked()
+        let var = |name: &str| std::env::var(name).ok();
+        FileConfig::parse_with_env(&config::read(path)?, &var)
+    }
+
+    /// Parse and check YAML text with its placeholders ([`config::resolve`]):
+    /// `var` gives a variable's value by its full name; [`DENIED_VARS`]
+    /// cannot be read.
+    pub fn parse_with_env(
+        text: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<FileConfig, ConfigError> {
+        let env = config::Env {
+            prefix: ENV_PREFIX,
+            denied: &DENIED_VARS,
+            var,
+        };
+        let (file, origins) = config::resolve::<FileConfig>(text, &env)?;
+        file.checked(&origins)
     }
 
     /// Parse and check YAML text. An empty text is a valid "no providers"
     /// config.
     pub fn parse(text: &str) -> Result<FileConfig, ConfigError> {
-        config::from_yaml::<FileConfig>(text)?.checked()
+        config::from_yaml::<FileConfig>(text)?.checked(&Origins::default())
     }
 
-    /// The rules serde does not know: non-empty values, usable URLs, a
-    /// readable `ca_file`.
-    fn checked(self) -> Result<FileConfig, ConfigError> {
+    /// The rules serde does not know: non-empty values, usable URLs, no
+    /// client secret inside a value that is shown or sent, a readable
+    /// `ca_file`. An error shows a value as `origins` says.
+    fn checked(self, origins: &Origins) -> Result<FileConfig, ConfigError> {
         for (provider, p) in &self.oauth {
             let key = |field: &str| format!("oauth.{provider}.{field}");
             for (field, value) in [
@@ -311,8 +354,10 @@ impl FileConfig {
                 ("userinfo_url", &p.userinfo_url),
                 ("redirect_uri", &p.redirect_uri),
             ] {
+                let key = key(field);
                 check_url(value).map_err(|source| ConfigError::Url {
-                    key: key(field),
+                    value: origins.show(&key, value),
+                    key,
                     source,
                 })?;
             }
@@ -324,31 +369,84 @@ impl FileConfig {
                     key: "captcha.secret".into(),
                 });
             }
+            let key = "captcha.verify_url";
             check_url(&captcha.verify_url).map_err(|source| ConfigError::Url {
-                key: "captcha.verify_url".into(),
+                key: key.into(),
+                value: origins.show(key, &captcha.verify_url),
                 source,
             })?;
             captcha.trusted_roots()?;
         }
+        self.check_secrets_stay_hidden(origins)?;
         Ok(self)
+    }
+
+    /// Refuses a client secret inside a value that is printed at start-up
+    /// or sent to browsers: a value that reads the secret's key or a
+    /// variable the secret reads (`auth_url: …?s=${GITHUB_SECRET}`), or
+    /// that holds the text of a secret of [`SECRET_MIN_MATCH`] bytes or more.
+    fn check_secrets_stay_hidden(&self, origins: &Origins) -> Result<(), ConfigError> {
+        let mut secrets = Vec::new();
+        let mut shown = Vec::new();
+        for (provider, p) in &self.oauth {
+            let key = |field: &str| format!("oauth.{provider}.{field}");
+            secrets.push((key("secret"), p.secret.as_str()));
+            for (field, value) in [
+                ("appid", &p.appid),
+                ("auth_url", &p.auth_url),
+                ("token_url", &p.token_url),
+                ("userinfo_url", &p.userinfo_url),
+                ("redirect_uri", &p.redirect_uri),
+                ("scope", &p.scope),
+            ] {
+                shown.push((key(field), value.as_str()));
+            }
+        }
+        if let Some(c) = &self.captcha {
+            secrets.push(("captcha.secret".into(), c.secret.as_str()));
+            shown.push(("captcha.verify_url".into(), c.verify_url.as_str()));
+            for (field, value) in [("hostname", &c.hostname), ("action", &c.action)] {
+                if let Some(value) = value {
+                    shown.push((format!("captcha.{field}"), value.as_str()));
+                }
+            }
+        }
+        let sources = |key: &str| origins.sources(key).unwrap_or_default();
+        for (secret_key, secret) in &secrets {
+            let leaks = |(key, value): &&(String, &str)| {
+                (secret.len() >= SECRET_MIN_MATCH && value.contains(secret))
+                    || sources(key)
+                        .iter()
+                        .any(|s| s == secret_key || sources(secret_key).contains(s))
+            };
+            if let Some((key, _)) = shown.iter().find(leaks) {
+                return Err(ConfigError::HoldsSecret {
+                    key: key.clone(),
+                    secret_key: secret_key.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
+/// Shortest client secret looked for, as text, inside the values that are
+/// shown: a shorter one would match by chance (real ones are far longer).
+const SECRET_MIN_MATCH: usize = 8;
+
 /// An absolute `https://` or `http://` `host[:port]/path` URL without a fragment.
 fn check_url(value: &str) -> Result<(), UrlError> {
-    let owned = || value.to_owned();
-    let uri: http::Uri = value.parse().map_err(|source| UrlError::Syntax {
-        value: owned(),
-        source,
-    })?;
+    let uri: http::Uri = value
+        .parse()
+        .map_err(|source| UrlError::Syntax { source })?;
     if !matches!(uri.scheme_str(), Some("https" | "http")) {
-        return Err(UrlError::Scheme { value: owned() });
+        return Err(UrlError::Scheme);
     }
     if uri.host().is_none_or(str::is_empty) {
-        return Err(UrlError::NoHost { value: owned() });
+        return Err(UrlError::NoHost);
     }
     if value.contains('#') {
-        return Err(UrlError::Fragment { value: owned() });
+        return Err(UrlError::Fragment);
     }
     Ok(())
 }

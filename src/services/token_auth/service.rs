@@ -34,8 +34,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Environment variable holding the token signing secret.
-pub const SECRET_VAR: &str = "TOKEN_AUTH_SECRET";
+/// Environment variable holding the token signing secret (defined beside
+/// the config file's placeholders, which may not read it).
+pub use crate::services::token_auth::config::SECRET_VAR;
 
 /// What the service needs to start.
 #[derive(Clone)]

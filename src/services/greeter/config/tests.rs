@@ -491,3 +491,45 @@ fn cors_is_off_by_default_and_its_bad_settings_name_the_key() {
         assert!(err.starts_with(want), "{err}");
     }
 }
+
+/// Issue 57: a check after parsing quoted a value from the environment, or a
+/// long one whole.
+#[test]
+fn a_checked_value_from_the_environment_is_named_by_its_variable_not_shown() {
+    let cases = [
+        (
+            "network: tcp\n    addr: 0.0.0.0:8000",
+            "network: ${V}\n    addr: 0.0.0.0:8000",
+            "server.http.network: unsupported network from GREETER_V",
+        ),
+        (
+            "addr: 0.0.0.0:8000",
+            "addr: ${V}",
+            "server.http.addr: invalid address from GREETER_V",
+        ),
+        (
+            "driver: sqlite3",
+            "driver: ${V}",
+            "data.database.driver: unsupported driver from GREETER_V",
+        ),
+    ];
+    let var = |name: &str| (name == "GREETER_V").then(|| "hunter2 secret".to_string());
+    for (from, to, want) in cases {
+        assert!(DEMO.contains(from), "{from}");
+        let text = DEMO.replacen(from, to, 1);
+        let err = Config::from_yaml_with_env(&text, &var)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(want), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+    let long = "x".repeat(120_000);
+    let err = Config::from_yaml(&DEMO.replacen("network: tcp", &format!("network: {long}"), 1))
+        .unwrap_err()
+        .to_string();
+    assert!(err.len() < 200, "{} bytes", err.len());
+    assert!(
+        err.starts_with("server.http.network: unsupported network \"xxx"),
+        "{err}"
+    );
+}

@@ -241,3 +241,100 @@ fn a_captcha_block_parses_and_its_errors_name_the_key() {
         assert!(err.starts_with(want), "{want:?} vs {err}");
     }
 }
+
+/// Issue 57: a client secret read into a URL reached the start-up line and
+/// every browser's `Location`.
+#[test]
+fn a_client_secret_inside_a_shown_or_sent_value_is_refused_naming_both_keys() {
+    let vars = |name: &str| (name == "TOKEN_AUTH_GITHUB_SECRET").then(|| "client-s3cret".into());
+    let cases = [
+        // The same variable read by the secret and by a URL.
+        GOOD.replace("s3cret", "${GITHUB_SECRET}")
+            .replace("prompt=login", "s=${GITHUB_SECRET}"),
+        // The secret's text pasted into a URL.
+        GOOD.replace("s3cret", "a-long-s3cret")
+            .replace("prompt=login", "s=a-long-s3cret"),
+        GOOD.replace("scope: profile", "scope: ${GITHUB_SECRET}")
+            .replace("s3cret", "${GITHUB_SECRET:x}"),
+        // The secret's key read by a URL.
+        GOOD.replace("prompt=login", "s=${oauth.github.secret}"),
+    ];
+    for text in cases {
+        let err = FileConfig::parse_with_env(&text, &vars)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("oauth.github.")
+                && err.contains("holds the value of oauth.github.secret"),
+            "{err}"
+        );
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+    // A secret read from its own variable, and a short one, are fine.
+    let text = GOOD.replace("s3cret", "${GITHUB_SECRET}");
+    let file = FileConfig::parse_with_env(&text, &vars).unwrap();
+    assert_eq!(file.oauth[&Provider::Github].secret, "client-s3cret");
+    // Printed for a log, with `{}` or `{:?}`, a provider leaves it out.
+    let provider = &file.oauth[&Provider::Github];
+    for shown in [format!("{provider}"), format!("{file:?}")] {
+        assert!(!shown.contains("client-s3cret"), "{shown}");
+    }
+    assert!(FileConfig::parse(&GOOD.replace("s3cret", "s")).is_ok());
+}
+
+/// Issue 57: `${SECRET}` read the signing key into a URL.
+#[test]
+fn placeholders_cannot_read_the_signing_or_the_encryption_key() {
+    assert_eq!(
+        DENIED_VARS,
+        [SECRET_VAR, crate::services::token_auth::oauth::ENC_KEY_VAR]
+    );
+    let vars = |name: &str| Some(format!("value-of-{name}"));
+    for name in ["SECRET", "ENC_KEY"] {
+        let text = GOOD.replace("prompt=login", &format!("debug=${{{name}}}"));
+        let err = FileConfig::parse_with_env(&text, &vars)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "oauth.github.auth_url: placeholder ${{{name}}} would read TOKEN_AUTH_{name}, \
+                 one of the service's own secrets, which placeholders cannot read"
+            )
+        );
+    }
+}
+
+/// Issue 57: a URL error quoted the value whole, from the environment too.
+#[test]
+fn a_bad_url_is_named_by_its_variable_or_quoted_at_most_a_short_prefix() {
+    let vars = |name: &str| (name == "TOKEN_AUTH_URL").then(|| "ftp://hunter2@example.com".into());
+    let text = GOOD.replace("http://127.0.0.1:9100/token", "${URL}");
+    let err = FileConfig::parse_with_env(&text, &vars)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "oauth.github.token_url: from TOKEN_AUTH_URL must start with https:// or http://"
+    );
+    let long = format!("ftp://{}", "x".repeat(120_000));
+    let text = GOOD.replace("http://127.0.0.1:9100/token", &long);
+    let err = FileConfig::parse(&text).unwrap_err().to_string();
+    assert!(err.len() < 200, "{} bytes", err.len());
+    assert!(
+        err.starts_with("oauth.github.token_url: \"ftp://xxx"),
+        "{err}"
+    );
+}
+
+/// Issue 57: a provider's real secret `0123456789`, read from the
+/// environment, was sent as `123456789` and the sign-in failed.
+#[test]
+fn a_client_secret_from_the_environment_keeps_its_text() {
+    for secret in ["0123456789", "007.10", "+5", "1.0e5", "true"] {
+        let vars = |name: &str| (name == "TOKEN_AUTH_GITHUB_SECRET").then(|| secret.to_string());
+        let text = GOOD.replace("s3cret", "${GITHUB_SECRET}");
+        let file = FileConfig::parse_with_env(&text, &vars).unwrap();
+        assert_eq!(file.oauth[&Provider::Github].secret, secret);
+    }
+}

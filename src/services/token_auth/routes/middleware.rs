@@ -197,7 +197,11 @@ impl ErrorResponse for ApiError {
             ApiError::Logged { note, answer } => {
                 log::message(
                     "token-auth",
-                    format_args!("{} {}: {note}", c.method(), log::escape_for_log(c.path())),
+                    format_args!(
+                        "{} {}: {note}",
+                        log::escape_for_log(c.method().as_str()),
+                        log::escape_for_log(c.path())
+                    ),
                 );
                 answer.respond(c);
             }
