@@ -88,28 +88,27 @@ pub fn shutdown_grace(args: &Args, fallback: Option<&str>) -> Result<Option<Dura
 /// descriptors allow is held to ¾ of the open-file limit
 /// ([`ConnectionBudget::new`]). The error names the flag.
 pub fn max_connections(args: &Args) -> Result<Option<usize>, String> {
-    let Some(text) = args.get(cli::MAX_CONNECTIONS.name) else {
-        return Ok(None);
-    };
-    match text.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(Some(n)),
-        _ => Err(format!(
-            "--max-connections: expected a whole number from 1 up, got {}",
-            quote(text)
-        )),
-    }
+    count_flag(args, &cli::MAX_CONNECTIONS)
 }
 
 /// `--max-connections-per-peer`: a whole number from 1 up (more than the
 /// cap is the cap). The error names the flag.
 pub fn max_connections_per_peer(args: &Args) -> Result<Option<usize>, String> {
-    let Some(text) = args.get(cli::MAX_CONNECTIONS_PER_PEER.name) else {
+    count_flag(args, &cli::MAX_CONNECTIONS_PER_PEER)
+}
+
+/// A count flag: a whole number from 1 up, if given. The error names the
+/// flag and quotes a short prefix of the value.
+fn count_flag(args: &Args, flag: &Flag) -> Result<Option<usize>, String> {
+    let Some(text) = args.get(flag.name) else {
         return Ok(None);
     };
     match text.parse::<usize>() {
         Ok(n) if n >= 1 => Ok(Some(n)),
         _ => Err(format!(
-            "--max-connections-per-peer: expected a whole number from 1 up, got {text:?}"
+            "--{}: expected a whole number from 1 up, got {}",
+            flag.name,
+            quote(text)
         )),
     }
 }
