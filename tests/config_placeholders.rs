@@ -30,21 +30,8 @@ fn command(bin: &str, cwd: &Path) -> Command {
 }
 
 /// Run to completion, at most 20 s.
-fn run(mut cmd: Command) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start binary");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("still running after 20 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+fn run(cmd: Command) -> Output {
+    support::bin::run_to_end(cmd)
 }
 
 /// A greeter config whose `data.database.source` and

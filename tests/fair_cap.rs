@@ -363,6 +363,17 @@ fn tricklers(
     }
 }
 
+/// `n` tricklers of the hostile address, bursty and steady in turn.
+fn hostile(
+    set: &mut JoinSet<()>,
+    n: usize,
+    to: SocketAddr,
+    path: &'static str,
+    stop: &Arc<AtomicBool>,
+) {
+    tricklers(set, n, |_| addr(HOSTILE), to, path, mixed, stop);
+}
+
 /// Bursty for the even indexes, steady for the odd ones.
 fn mixed(i: usize) -> Trickle {
     if i.is_multiple_of(2) {
@@ -372,12 +383,25 @@ fn mixed(i: usize) -> Trickle {
     }
 }
 
-/// Let the attackers take the whole cap before the newcomers come.
-async fn settle() {
+/// Starts what `attack` spawns, lets it take the whole cap, then sends the
+/// honest newcomers to `to` and stops the attack: the share answered
+/// within 1 s, and the times.
+async fn under_attack(
+    attack: impl FnOnce(&mut JoinSet<()>, &Arc<AtomicBool>),
+    to: &[SocketAddr],
+    asks: &[Ask],
+) -> (f64, Vec<Option<u128>>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut set = JoinSet::new();
+    attack(&mut set, &stop);
     tokio::time::sleep(ms(1500)).await;
+    let measured = newcomers(addr(NEWCOMERS), to, asks).await;
+    stop.store(true, Ordering::Relaxed);
+    set.abort_all();
+    measured
 }
 
-async fn assert_fair(what: &str, share: f64, want: f64, times: &[Option<u128>]) {
+fn assert_fair(what: &str, (share, times): (f64, Vec<Option<u128>>), want: f64) {
     assert!(
         share >= want,
         "{what}: {:.0} % of the newcomers answered within 1 s (want {:.0} %); \
@@ -393,55 +417,30 @@ async fn assert_fair(what: &str, share: f64, want: f64, times: &[Option<u128>]) 
 async fn router_demo_answers_newcomers_within_a_second_while_one_address_trickles_the_whole_cap() {
     let srv = router_demo(64, &[]);
     let to = srv.addrs[0];
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut attack = JoinSet::new();
-    tricklers(
-        &mut attack,
-        48,
-        |_| addr(HOSTILE),
-        to,
-        "/login",
-        mixed,
-        &stop,
-    );
-    for _ in 0..16 {
-        attack.spawn(h2c_trickler(addr(HOSTILE), to, "/login", stop.clone()));
-    }
-    settle().await;
-    let (share, times) = newcomers(addr(NEWCOMERS), &[to], &[Ask::Get("/hello")]).await;
-    stop.store(true, Ordering::Relaxed);
-    attack.abort_all();
-    assert_fair("router-demo, 64 tricklers", share, 0.95, &times).await;
+    let attack = |set: &mut JoinSet<()>, stop: &Arc<AtomicBool>| {
+        hostile(set, 48, to, "/login", stop);
+        for _ in 0..16 {
+            set.spawn(h2c_trickler(addr(HOSTILE), to, "/login", stop.clone()));
+        }
+    };
+    let measured = under_attack(attack, &[to], &[Ask::Get("/hello")]).await;
+    assert_fair("router-demo, 64 tricklers", measured, 0.95);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_auth_answers_newcomers_within_a_second_while_one_address_trickles_the_whole_cap() {
     let srv = token_auth(64);
     let to = srv.addrs[0];
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut attack = JoinSet::new();
-    tricklers(
-        &mut attack,
-        64,
-        |_| addr(HOSTILE),
-        to,
-        "/login",
-        mixed,
-        &stop,
-    );
-    settle().await;
-    let (share, times) = newcomers(addr(NEWCOMERS), &[to], &[Ask::Get("/healthz")]).await;
-    stop.store(true, Ordering::Relaxed);
-    attack.abort_all();
-    assert_fair("token-auth, 64 tricklers", share, 0.95, &times).await;
+    let attack =
+        |set: &mut JoinSet<()>, stop: &Arc<AtomicBool>| hostile(set, 64, to, "/login", stop);
+    let measured = under_attack(attack, &[to], &[Ask::Get("/healthz")]).await;
+    assert_fair("token-auth, 64 tricklers", measured, 0.95);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_greeter_answers_newcomers_on_both_ports_while_one_address_trickles_the_shared_cap() {
     let srv = greeter(64);
     let (http, grpc) = (srv.addrs[0], srv.addrs[1]);
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut attack = JoinSet::new();
     // 250 bytes within the 1 s body time-out, again and again.
     let within = |i: usize| match i % 2 {
         0 => Trickle::Burst {
@@ -453,36 +452,24 @@ async fn the_greeter_answers_newcomers_on_both_ports_while_one_address_trickles_
             over: ms(900),
         },
     };
-    tricklers(
-        &mut attack,
-        64,
-        |_| addr(HOSTILE),
-        http,
-        "/v1/users",
-        within,
-        &stop,
-    );
-    settle().await;
+    let attack = |set: &mut JoinSet<()>, stop: &Arc<AtomicBool>| {
+        tricklers(set, 64, |_| addr(HOSTILE), http, "/v1/users", within, stop);
+    };
     let asks = [Ask::Get("/helloworld/x"), Ask::HealthCheck];
-    let (share, times) = newcomers(addr(NEWCOMERS), &[http, grpc], &asks).await;
-    stop.store(true, Ordering::Relaxed);
-    attack.abort_all();
-    assert_fair("greeter HTTP and gRPC, 64 tricklers", share, 0.95, &times).await;
+    let measured = under_attack(attack, &[http, grpc], &asks).await;
+    assert_fair("greeter HTTP and gRPC, 64 tricklers", measured, 0.95);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn newcomers_are_answered_while_sixteen_addresses_trickle_five_connections_each() {
     let srv = router_demo(64, &[]);
     let to = srv.addrs[0];
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut attack = JoinSet::new();
     let from = |i: usize| Ipv4Addr::new(127, 0, 1, (i / 5) as u8 + 1);
-    tricklers(&mut attack, 80, from, to, "/login", mixed, &stop);
-    settle().await;
-    let (share, times) = newcomers(addr(NEWCOMERS), &[to], &[Ask::Get("/hello")]).await;
-    stop.store(true, Ordering::Relaxed);
-    attack.abort_all();
-    assert_fair("16 addresses x 5 tricklers", share, 0.90, &times).await;
+    let attack = |set: &mut JoinSet<()>, stop: &Arc<AtomicBool>| {
+        tricklers(set, 80, from, to, "/login", mixed, stop);
+    };
+    let measured = under_attack(attack, &[to], &[Ask::Get("/hello")]).await;
+    assert_fair("16 addresses x 5 tricklers", measured, 0.90);
 }
 
 /// Keep-alive clients from `from`, each doing back-to-back `GET /hello`
@@ -536,29 +523,20 @@ async fn a_cap_full_of_tricklers_and_busy_clients_gives_newcomers_a_tricklers_pl
 ) {
     let srv = router_demo(96, &[]);
     let to = srv.addrs[0];
-    let stop = Arc::new(AtomicBool::new(false));
-    let (_, cut, mut keeping) = keepers(32, addr(KEEPERS), to, &stop);
-    let mut attack = JoinSet::new();
-    tricklers(
-        &mut attack,
-        64,
-        |_| addr(HOSTILE),
-        to,
-        "/login",
-        mixed,
-        &stop,
-    );
-    settle().await;
-    let (share, times) = newcomers(addr(NEWCOMERS), &[to], &[Ask::Get("/hello")]).await;
-    stop.store(true, Ordering::Relaxed);
-    while keeping.join_next().await.is_some() {}
-    attack.abort_all();
+    let keeping = std::sync::Mutex::new(None);
+    let attack = |set: &mut JoinSet<()>, stop: &Arc<AtomicBool>| {
+        *keeping.lock().unwrap() = Some(keepers(32, addr(KEEPERS), to, stop));
+        hostile(set, 64, to, "/login", stop);
+    };
+    let measured = under_attack(attack, &[to], &[Ask::Get("/hello")]).await;
+    let (_, cut, mut keepers) = keeping.into_inner().unwrap().unwrap();
+    while keepers.join_next().await.is_some() {}
     assert_eq!(
         cut.load(Ordering::Relaxed),
         0,
         "a busy keep-alive client was cut"
     );
-    assert_fair("cap 96: 64 tricklers, 32 busy", share, 0.90, &times).await;
+    assert_fair("cap 96: 64 tricklers, 32 busy", measured, 0.90);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -568,16 +546,8 @@ async fn busy_clients_beside_tricklers_below_the_cap_are_never_cut_and_keep_half
     let rate = |stop: Arc<AtomicBool>, with_attack: bool| async move {
         let mut attack = JoinSet::new();
         if with_attack {
-            tricklers(
-                &mut attack,
-                64,
-                |_| addr(HOSTILE),
-                to,
-                "/login",
-                mixed,
-                &stop,
-            );
-            settle().await;
+            hostile(&mut attack, 64, to, "/login", &stop);
+            tokio::time::sleep(ms(1500)).await;
         }
         let (done, cut, mut keeping) = keepers(32, addr(KEEPERS), to, &stop);
         tokio::time::sleep(Duration::from_secs(4)).await;
@@ -649,16 +619,13 @@ async fn browser_like_clients_at_the_cap_are_never_cut_before_their_request_is_r
 async fn silent_connections_looping_from_one_address_leave_room_for_newcomers_of_another() {
     let srv = router_demo(64, &[]);
     let to = srv.addrs[0];
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut attack = JoinSet::new();
-    for _ in 0..300 {
-        attack.spawn(silent_loop(addr(HOSTILE), to, stop.clone()));
-    }
-    settle().await;
-    let (share, times) = newcomers(addr(NEWCOMERS), &[to], &[Ask::Get("/hello")]).await;
-    stop.store(true, Ordering::Relaxed);
-    attack.abort_all();
-    assert_fair("300 silent connections looping", share, 0.95, &times).await;
+    let attack = |set: &mut JoinSet<()>, stop: &Arc<AtomicBool>| {
+        for _ in 0..300 {
+            set.spawn(silent_loop(addr(HOSTILE), to, stop.clone()));
+        }
+    };
+    let measured = under_attack(attack, &[to], &[Ask::Get("/hello")]).await;
+    assert_fair("300 silent connections looping", measured, 0.95);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -710,38 +677,28 @@ async fn a_silent_connection_loop_at_the_cap_logs_at_most_a_hundred_lines_in_eig
     );
 }
 
-/// The full-size figure: the cap of a 20,000-descriptor machine held by
-/// tricklers of one address, newcomers of another answered, and the RSS at
-/// the cap (reported in docs/reliability.md). Needs a hard open-file limit
-/// of at least 40,000 (both sides run here); run by hand:
-/// `cargo test --release --test fair_cap -- --ignored --nocapture`.
+/// The full-size figure: the cap of a machine whose hard open-file limit
+/// is 20,000 (¾ less 64: 14,936) held by tricklers of one address,
+/// newcomers of another answered within 1 s, and the peak RSS (reported in
+/// docs/reliability.md). Needs that hard limit for each side; run by hand:
+/// `cargo test --test fair_cap -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn at_a_cap_of_14936_held_by_tricklers_newcomers_are_answered_within_a_second() {
     const CAP: usize = 14_936;
     let srv = router_demo(CAP, &[]);
     let to = srv.addrs[0];
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut attack = JoinSet::new();
-    tricklers(
-        &mut attack,
-        CAP,
-        |_| addr(HOSTILE),
-        to,
-        "/login",
-        mixed,
-        &stop,
+    let attack = |set: &mut JoinSet<()>, stop: &Arc<AtomicBool>| {
+        hostile(set, CAP, to, "/login", stop);
+    };
+    let measured = under_attack(attack, &[to], &[Ask::Get("/hello")]).await;
+    // The peak, reached while the tricklers held the cap.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", srv.child.id()));
+    let peak = status.unwrap_or_default();
+    let peak = peak.lines().find(|l| l.starts_with("VmHWM"));
+    println!(
+        "at the cap of {CAP}: {peak:?}; newcomers within 1 s: {:.2}; {:?}",
+        measured.0, measured.1
     );
-    tokio::time::sleep(Duration::from_secs(20)).await;
-    let rss = std::fs::read_to_string(format!("/proc/{}/status", srv.child.id()))
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("VmRSS"))
-        .unwrap_or("VmRSS: ?")
-        .to_string();
-    let (share, times) = newcomers(addr(NEWCOMERS), &[to], &[Ask::Get("/hello")]).await;
-    stop.store(true, Ordering::Relaxed);
-    attack.abort_all();
-    println!("at the cap of {CAP}: {rss}; newcomers within 1 s: {share:.2}; {times:?}");
-    assert_fair("cap 14,936", share, 0.95, &times).await;
+    assert_fair("cap 14,936", measured, 0.95);
 }

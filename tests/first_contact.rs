@@ -8,7 +8,6 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use support::greeter::{config_text, TempDir};
 
@@ -28,27 +27,9 @@ fn command(bin: &str, cwd: &Path) -> Command {
     cmd
 }
 
-/// Run to completion, at most 20 s: a binary that starts serving where it
-/// should have refused fails the test instead of hanging it.
-fn run(mut cmd: Command) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start binary");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "still running after 20 s; stdout:\n{}",
-                String::from_utf8_lossy(&out.stdout)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+/// Run to completion, at most 20 s.
+fn run(cmd: Command) -> Output {
+    support::bin::run_to_end(cmd)
 }
 
 fn text(bytes: &[u8]) -> String {

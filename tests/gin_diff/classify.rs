@@ -374,13 +374,10 @@ fn query(location: &str) -> Option<&str> {
     location.split_once('?').map(|(_, q)| q)
 }
 
-/// handwire's guard (`router::is_local`), on bytes.
+/// handwire's guard (`router::is_local`), on bytes: what is not UTF-8 is
+/// none of the bytes it looks for.
 fn is_local(path: &[u8]) -> bool {
-    let mut seen = (path.iter().copied())
-        .skip_while(|&b| b <= b' ')
-        .filter(|&b| !matches!(b, b'\t' | b'\n' | b'\r'));
-    let slash = |b: Option<u8>| matches!(b, Some(b'/' | b'\\'));
-    !(slash(seen.next()) && slash(seen.next()))
+    handwire::web::router::is_local(&String::from_utf8_lossy(path))
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use super::greeter::TempDir;
 
@@ -66,4 +67,27 @@ pub fn spawn_draining(
     let (child, addrs, out) = spawn(bin, args, env, n);
     std::thread::spawn(move || std::io::copy(&mut { out }, &mut std::io::sink()));
     (child, addrs)
+}
+
+/// Run `cmd` to completion, at most 20 s: a binary that starts serving
+/// where it should have refused fails the test instead of hanging it.
+pub fn run_to_end(mut cmd: Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start binary");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "still running after 20 s; stdout:\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
 }
