@@ -101,8 +101,11 @@ fn run(mut cmd: Command, listeners: usize, dir: TempDir) -> Running {
     }
 }
 
+/// router-demo with a cap of `cap`: this build's, or the one
+/// `FAIR_CAP_ROUTER_DEMO` names (a release build, for the full-size figure).
 fn router_demo(cap: usize, extra: &[&str]) -> Running {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_router-demo"));
+    let bin = std::env::var("FAIR_CAP_ROUTER_DEMO");
+    let mut cmd = Command::new(bin.as_deref().unwrap_or(env!("CARGO_BIN_EXE_router-demo")));
     cmd.args(["--addr", "127.0.0.1:0", "--quiet", "--no-metrics"])
         .args(["--max-connections", &cap.to_string()])
         .args(extra);
@@ -680,8 +683,10 @@ async fn a_silent_connection_loop_at_the_cap_logs_at_most_a_hundred_lines_in_eig
 /// The full-size figure: the cap of a machine whose hard open-file limit
 /// is 20,000 (¾ less 64: 14,936) held by tricklers of one address,
 /// newcomers of another answered within 1 s, and the peak RSS (reported in
-/// docs/reliability.md). Needs that hard limit for each side; run by hand:
-/// `cargo test --test fair_cap -- --ignored --nocapture`.
+/// docs/reliability.md). Needs that hard limit for each side; run by hand,
+/// with a release server: `cargo build --release --bin router-demo &&
+/// FAIR_CAP_ROUTER_DEMO=target/release/router-demo cargo test --release
+/// --test fair_cap -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn at_a_cap_of_14936_held_by_tricklers_newcomers_are_answered_within_a_second() {
