@@ -24,6 +24,7 @@ use crate::web::chain::{handler, Context};
 use crate::web::engine::Engine;
 use crate::web::middleware;
 use crate::web::router::InsertError;
+use crate::web::DebugPages;
 
 /// The 504 answer when `server.http.timeout` passes while the body is still
 /// being read (the engine answers before any chain runs, and closes the
@@ -80,6 +81,7 @@ pub fn app(
     ready: Probe,
     cors: Option<Cors>,
     grpc_web: Server,
+    pages: Option<DebugPages>,
 ) -> Result<Arc<dyn Service>, InsertError> {
     let cors = cors.map(Arc::new);
     let mut e = Engine::bare();
@@ -114,5 +116,8 @@ pub fn app(
         let gateway = gateway.clone();
         Box::pin(async move { gateway.serve(c).await })
     })]);
+    if let Some(pages) = pages {
+        e.debug_pages(pages);
+    }
     Ok(Arc::new(web::Port::new(e.build(), grpc_web, cors)))
 }
