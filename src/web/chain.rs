@@ -344,6 +344,7 @@ impl Context {
 
     /// While tracing, the line `next()` writes about itself.
     fn trace_next(&mut self) {
+        self.trace_observe();
         let aborted = self.index >= ABORT_INDEX;
         if let Some(t) = &mut self.trace {
             t.next_called(aborted);
@@ -361,9 +362,8 @@ impl Context {
     /// While tracing, what the running handler did to the response and the
     /// keys since the last step (drawn by `/debug/walks`, not printed).
     fn trace_observe(&mut self) {
-        let (status, written) = (self.response.status, self.response.written);
         if let Some(t) = &mut self.trace {
-            t.observe(status, written, &self.keys.names());
+            t.observe(&self.response, &self.keys);
         }
     }
 
@@ -385,6 +385,7 @@ impl Context {
     /// While tracing, the line `abort()` writes about itself: what it
     /// skips (once: a second abort skips nothing more).
     fn trace_abort(&mut self) {
+        self.trace_observe();
         let first = !self.index_is_aborted();
         if let (Some(t), true) = (&mut self.trace, first) {
             t.abort_called();

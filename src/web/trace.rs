@@ -9,7 +9,9 @@ use std::sync::Arc;
 use http::StatusCode;
 
 use crate::ops::log;
+use crate::web::chain::ResponseDraft;
 use crate::web::debug::Walks;
+use crate::web::keys::Keys;
 
 /// Where finished traces go: printed (`--trace`), kept for the walks
 /// page (`--debug-pages`), or both. An app without one traces nothing.
@@ -180,9 +182,10 @@ impl Trace {
     }
 
     /// What the handler running now did to the response or the keys since
-    /// the last look: `status` and `written` as they stand, `keys` every
-    /// key set so far, in the order first set. Drawn, not printed.
-    pub(crate) fn observe(&mut self, status: StatusCode, written: bool, keys: &[&'static str]) {
+    /// the last look (the status, whether a body was written, the keys
+    /// set so far in the order first set). Drawn, not printed.
+    pub(crate) fn observe(&mut self, response: &ResponseDraft, keys: &Keys) {
+        let (status, written, keys) = (response.status, response.written, keys.names());
         if (status, written) != (self.seen.0, self.seen.1) {
             let body = if written { ", body written" } else { "" };
             let code = status.as_u16();

@@ -163,6 +163,37 @@ impl Pages {
     }
 }
 
+impl crate::web::App {
+    /// The walks this app kept (it serves the debug pages), oldest first,
+    /// as one standalone SVG: what a study example writes for the docs
+    /// (`HANDWIRE_WALK_SVG`). `None` without the debug pages.
+    pub fn walks_svg(&self) -> Option<String> {
+        let walks = self.trace.as_ref()?.walks.as_ref()?.since(0);
+        let (mut body, mut y) = (String::new(), 0);
+        for walk in walks.iter().rev() {
+            let svg = walk_svg::draw(&walk.steps, &walk.names);
+            let height = svg_height(&svg);
+            body.push_str(&svg.replacen("<svg ", &format!("<svg y=\"{y}\" "), 1));
+            y += height + 12;
+        }
+        Some(format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{y}" viewBox="0 0 {w} {y}">{body}</svg>
+"#,
+            w = walk_svg::WIDTH,
+        ))
+    }
+}
+
+/// The `height` an `<svg>` of [`walk_svg::draw`] declares.
+fn svg_height(svg: &str) -> usize {
+    let after = svg.split(" height=\"").nth(1).unwrap_or("0");
+    after
+        .split('"')
+        .next()
+        .and_then(|h| h.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Whether `c`'s peer may see the pages; if not, `c` answers as for a path
 /// no route matches.
 fn allowed(c: &mut Context, any_peer: bool) -> bool {

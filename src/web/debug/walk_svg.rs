@@ -13,7 +13,7 @@ use super::escape;
 use crate::web::trace::{Ended, Label, Step, StepKind};
 
 /// The drawing's width, in pixels.
-const WIDTH: usize = 760;
+pub(crate) const WIDTH: usize = 760;
 /// One row of text.
 const ROW: usize = 20;
 /// How far a nested box is drawn inside its parent.
