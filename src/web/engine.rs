@@ -28,7 +28,8 @@ use crate::web::chain::{handler_now, Handler};
 use crate::web::debug::{DebugPages, Pages, RouteInfo, RouteMap};
 use crate::web::middleware;
 use crate::web::router::{clean_path, InsertError, Router};
-use crate::web::trace::{Label, Study};
+use crate::web::study::Study;
+use crate::web::trace::Label;
 
 use crate::web::app::{App, BodyTimeoutAnswer, EdgeAnswer};
 

@@ -13,6 +13,7 @@
 //! - [`unwind`]: catching a handler's panic, for recovery.
 //! - [`operations`]: CORS, rate limits, `/metrics` and health as middleware and routes.
 //! - [`trace`]: the chain trace of `--trace`.
+//! - [`study`]: where a finished trace goes: printed, kept for the pages.
 //! - [`debug`]: the debug pages (`--debug-pages`), which draw that trace
 //!   and the route tree; not on the reading path.
 //! - [`reply`]: handlers returning `Result`, whose error becomes the response.
@@ -33,6 +34,7 @@ pub mod middleware;
 pub mod operations;
 pub(crate) mod reply;
 pub mod router;
+pub(crate) mod study;
 pub(crate) mod trace;
 pub(crate) mod unwind;
 pub(crate) mod urlenc;

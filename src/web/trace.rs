@@ -4,47 +4,9 @@
 //! (`crate::web::debug`), so the two cannot disagree. [`Context`](crate::web::chain::Context)
 //! records into it when tracing is on; off, it costs one branch per handler.
 
-use std::sync::Arc;
-
 use http::StatusCode;
 
-use crate::ops::log;
-use crate::web::chain::ResponseDraft;
-use crate::web::debug::Walks;
 use crate::web::keys::Keys;
-
-/// Where finished traces go: printed (`--trace`), kept for the walks
-/// page (`--debug-pages`), or both. An app without one traces nothing.
-pub(crate) struct Study {
-    pub(crate) print: bool,
-    pub(crate) walks: Option<Arc<Walks>>,
-}
-
-impl Study {
-    /// The chain answered `status`: close `t` and send it where it goes.
-    pub(crate) fn keep(&self, mut t: Box<Trace>, status: StatusCode) {
-        t.finish(status);
-        if self.print {
-            print(&t);
-        }
-        if let Some(walks) = &self.walks {
-            walks.record(&t);
-        }
-    }
-}
-
-/// `--trace`: the request's walk of its chain, then the log lines held
-/// behind it.
-fn print(t: &Trace) {
-    log::stdout().line(|buf| {
-        for line in t.text().lines() {
-            buf.extend_from_slice(b"[trace] ");
-            buf.extend_from_slice(line.as_bytes());
-            buf.push(b'\n');
-        }
-        buf.extend_from_slice(t.held());
-    });
-}
 
 /// The walk of one request's chain, for people studying the mechanics:
 /// each handler's enter and exit with its index and name, where `next()` was
@@ -184,8 +146,8 @@ impl Trace {
     /// What the handler running now did to the response or the keys since
     /// the last look (the status, whether a body was written, the keys
     /// set so far in the order first set). Drawn, not printed.
-    pub(crate) fn observe(&mut self, response: &ResponseDraft, keys: &Keys) {
-        let (status, written, keys) = (response.status, response.written, keys.names());
+    pub(crate) fn observe(&mut self, status: StatusCode, written: bool, keys: &Keys) {
+        let keys = keys.names();
         if (status, written) != (self.seen.0, self.seen.1) {
             let body = if written { ", body written" } else { "" };
             let code = status.as_u16();
@@ -222,8 +184,11 @@ impl Trace {
     }
 
     /// The handler running now called `next()`; `aborted` if the chain was
-    /// stopped before, so the call runs nothing.
-    pub(crate) fn next_called(&mut self, aborted: bool) {
+    /// stopped before, so the call runs nothing. `seen`: the response's
+    /// status, whether a body was written, and the keys, as they stand
+    /// ([`observe`](Self::observe)).
+    pub(crate) fn next_called(&mut self, aborted: bool, seen: (StatusCode, bool, &Keys)) {
+        self.observe(seen.0, seen.1, seen.2);
         // The engine's own first call, before any handler, is not a step.
         let Some(who) = self.current() else {
             return;

@@ -3,7 +3,7 @@
 //! the lesson's code already records.
 //!
 //! - `GET /debug/walks`: the last requests' walks, each as server-made SVG
-//!   ([`walk_svg`]) drawn from the same [`Step`]s `--trace` prints, with a
+//!   ([`walk_svg`]) drawn from the same steps `--trace` prints, with a
 //!   few lines of plain JavaScript that poll `GET /debug/walks/since` for
 //!   the walks made after the page loaded.
 //! - `GET /debug/routes`: each method's radix tree ([`routes_svg`]), each
@@ -19,74 +19,19 @@ mod page;
 pub(crate) mod routes_svg;
 pub(crate) mod walk_svg;
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use http::{Method, StatusCode};
 
 use crate::web::chain::{handler_now, Context, Handler};
 use crate::web::router::{Router, Shape};
-use crate::web::trace::{Step, Trace};
-
-/// How many walks `/debug/walks` keeps, newest first.
-pub const WALKS_KEPT: usize = 20;
+use crate::web::study::Walks;
 
 /// The debug pages' settings ([`Engine::debug_pages`](crate::web::Engine::debug_pages)).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DebugPages {
     /// Answer every peer, not only loopback ones (`127.0.0.1`, `::1`).
     pub any_peer: bool,
-}
-
-/// One request's walk, as kept for the pages.
-pub(crate) struct Walk {
-    /// Counts up from 1 in the order the walks ended.
-    pub(crate) id: u64,
-    pub(crate) steps: Vec<Step>,
-    pub(crate) names: Vec<Option<&'static str>>,
-}
-
-/// The last [`WALKS_KEPT`] walks, newest last.
-#[derive(Default)]
-pub(crate) struct Walks {
-    kept: Mutex<(u64, VecDeque<Arc<Walk>>)>,
-}
-
-impl Walks {
-    /// Keep the finished trace `t`, unless it is a request for a debug page
-    /// (the page's own polling would push every other walk out).
-    pub(crate) fn record(&self, t: &Trace) {
-        let head = t.steps().first().map_or("", |s| s.text.as_str());
-        if head
-            .split(' ')
-            .nth(1)
-            .is_some_and(|p| p.starts_with("/debug/"))
-        {
-            return;
-        }
-        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.0 += 1;
-        let walk = Walk {
-            id: kept.0,
-            steps: t.steps().to_vec(),
-            names: t.names().to_vec(),
-        };
-        kept.1.push_back(Arc::new(walk));
-        if kept.1.len() > WALKS_KEPT {
-            kept.1.pop_front();
-        }
-    }
-
-    /// The walks kept with an id above `after`, newest first.
-    pub(crate) fn since(&self, after: u64) -> Vec<Arc<Walk>> {
-        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.1
-            .iter()
-            .rev()
-            .filter(|w| w.id > after)
-            .cloned()
-            .collect()
-    }
 }
 
 /// One route as `/debug/routes` lists it.

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use http::Method;
 
-use super::{escape, routes_svg, walk_svg, RouteMap, Walk, WALKS_KEPT};
+use super::{escape, routes_svg, walk_svg, RouteMap};
+use crate::web::study::{Walk, WALKS_KEPT};
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1em 2em;color:#222}\
 section.walk{margin:0 0 1.5em}h1{font-size:1.3em}p.why{max-width:60em}\
