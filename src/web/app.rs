@@ -30,7 +30,7 @@ use crate::ops::tracecontext;
 use crate::types::{self, Body, BoxError, BoxFuture};
 use crate::web::chain::{named, Context, Handler, PathParams, ResponseDraft, APPLICATION_JSON};
 use crate::web::router::{self, Lookup, Miss, Router};
-use crate::web::trace::Study;
+use crate::web::study::Study;
 
 /// Builds the answer to a body that did not arrive within the body
 /// time-out (given as the argument). The engine adds `Connection: close`.
@@ -188,8 +188,7 @@ impl App {
         // Most requests have no body to read (a GET): the chain runs now.
         let trace = caller.trace;
         let c = chosen.context(parts, Bytes::new(), caller);
-        let study = self.trace.clone();
-        let mut work: BoxFuture<'static, Response<Body>> = Box::pin(run(c, study, operation));
+        let mut work: BoxFuture<'static, _> = Box::pin(run(c, self.trace.clone(), operation));
         // A chain that never waits is done at its first poll: then it is
         // answered in the call, with no task to wake it later.
         // Polled once with a waker that does nothing: a future still
@@ -247,9 +246,7 @@ impl App {
     /// trailing-slash redirect, 405 (with the methods to `Allow`) or 404.
     fn choose(&self, parts: &http::request::Parts) -> Chosen {
         let path = parts.uri.path();
-        let path = self
-            .paths
-            .map_or(Cow::Borrowed(path), |rules| rules.matching(path));
+        let path = self.paths.map_or(Cow::from(path), |r| r.matching(path));
         match self.router.lookup(&parts.method, &path) {
             Lookup::Found { value, params } => Chosen {
                 chain: value.chain.clone(),
@@ -485,18 +482,14 @@ fn run(
 }
 
 /// After the chain: the trace printed or kept (if it was traced), the
-/// response made and counted in its metrics series: `operation`, or the
-/// one a self-routing handler named.
-fn finish(
-    c: &mut Context,
-    trace: Option<&Study>,
-    operation: Option<Arc<Operation>>,
-) -> Response<Body> {
+/// response made and counted in its metrics series: `op`, or the one a
+/// self-routing handler named.
+fn finish(c: &mut Context, trace: Option<&Study>, op: Option<Arc<Operation>>) -> Response<Body> {
     if let (Some(t), Some(study)) = (c.take_trace(), trace) {
         study.keep(t, c.response_status());
     }
-    let named = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
-    if let Some(op) = named.or(operation) {
+    // A self-routing handler may have named its own series.
+    if let Some(op) = c.get::<Arc<Operation>>(OPERATION_KEY).cloned().or(op) {
         op.observe_http(c.response_status(), c.latency());
     }
     into_response(c)

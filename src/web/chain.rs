@@ -344,10 +344,9 @@ impl Context {
 
     /// While tracing, the line `next()` writes about itself.
     fn trace_next(&mut self) {
-        self.trace_observe();
-        let aborted = self.index >= ABORT_INDEX;
         if let Some(t) = &mut self.trace {
-            t.next_called(aborted);
+            let seen = (self.response.status, self.response.written, &self.keys);
+            t.next_called(self.index >= ABORT_INDEX, seen);
         }
     }
 
@@ -363,7 +362,7 @@ impl Context {
     /// keys since the last step (drawn by `/debug/walks`, not printed).
     fn trace_observe(&mut self) {
         if let Some(t) = &mut self.trace {
-            t.observe(&self.response, &self.keys);
+            t.observe(self.response.status, self.response.written, &self.keys);
         }
     }
 
@@ -385,8 +384,10 @@ impl Context {
     /// While tracing, the line `abort()` writes about itself: what it
     /// skips (once: a second abort skips nothing more).
     fn trace_abort(&mut self) {
-        self.trace_observe();
         let first = !self.index_is_aborted();
+        if let Some(t) = &mut self.trace {
+            t.observe(self.response.status, self.response.written, &self.keys);
+        }
         if let (Some(t), true) = (&mut self.trace, first) {
             t.abort_called();
         }

@@ -336,11 +336,8 @@ impl<T> Node<T> {
                 }
             }
             match bytes.get(pos) {
-                None => {
-                    if let Some(value) = &node.value {
-                        return Some(value);
-                    }
-                }
+                None if node.value.is_some() => return node.value.as_ref(),
+                None => {}
                 Some(next) => {
                     if let Some(i) = node.indices.iter().position(|b| b == next) {
                         let child = &node.children[i];
