@@ -139,7 +139,7 @@ fn start_of(lines: &[&str], item: &str) -> Option<usize> {
                 let l = l.strip_prefix("pub(crate) ").unwrap_or(l);
                 l.starts_with(&head)
             };
-            return lines.iter().position(|l| bare(&l));
+            return lines.iter().position(bare);
         }
     }
     for kind in ["struct ", "enum ", "type ", "trait "] {

@@ -72,16 +72,16 @@ fn timeout_response(c: &mut Context) {
 /// `GET /openapi.json`. `timeout` (if any) answers 504 past it, counted from
 /// the request head, so reading the body counts against it too. `cors`, if
 /// any, runs between the logger and recovery, so every answer (a 404, a
-/// 413, a 500 from a panic) carries its headers.
+/// 413, a 500 from a panic) carries its headers. `pages`: the debug pages
+/// (`--debug-pages`), if asked for.
 pub fn app(
     gateway: Arc<Gateway>,
     openapi: Arc<serde_json::Value>,
     timeout: Option<Duration>,
     metrics: &Arc<Metrics>,
     ready: Probe,
-    cors: Option<Cors>,
+    (cors, pages): (Option<Cors>, Option<DebugPages>),
     grpc_web: Server,
-    pages: Option<DebugPages>,
 ) -> Result<Arc<dyn Service>, InsertError> {
     let cors = cors.map(Arc::new);
     let mut e = Engine::bare();

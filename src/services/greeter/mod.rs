@@ -262,9 +262,8 @@ impl Greeter {
             config.server.http.timeout,
             &metrics,
             readiness(&health, &usecases),
-            config.cors(),
+            (config.cors(), pages),
             grpc_server.clone(),
-            pages,
         )
         .map_err(GreeterError::Route)?;
         let bind = |key: &'static str, addr: String| async move {
