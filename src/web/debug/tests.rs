@@ -166,3 +166,36 @@ async fn the_route_tree_draws_static_param_and_catch_all_nodes_and_marks_the_rou
         "{page}"
     );
 }
+
+#[tokio::test]
+async fn an_early_answer_is_drawn_as_given_instead_of_any_routes_chain() {
+    let mut e = Engine::new();
+    e.body_limit(4);
+    e.post(
+        "/deny",
+        handler_now("ok", |c| c.string(StatusCode::OK, "ok")),
+    )
+    .unwrap();
+    e.debug_pages(DebugPages::default());
+    let app = e.build();
+    let req = Request::post("/deny")
+        .body(http_body_util::Full::new(Bytes::from_static(b"too long")))
+        .unwrap();
+    let resp = app.handle(req, SocketAddr::from(LOOPBACK)).await;
+    assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let (_, page) = get(&app, "/debug/walks", LOOPBACK).await;
+    assert!(
+        page.contains(
+            "POST /deny (3 handlers) (an early answer: given instead of any route&#39;s chain)"
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains("=&gt; 413, written by 2 early_answer"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("data-name=\"ok\""),
+        "the route's handler is not in the walk"
+    );
+}

@@ -142,7 +142,7 @@ pub fn draw(steps: &[Step], names: &[Option<&'static str>]) -> String {
     let status = status.map_or(String::from("no status"), |s| format!("=> {s}"));
     let early = names.contains(&Some("early_answer"));
     let note = if early {
-        " (an early answer: given before the route was decided)"
+        " (an early answer: given instead of any route's chain)"
     } else {
         ""
     };
