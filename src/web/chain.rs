@@ -385,9 +385,7 @@ impl Context {
     /// skips (once: a second abort skips nothing more).
     fn trace_abort(&mut self) {
         let first = !self.index_is_aborted();
-        if let Some(t) = &mut self.trace {
-            t.observe(self.response.status, self.response.written, &self.keys);
-        }
+        self.trace_observe();
         if let (Some(t), true) = (&mut self.trace, first) {
             t.abort_called();
         }

@@ -3,10 +3,10 @@
 //! the lesson's code already records.
 //!
 //! - `GET /debug/walks`: the last requests' walks, each as server-made SVG
-//!   ([`walk_svg`]) drawn from the same steps `--trace` prints, with a
+//!   (`walk_svg.rs`) drawn from the same steps `--trace` prints, with a
 //!   few lines of plain JavaScript that poll `GET /debug/walks/since` for
 //!   the walks made after the page loaded.
-//! - `GET /debug/routes`: each method's radix tree ([`routes_svg`]), each
+//! - `GET /debug/routes`: each method's radix tree (`routes_svg.rs`), each
 //!   route's chain, and a path box saying which route a path takes, and why.
 //!
 //! As Go's `net/http/pprof` and Envoy's admin page: off unless asked for
