@@ -100,6 +100,13 @@ pub const QUIET: Flag = Flag::switch("quiet", "do not print the route table at s
 /// `--trace`: log each request's walk of its handler chain.
 pub const TRACE: Flag = Flag::switch("trace", "log each request's walk of its handler chain");
 
+/// `--debug-pages`: serve `GET /debug/walks` and `GET /debug/routes` to
+/// loopback peers ([`crate::web::debug`]).
+pub const DEBUG_PAGES: Flag = Flag::switch(
+    "debug-pages",
+    "serve GET /debug/walks and /debug/routes (chain walks and route tree drawn) to loopback peers",
+);
+
 /// `--no-metrics`: no request counting and no `GET /metrics`.
 pub const NO_METRICS: Flag = Flag::switch("no-metrics", "do not count requests (no GET /metrics)");
 

@@ -22,10 +22,11 @@ use crate::ops::metrics::{Kind, Metrics};
 use crate::server::tls;
 use crate::server::{self, ConnectionBudget, Options, ServerError, Service};
 use crate::web::engine::Engine;
+use crate::web::DebugPages;
 
 /// The server options of a binary with one listener and one engine
 /// (router-demo, token-auth): where to listen, the shutdown grace, TLS,
-/// the route table, the chain trace and metrics.
+/// the route table, the chain trace, the debug pages and metrics.
 pub const SERVER_FLAGS: &[Flag] = &[
     cli::ADDR,
     cli::SHUTDOWN_GRACE,
@@ -35,6 +36,7 @@ pub const SERVER_FLAGS: &[Flag] = &[
     tls::KEY_FLAG,
     cli::QUIET,
     cli::TRACE,
+    cli::DEBUG_PAGES,
     cli::NO_METRICS,
 ];
 
@@ -158,9 +160,9 @@ pub async fn bind(addr: &str) -> Result<TcpListener, String> {
     })
 }
 
-/// Applies `--no-metrics`, `--trace` and `--quiet` to `engine`: unless
-/// metrics are off, requests are counted (`GET /metrics`) and so are the
-/// connections of `options`.
+/// Applies `--no-metrics`, `--trace`, `--debug-pages` and `--quiet` to
+/// `engine`: unless metrics are off, requests are counted (`GET /metrics`)
+/// and so are the connections of `options`.
 pub fn study_and_metrics(
     engine: &mut Engine,
     args: &Args,
@@ -173,8 +175,16 @@ pub fn study_and_metrics(
             .map_err(|e| format!("bad route table: {e}"))?;
         options.connection_gauge = Some(metrics.connections(Kind::Http));
     }
+    if let Some(pages) = debug_pages(args) {
+        engine.debug_pages(pages);
+    }
     engine.study_mode(args.has(cli::TRACE.name), args.has(cli::QUIET.name));
     Ok(())
+}
+
+/// `--debug-pages`: the pages, for loopback peers.
+pub fn debug_pages(args: &Args) -> Option<DebugPages> {
+    args.has(cli::DEBUG_PAGES.name).then(DebugPages::default)
 }
 
 /// Serves `app` on `listener` until `shutdown`: prints

@@ -1,7 +1,9 @@
 //! handwire: three small services on raw hyper, with the framework parts
 //! written by hand so they can be read.
 //!
-//! The folders are the layers; dependencies point down this list only:
+//! The folders are rooms, one above the other; imports point down the
+//! rooms only (the framework and the server side by side, never importing
+//! each other):
 //!
 //! - `src/bin/`: the three binaries, thin: parse arguments, run a service.
 //! - [`services`]: the three services —
@@ -11,10 +13,22 @@
 //!   status, dispatch, reflection over h2, the `.proto` parser),
 //!   [`protocol::gateway`] (HTTP/JSON routes derived from `google.api.http`
 //!   options, OpenAPI) and [`protocol::jwt`] (HS256).
-//!   They may use the framework, never a service.
-//! - [`web`]: the HTTP framework — accept loop, router, chain, engine,
-//!   middleware, binding, URL decoding. It never imports a service or a
-//!   protocol piece.
+//!   They may use the framework and the server, never a service.
+//! - [`launch`]: what the binaries share from `main` to serving: the server
+//!   flags read into options, the listener bound, the start-up and stop
+//!   lines; where the server and the framework are put together. It never
+//!   imports a service or a protocol piece.
+//! - [`web`]: the Gin-style framework, what a student reads — router,
+//!   chain, context, engine, the logger and recovery, binding, the chain
+//!   trace and its debug pages ([`web::debug`]).
+//! - [`server`]: the armour beside it — accept loop and connection, clocks,
+//!   the connection budget, the governor, admission, reading a body under
+//!   limits, TLS. The framework and the server never import each other.
+//! - [`contract`]: where the two meet — the `Service` trait the server
+//!   calls, `Caller`, `Answer`, the body limits and their refusals. It
+//!   imports only operations.
+//! - [`ops`]: operations, the bottom room both use — the log sink, trace
+//!   context, metrics, health, CORS, rate limits, deadlines.
 //! - [`types`]: the shared boxed future and body types; [`cli`]: the tiny
 //!   flag parser the binaries share; [`config`]: shared configuration
 //!   support (YAML through serde, errors naming the key path, Go durations)
@@ -27,7 +41,7 @@
 //! [`services::token_auth`] keeps its modules crate-private and re-exports
 //! what a caller names (`web::Engine`, `web::Context`, `grpc::Server`,
 //! `gateway::Gateway`, `token_auth::Passwords`), keeping public only the few
-//! namespaces read as such (`server`, `web::middleware`, `grpc::health`,
+//! namespaces read as such (`web::middleware`, `web::debug`, `grpc::health`,
 //! `grpc::reflection`, `grpc::descriptor`, `gateway::openapi`,
 //! `token_auth::{config, routes, service, store, user}`). Everything else
 //! is an implementation detail free to move.

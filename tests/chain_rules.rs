@@ -610,6 +610,30 @@ async fn bodies_over_the_limit_get_413_json_and_the_server_keeps_serving() {
     }
 }
 
+/// The early answer comes before the router's verdict: a body over the
+/// limit is 413 on a path no route matches (not 404) and on a route of
+/// another method (not 405), and no route handler runs.
+#[tokio::test]
+async fn a_body_over_the_limit_is_413_whatever_route_the_path_would_take() {
+    let mut e = Engine::bare();
+    e.body_limit(16);
+    e.get(
+        "/thing",
+        handler_now("thing", |c| c.string(StatusCode::OK, "thing")),
+    )
+    .unwrap();
+    e.no_route(vec![handler_now("never", |c| {
+        c.string(StatusCode::IM_A_TEAPOT, "the 404 chain ran")
+    })]);
+    let srv = start(e.build()).await;
+    for path in ["/nowhere", "/thing"] {
+        let r = send(Proto::H1, srv.addr, Method::POST, path, &[], vec![b'x'; 17]).await;
+        assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{path}");
+        let r = send(Proto::H1, srv.addr, Method::POST, path, &[], vec![b'x'; 2]).await;
+        assert_ne!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{path}");
+    }
+}
+
 #[tokio::test]
 async fn timeout_middleware_answers_for_slow_chains_and_outer_middleware_still_finishes() {
     let log = new_log();

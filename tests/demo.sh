@@ -39,7 +39,10 @@
 #    stdout, line by line, `…` matching any text; it must exit 0.
 # 4. Stops the services, runs `make reset` in the work directory (which must
 #    remove both databases) and does 1-3 again.
-# 5. Prints every command with its answer, then `demo: N passed, M failed`,
+# 5. Runs each study example drawn in docs/walks/ with HANDWIRE_WALK_SVG
+#    and compares the picture it writes with the committed one (a changed
+#    picture is written over, to commit, and counts as failed).
+# 6. Prints every command with its answer, then `demo: N passed, M failed`,
 #    and exits non-zero if anything differed. Processes and files are removed
 #    on every exit path.
 #
@@ -316,6 +319,26 @@ for db in greeter.db token-auth.db; do
 done
 start_all
 run_round 2
+
+# The pictures of docs/walks/: each study example writes its walks again;
+# a picture that changed is written over (commit it) and counts as failed.
+echo "demo: the study examples' walks, drawn (docs/walks/)"
+mkdir "$tmp/walks"
+for svg in docs/walks/*.svg; do
+	example="$(basename "$svg" .svg)"
+	if ! HANDWIRE_WALK_SVG="$tmp/walks/$example.svg" command "$CARGO" run --quiet --example "$example" >/dev/null 2>"$err"; then
+		echo "  FAIL: cargo run --example $example"
+		indent <"$err"
+		failed=$((failed + 1))
+	elif cmp -s "$tmp/walks/$example.svg" "$svg"; then
+		echo "  $svg: as drawn"
+		passed=$((passed + 1))
+	else
+		cp "$tmp/walks/$example.svg" "$svg"
+		echo "  FAIL: $svg was not what examples/$example.rs draws; written again, commit it"
+		failed=$((failed + 1))
+	fi
+done
 
 echo "demo: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -8,6 +8,11 @@
 //! Before each answer is printed, the log lines the engine wrote for that
 //! request (the request log, recovery, `--trace`) are flushed, so they
 //! appear in the order they happened.
+//!
+//! With `HANDWIRE_WALK_SVG=FILE` the example also writes its requests'
+//! walks of the chain, drawn as `/debug/walks` draws them, to FILE as one
+//! SVG: the pictures in `docs/walks/`, which `make demo` makes again and
+//! compares.
 
 use std::time::Duration;
 
@@ -20,17 +25,22 @@ use hyper_util::rt::TokioExecutor;
 
 use handwire::ops::log;
 use handwire::server::{self, Options};
-use handwire::web::Engine;
+use handwire::web::{DebugPages, Engine};
 
 /// Serve `engine`, send each of `requests` (`"METHOD /path"`) once and
 /// print status, body and the routing headers.
-pub async fn serve_and_send(engine: Engine, requests: &[&str]) {
+pub async fn serve_and_send(mut engine: Engine, requests: &[&str]) {
+    let walks = std::env::var_os("HANDWIRE_WALK_SVG");
+    if walks.is_some() {
+        engine.debug_pages(DebugPages::default());
+    }
+    let app = engine.build();
     let listener = server::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("local addr");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(server::serve(
         listener,
-        engine.build(),
+        app.clone(),
         Options::default(),
         async {
             let _ = stopped.await;
@@ -75,4 +85,7 @@ pub async fn serve_and_send(engine: Engine, requests: &[&str]) {
     }
     let _ = stop.send(());
     let _ = server.await;
+    if let (Some(path), Some(svg)) = (walks, app.walks_svg()) {
+        std::fs::write(&path, svg).expect("write HANDWIRE_WALK_SVG");
+    }
 }

@@ -12,7 +12,8 @@
 //! `--shutdown-grace` sets it, else the environment variable
 //! `GREETER_SHUTDOWN_GRACE` (e.g. `1s`). The listeners, TLS and time-outs
 //! come from the config file, so of the shared server options the greeter
-//! takes only the grace.
+//! takes the grace, the connection caps and `--debug-pages` (the HTTP
+//! engine's walks and route tree drawn; gRPC calls have no chain).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,7 +36,7 @@ const USAGE: Usage = Usage {
             database come from the config file",
     synopsis: &[
         "[--config PATH] [--shutdown-grace DURATION] [--max-connections N]",
-        " [--max-connections-per-peer N]",
+        " [--max-connections-per-peer N] [--debug-pages]",
     ],
     flags: &[Flag::value(
         "config",
@@ -47,6 +48,7 @@ const USAGE: Usage = Usage {
         cli::SHUTDOWN_GRACE,
         cli::MAX_CONNECTIONS,
         cli::MAX_CONNECTIONS_PER_PEER,
+        cli::DEBUG_PAGES,
     ],
     env: &[EnvVar {
         name: GRACE_VAR,
@@ -85,7 +87,7 @@ async fn run(args: Args) -> Result<(), String> {
         options.connections.max(),
         options.connections.peer_share()
     ));
-    let greeter = Greeter::bind(&config)
+    let greeter = Greeter::bind_with_pages(&config, launch::debug_pages(&args))
         .await
         .map_err(|e| e.to_string())?
         .with_server_options(options);

@@ -20,7 +20,7 @@ const USAGE: Usage = Usage {
     about: "the Gin-style routing and middleware demo",
     synopsis: &[
         "[--addr HOST:PORT] [--redirect-target URL] [--shutdown-grace DURATION] [--quiet] [--trace] [--no-metrics]",
-        " [--max-connections N] [--max-connections-per-peer N] [--tls-cert FILE --tls-key FILE]",
+        " [--max-connections N] [--max-connections-per-peer N] [--tls-cert FILE --tls-key FILE] [--debug-pages]",
     ],
     flags: &[Flag::value(
         "redirect-target",

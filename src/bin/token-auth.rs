@@ -3,7 +3,7 @@
 //! ```text
 //! token-auth [--addr ADDR] [--db PATH|postgres://…] [--redis redis://…]
 //!            [--shared-timeout DURATION] [--config PATH] [--shutdown-grace DURATION]
-//!            [--tls-cert FILE --tls-key FILE] [--quiet] [--trace] [--no-metrics]
+//!            [--tls-cert FILE --tls-key FILE] [--quiet] [--trace] [--no-metrics] [--debug-pages]
 //! token-auth create-admin --username NAME [--db PATH|postgres://…]  (password on stdin)
 //! ```
 //!
@@ -45,7 +45,7 @@ const USAGE: Usage = Usage {
     synopsis: &[
         "[--addr HOST:PORT] [--db PATH|postgres://…] [--redis redis://…] [--shared-timeout DURATION]",
         " [--config PATH] [--shutdown-grace DURATION] [--tls-cert FILE --tls-key FILE] [--quiet] [--trace]",
-        " [--max-connections N] [--max-connections-per-peer N] [--no-metrics]",
+        " [--max-connections N] [--max-connections-per-peer N] [--no-metrics] [--debug-pages]",
         "create-admin --username NAME [--db PATH|postgres://…]   (password read from stdin)",
     ],
     flags: &[

@@ -125,7 +125,9 @@ impl TraceContext {
     /// Append the trace-id as 32 hex digits to `buf`, without allocating
     /// (for the access-log lines).
     pub fn push_trace_id(&self, buf: &mut Vec<u8>) {
-        push_hex(buf, &self.trace_id);
+        for b in self.trace_id {
+            buf.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0x0f)]]);
+        }
     }
 }
 
@@ -173,37 +175,18 @@ fn unhex<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
     Some(out)
 }
 
-fn push_hex(buf: &mut Vec<u8>, bytes: &[u8]) {
-    let start = buf.len();
-    buf.resize(start + 2 * bytes.len(), 0);
-    write_hex(&mut buf[start..], bytes);
-}
-
-/// `bytes` as lowercase hex into `out`, two digits a byte, both from one
-/// table entry: every response's `traceparent` and every log line's
-/// `trace_id` go through here.
+/// `bytes` as lowercase hex into `out`, two digits a byte (`traceparent`).
 fn write_hex(out: &mut [u8], bytes: &[u8]) {
     for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair.copy_from_slice(&HEX_PAIRS[usize::from(*b)]);
+        pair.copy_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0x0f)]]);
     }
 }
 
-/// The two lowercase hex digits of each byte.
-static HEX_PAIRS: [[u8; 2]; 256] = {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut table = [[0u8; 2]; 256];
-    let mut i = 0;
-    while i < 256 {
-        table[i] = [DIGITS[i >> 4], DIGITS[i & 0x0f]];
-        i += 1;
-    }
-    table
-};
+/// The hex digits, lowercase.
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn hex(bytes: &[u8]) -> String {
-    let mut buf = Vec::with_capacity(bytes.len() * 2);
-    push_hex(&mut buf, bytes);
-    String::from_utf8(buf).unwrap_or_default()
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn random_id() -> [u8; 8] {

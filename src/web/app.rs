@@ -25,13 +25,12 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::contract::{self, Answer, Bounds, Caller, Intake, Refusal, Service};
-use crate::ops::log;
 use crate::ops::metrics::{Operation, OPERATION_KEY};
 use crate::ops::tracecontext;
 use crate::types::{self, Body, BoxError, BoxFuture};
 use crate::web::chain::{named, Context, Handler, PathParams, ResponseDraft, APPLICATION_JSON};
 use crate::web::router::{self, Lookup, Miss, Router};
-use crate::web::trace::Trace;
+use crate::web::study::Study;
 
 /// Builds the answer to a body that did not arrive within the body
 /// time-out (given as the argument). The engine adds `Connection: close`.
@@ -72,7 +71,8 @@ pub struct App {
     pub(crate) redirect: Arc<[Handler]>,
     /// How a request body is read, and the answers past its bounds.
     pub(crate) reading: ReadLimits,
-    pub(crate) trace: bool,
+    /// Where each request's walk goes; `None`: no walk is traced.
+    pub(crate) trace: Option<Arc<Study>>,
     /// How the path is rewritten before matching; `None`: matched as sent.
     pub(crate) paths: Option<PathRules>,
     pub(crate) misses: MissRules,
@@ -188,7 +188,7 @@ impl App {
         // Most requests have no body to read (a GET): the chain runs now.
         let trace = caller.trace;
         let c = chosen.context(parts, Bytes::new(), caller);
-        let mut work: BoxFuture<'static, Response<Body>> = Box::pin(run(c, self.trace, operation));
+        let mut work: BoxFuture<'static, _> = Box::pin(run(c, self.trace.clone(), operation));
         // A chain that never waits is done at its first poll: then it is
         // answered in the call, with no task to wake it later.
         // Polled once with a waker that does nothing: a future still
@@ -215,7 +215,7 @@ impl App {
         operation: Option<Arc<Operation>>,
     ) -> Answer {
         let read = self.reading;
-        let (early, trace) = (self.early.clone(), self.trace);
+        let (early, trace) = (self.early.clone(), self.trace.clone());
         Answer::Later(Box::pin(async move {
             let read = match caller.refused.take() {
                 Some(no) => Err((read.on_error)(no.status, no.reason, &no.message)),
@@ -246,9 +246,7 @@ impl App {
     /// trailing-slash redirect, 405 (with the methods to `Allow`) or 404.
     fn choose(&self, parts: &http::request::Parts) -> Chosen {
         let path = parts.uri.path();
-        let path = self
-            .paths
-            .map_or(Cow::Borrowed(path), |rules| rules.matching(path));
+        let path = self.paths.map_or(Cow::from(path), |r| r.matching(path));
         match self.router.lookup(&parts.method, &path) {
             Lookup::Found { value, params } => Chosen {
                 chain: value.chain.clone(),
@@ -471,44 +469,30 @@ fn read_unserved(mut body: Body, bounds: Bounds) -> BoxFuture<'static, Result<By
 #[allow(clippy::manual_async_fn)] // on purpose: the size of its future
 fn run(
     mut c: Context,
-    trace: bool,
+    trace: Option<Arc<Study>>,
     operation: Option<Arc<Operation>>,
 ) -> impl Future<Output = Response<Body>> + Send {
     async move {
-        if trace {
+        if trace.is_some() {
             c.start_trace();
         }
         c.next().await;
-        finish(&mut c, operation)
+        finish(&mut c, trace.as_deref(), operation)
     }
 }
 
-/// After the chain: the trace printed (if it was traced), the response
-/// made and counted in its metrics series: `operation`, or the one a
+/// After the chain: the trace printed or kept (if it was traced), the
+/// response made and counted in its metrics series: `op`, or the one a
 /// self-routing handler named.
-fn finish(c: &mut Context, operation: Option<Arc<Operation>>) -> Response<Body> {
-    if let Some(mut t) = c.take_trace() {
-        print_trace(&mut t, c.response_status());
+fn finish(c: &mut Context, trace: Option<&Study>, op: Option<Arc<Operation>>) -> Response<Body> {
+    if let (Some(t), Some(study)) = (c.take_trace(), trace) {
+        study.keep(t, c.response_status());
     }
-    let named = c.get::<Arc<Operation>>(OPERATION_KEY).cloned();
-    if let Some(op) = named.or(operation) {
+    // A self-routing handler may have named its own series.
+    if let Some(op) = c.get::<Arc<Operation>>(OPERATION_KEY).cloned().or(op) {
         op.observe_http(c.response_status(), c.latency());
     }
     into_response(c)
-}
-
-/// `--trace`: the request's walk of its chain, then the log lines held
-/// behind it.
-fn print_trace(t: &mut Trace, status: StatusCode) {
-    t.finish(status);
-    log::stdout().line(|buf| {
-        for line in t.text().lines() {
-            buf.extend_from_slice(b"[trace] ");
-            buf.extend_from_slice(line.as_bytes());
-            buf.push(b'\n');
-        }
-        buf.extend_from_slice(t.held());
-    });
 }
 
 /// The empty body of an answer to `HEAD`, with the `Content-Length` the
@@ -537,7 +521,7 @@ struct EarlyAnswer {
 async fn answer_early(
     mut c: Context,
     answer: Response<Body>,
-    trace: bool,
+    trace: Option<Arc<Study>>,
     operation: Option<Arc<Operation>>,
 ) -> Response<Body> {
     let (head, body) = answer.into_parts();
@@ -678,7 +662,7 @@ mod tests {
             none,
         );
         let context = std::mem::size_of_val(&c);
-        let future = std::mem::size_of_val(&run(c, false, None));
+        let future = std::mem::size_of_val(&run(c, None, None));
         assert!(
             future < context + context / 2,
             "the run future is {future} bytes for a {context}-byte context"

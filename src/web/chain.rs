@@ -40,12 +40,6 @@ use crate::web::urlenc;
 /// its own code.
 pub type HandlerFn = dyn for<'a> Fn(&'a mut Context) -> BoxFuture<'a, ()> + Send + Sync;
 
-/// The function a [`handler_now`] or [`after_rest`] handler calls.
-pub type HandlerFnNow = dyn Fn(&mut Context) + Send + Sync;
-
-/// The function a [`catching`] handler calls with the panic's message.
-pub type HandlerFnCaught = dyn Fn(&mut Context, &str) + Send + Sync;
-
 /// One step of a chain: middleware and route handlers have the same type,
 /// as Gin's `HandlerFunc` is one type. It borrows the context for as long
 /// as its future runs, so it can call `c.next().await` in the middle of its
@@ -82,8 +76,10 @@ impl Handler {
         let traced = handler(move |c| {
             let inner = inner.clone();
             Box::pin(async move {
-                c.trace_enter(&inner);
+                c.trace_observe();
+                c.trace_enter();
                 inner.call(c).await;
+                c.trace_observe();
                 c.trace_exit();
             })
         });
@@ -348,17 +344,25 @@ impl Context {
 
     /// While tracing, the line `next()` writes about itself.
     fn trace_next(&mut self) {
-        let aborted = self.index >= ABORT_INDEX;
         if let Some(t) = &mut self.trace {
-            t.next_called(aborted);
+            let seen = (self.response.status, self.response.written, &self.keys);
+            t.next_called(self.index >= ABORT_INDEX, seen);
         }
     }
 
     /// While tracing, the handler at the current index starts.
-    fn trace_enter(&mut self, h: &Handler) {
+    fn trace_enter(&mut self) {
         let index = self.index;
         if let Some(t) = &mut self.trace {
-            t.enter(index, h.name());
+            t.enter(index);
+        }
+    }
+
+    /// While tracing, what the running handler did to the response and the
+    /// keys since the last step (drawn by `/debug/walks`, not printed).
+    fn trace_observe(&mut self) {
+        if let Some(t) = &mut self.trace {
+            t.observe(self.response.status, self.response.written, &self.keys);
         }
     }
 
@@ -381,9 +385,9 @@ impl Context {
     /// skips (once: a second abort skips nothing more).
     fn trace_abort(&mut self) {
         let first = !self.index_is_aborted();
+        self.trace_observe();
         if let (Some(t), true) = (&mut self.trace, first) {
-            let names: Vec<_> = self.handlers.iter().map(Handler::name).collect();
-            t.abort_called(&names);
+            t.abort_called();
         }
     }
 
@@ -422,7 +426,8 @@ impl Context {
     /// Record the walk of the chain from now on (see [`Trace`]).
     pub(crate) fn start_trace(&mut self) {
         let header = format!("{} {}", self.head.method, self.head.uri.path());
-        self.trace = Some(Box::new(Trace::new(header, self.handlers.len())));
+        let names = self.handlers.iter().map(Handler::name).collect();
+        self.trace = Some(Box::new(Trace::new(header, names)));
         // `--trace` wraps each handler in its enter and exit lines; the
         // chain itself runs as it does untraced.
         self.handlers = self.handlers.iter().map(Handler::traced).collect();

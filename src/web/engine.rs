@@ -25,8 +25,11 @@ use crate::web::app::{
     MissRules, PathRules, ReadLimits, Route,
 };
 use crate::web::chain::{handler_now, Handler};
+use crate::web::debug::{DebugPages, Pages, RouteInfo, RouteMap};
 use crate::web::middleware;
 use crate::web::router::{clean_path, InsertError, Router};
+use crate::web::study::Study;
+use crate::web::trace::Label;
 
 use crate::web::app::{App, BodyTimeoutAnswer, EdgeAnswer};
 
@@ -69,6 +72,7 @@ pub struct Engine {
     min_body_rate: (u32, Duration),
     on_edge_error: EdgeAnswer,
     trace: bool,
+    debug_pages: Option<DebugPages>,
     metrics: Option<Arc<Metrics>>,
     switches: Switches,
 }
@@ -115,6 +119,7 @@ impl Engine {
             min_body_rate: (DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE),
             on_edge_error: edge_json,
             trace: false,
+            debug_pages: None,
             metrics: None,
             switches: Switches {
                 redirect_trailing_slash: true,
@@ -196,6 +201,29 @@ impl Engine {
             .collect()
     }
 
+    /// What `/debug/routes` draws: the trees, the routes with their
+    /// chains, and a router of the same routes for the path box.
+    fn route_map(&self) -> RouteMap {
+        let mut lookup = Router::new();
+        let mut routes = Vec::new();
+        for (id, (method, path, chain)) in self.routes.iter().enumerate() {
+            let _ = lookup.insert(method.clone(), path, id);
+            let chain = chain.iter().enumerate();
+            routes.push(RouteInfo {
+                method: method.clone(),
+                path: path.clone(),
+                chain: chain
+                    .map(|(i, h)| Label(i as isize, h.name()).to_string())
+                    .collect(),
+            });
+        }
+        RouteMap {
+            trees: self.router.shapes(&|route: &Route| route.id),
+            routes,
+            lookup,
+        }
+    }
+
     /// What the binaries' `--trace` and `--quiet` switches do: trace every
     /// request's chain when `trace`, and unless `quiet` print the route table
     /// (one `[routes] …` line per route) through the log sink.
@@ -216,6 +244,13 @@ impl Engine {
     /// handler.
     pub fn trace(&mut self, on: bool) {
         self.trace = on;
+    }
+
+    /// Serve the debug pages (`GET /debug/walks`, `GET /debug/routes`, see
+    /// [`crate::web::debug`]): every request's walk is then traced and the
+    /// last ones kept. Off by default: the paths are then 404.
+    pub fn debug_pages(&mut self, pages: DebugPages) {
+        self.debug_pages = Some(pages);
     }
 
     verbs!();
@@ -340,6 +375,21 @@ impl Engine {
 
     /// Freeze the routes into a servable [`App`].
     pub fn build(mut self) -> Arc<App> {
+        let pages = self.debug_pages.map(Pages::new);
+        for (path, h) in pages.iter().flat_map(Pages::routes) {
+            // Registered last, so no route of the service is shadowed;
+            // a service that has these paths keeps them.
+            let _ = self.get(path, h);
+        }
+        if let Some(pages) = &pages {
+            let _ = pages.map.set(self.route_map());
+        }
+        let trace = (self.trace || pages.is_some()).then(|| {
+            Arc::new(Study {
+                print: self.trace,
+                walks: pages.map(|p| p.walks),
+            })
+        });
         let s = self.switches;
         let as_sent = s.use_raw_path || s.use_escaped_path;
         // A decoded path's values are not decoded a second time.
@@ -388,7 +438,7 @@ impl Engine {
                 on_timeout: self.on_body_timeout,
                 on_error: self.on_edge_error,
             },
-            trace: self.trace,
+            trace,
             paths,
             misses: MissRules {
                 redirect_trailing_slash: s.redirect_trailing_slash,

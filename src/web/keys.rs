@@ -14,10 +14,9 @@ pub(crate) struct Keys(Vec<(&'static str, Box<dyn Any + Send + Sync>)>);
 impl Keys {
     /// Store `value` under `key`, replacing what was there (of any type).
     pub(crate) fn set<V: Any + Send + Sync>(&mut self, key: &'static str, value: V) {
-        let value: Box<dyn Any + Send + Sync> = Box::new(value);
         match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(entry) => entry.1 = value,
-            None => self.0.push((key, value)),
+            Some(entry) => entry.1 = Box::new(value),
+            None => self.0.push((key, Box::new(value))),
         }
     }
 
@@ -27,6 +26,11 @@ impl Keys {
     }
 
     /// Remove `key` and its value, if it was set (Gin's `c.Delete`).
+    /// The keys set so far, in the order first set (for the chain trace).
+    pub(crate) fn names(&self) -> Vec<&'static str> {
+        self.0.iter().map(|(k, _)| *k).collect()
+    }
+
     pub(crate) fn delete(&mut self, key: &str) {
         self.0.retain(|(k, _)| *k != key);
     }

@@ -63,16 +63,12 @@ pub fn logger() -> Handler {
 
 /// The logger's line, written when the rest of the chain has ended.
 fn log_line(c: &mut Context) {
-    // From the request's arrival, not from here: the engine reads the
-    // body before the chain runs, and Gin's latency (its handlers read
-    // the body) includes it. It also spares a clock read per request.
-    let latency = c.latency();
     if c.is_tracing() {
         let mut line = Vec::new();
-        push_request_line(&mut line, c, latency);
+        push_request_line(&mut line, c);
         c.hold_after_trace(line);
     } else {
-        log::stdout().line(|buf| push_request_line(buf, c, latency));
+        log::stdout().line(|buf| push_request_line(buf, c));
     }
 }
 
@@ -80,7 +76,7 @@ fn log_line(c: &mut Context) {
 /// `LoggerWithFormatter` writes with `fmt.Sprintf`, written without
 /// `core::fmt`, which cost about 5,700 instructions a request here, more
 /// than a third of all the rest (`docs/load.md`).
-fn push_request_line(buf: &mut Vec<u8>, c: &Context, latency: Duration) {
+fn push_request_line(buf: &mut Vec<u8>, c: &Context) {
     use crate::ops::numfmt::{push_ip, push_latency};
     buf.push(b'[');
     buf.extend_from_slice(log::service_name().as_bytes());
@@ -89,7 +85,10 @@ fn push_request_line(buf: &mut Vec<u8>, c: &Context, latency: Duration) {
     buf.extend_from_slice(b" | ");
     buf.extend_from_slice(c.response_status().as_str().as_bytes());
     buf.extend_from_slice(b" | ");
-    push_latency(buf, latency, 12);
+    // From the request's arrival, not from the logger's start: the engine
+    // reads the body before the chain runs, and Gin's latency (its
+    // handlers read the body) includes it. It also spares a clock read.
+    push_latency(buf, c.latency(), 12);
     buf.extend_from_slice(b" | ");
     push_ip(buf, c.client_ip(), 15);
     buf.extend_from_slice(b" | ");

@@ -13,6 +13,9 @@
 //! - [`unwind`]: catching a handler's panic, for recovery.
 //! - [`operations`]: CORS, rate limits, `/metrics` and health as middleware and routes.
 //! - [`trace`]: the chain trace of `--trace`.
+//! - [`study`]: where a finished trace goes: printed, kept for the pages.
+//! - [`debug`]: the debug pages (`--debug-pages`), which draw that trace
+//!   and the route tree; not on the reading path.
 //! - [`reply`]: handlers returning `Result`, whose error becomes the response.
 //! - [`bind`]: JSON / form / multipart / query binding with required fields.
 //! - [`urlenc`]: percent and form decoding.
@@ -24,12 +27,14 @@
 pub(crate) mod app;
 pub mod bind;
 pub(crate) mod chain;
+pub mod debug;
 pub(crate) mod engine;
 pub(crate) mod keys;
 pub mod middleware;
 pub mod operations;
 pub(crate) mod reply;
 pub mod router;
+pub(crate) mod study;
 pub(crate) mod trace;
 pub(crate) mod unwind;
 pub(crate) mod urlenc;
@@ -40,9 +45,9 @@ pub(crate) mod urlenc;
 pub use crate::contract::{HEADER_BYTES_MAX, HEADER_FIELDS_MAX, URI_MAX};
 pub use app::{App, BodyTimeoutAnswer, EdgeAnswer};
 pub use chain::{
-    after_rest, catching, handler, handler_now, named, Context, Handler, HandlerFn,
-    HandlerFnCaught, HandlerFnNow, PathParams,
+    after_rest, catching, handler, handler_now, named, Context, Handler, HandlerFn, PathParams,
 };
+pub use debug::DebugPages;
 pub use engine::{Engine, Group, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT};
 pub use reply::{fallible, ErrorResponse, Status};
 pub use trace::Trace;

@@ -1,8 +1,12 @@
-//! The chain trace: one request's walk of its handler chain as text, for
-//! `--trace` (see [`Trace`]). [`Context`](crate::web::chain::Context) records
-//! into it when tracing is on; off, it costs one branch per handler.
+//! The chain trace: one request's walk of its handler chain, recorded as
+//! [`Step`]s (see [`Trace`]). `--trace` prints them as text lines
+//! ([`Trace::text`]); `/debug/walks` draws the same steps
+//! (`crate::web::debug`), so the two cannot disagree. [`Context`](crate::web::chain::Context)
+//! records into it when tracing is on; off, it costs one branch per handler.
 
 use http::StatusCode;
+
+use crate::web::keys::Keys;
 
 /// The walk of one request's chain, for people studying the mechanics:
 /// each handler's enter and exit with its index and name, where `next()` was
@@ -29,108 +33,192 @@ use http::StatusCode;
 /// never runs; then recovery's own lines: it caught the panic, its
 /// `abort()`, its 500.
 pub struct Trace {
-    text: String,
+    steps: Vec<Step>,
     depth: usize,
     /// The handlers entered and not yet exited, innermost last: the last one
     /// is the handler that calls `next()` or `abort()` now, whatever the
     /// chain's index says (after `next()` returned, the index is past the end).
-    open: Vec<(isize, Option<&'static str>)>,
+    open: Vec<isize>,
     /// The highest index entered so far: the handlers after it have not run.
     furthest: isize,
-    /// How many handlers the chain has.
-    len: usize,
+    /// The chain's handlers' names, in chain order.
+    names: Vec<Option<&'static str>>,
+    /// The response's status and whether a body was written, and how many
+    /// keys were set, when last looked at ([`observe`](Self::observe)).
+    seen: (StatusCode, bool, usize),
     /// Log lines to write after the trace
     /// ([`Context::hold_after_trace`](crate::web::chain::Context::hold_after_trace)).
     held: Vec<u8>,
 }
 
+/// One step of a walk: a line of `--trace`, or (`Wrote`, `KeySet`) a fact
+/// the pages draw beside them.
+#[derive(Clone, Debug)]
+pub(crate) struct Step {
+    /// How deep in the nesting of handlers the step happened.
+    pub(crate) depth: usize,
+    /// The handler whose code took the step (its index), `None`: the engine.
+    pub(crate) who: Option<isize>,
+    pub(crate) kind: StepKind,
+    /// The step as words: the `--trace` line without its indentation.
+    pub(crate) text: String,
+}
+
+/// What a [`Step`] is.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum StepKind {
+    /// The request's head line: `GET /index (4 handlers)`.
+    Head,
+    Enter,
+    /// The handler ended; how.
+    Exit(Ended),
+    Next,
+    /// `abort()`, with the indices of the handlers it keeps from running.
+    Abort(Vec<isize>),
+    /// A panic caught or a time-out run out, by the handler `who`.
+    Caught,
+    /// Another step of `who` (recovery's 500, the time-out's answer).
+    Note,
+    /// `who` changed the response's status or wrote a body (drawn only).
+    Wrote(u16),
+    /// `who` stored a value under this key (drawn only).
+    KeySet,
+    /// The status the chain answered.
+    Finish(u16),
+}
+
+/// How a handler ended (see [`StepKind::Exit`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Ended {
+    Returned,
+    Aborted,
+    Panicked,
+    TimedOut,
+    CutShort,
+}
+
 impl Trace {
-    /// A trace of a request whose head is `header`, with `len` handlers.
-    pub(crate) fn new(header: String, len: usize) -> Trace {
-        let mut text = header;
-        text.push_str(&format!(" ({len} handlers)"));
-        Trace {
+    /// A trace of a request whose head is `header`, running the handlers
+    /// called `names`.
+    pub(crate) fn new(header: String, names: Vec<Option<&'static str>>) -> Trace {
+        let text = format!("{header} ({} handlers)", names.len());
+        let head = Step {
+            depth: 0,
+            who: None,
+            kind: StepKind::Head,
             text,
+        };
+        Trace {
+            steps: vec![head],
             depth: 1,
             open: Vec::new(),
             furthest: -1,
-            len,
+            names,
+            seen: (StatusCode::OK, false, 0),
             held: Vec::new(),
         }
     }
 
     /// The handler running now, as the trace shows it.
     fn current(&self) -> Option<String> {
-        self.open
-            .last()
-            .map(|&(index, name)| Label(index, name).to_string())
+        let index = *self.open.last()?;
+        Some(self.label(index).to_string())
     }
 
-    fn line(&mut self, args: std::fmt::Arguments<'_>) {
-        use std::fmt::Write;
-        self.text.push('\n');
-        for _ in 0..self.depth {
-            self.text.push_str("  ");
+    fn label(&self, index: isize) -> Label<'static> {
+        let name = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.names.get(i).copied().flatten());
+        Label(index, name)
+    }
+
+    fn step(&mut self, kind: StepKind, args: std::fmt::Arguments<'_>) {
+        let who = self.open.last().copied();
+        let (depth, text) = (self.depth, args.to_string());
+        self.steps.push(Step {
+            depth,
+            who,
+            kind,
+            text,
+        });
+    }
+
+    /// What the handler running now did to the response or the keys since
+    /// the last look (the status, whether a body was written, the keys
+    /// set so far in the order first set). Drawn, not printed.
+    pub(crate) fn observe(&mut self, status: StatusCode, written: bool, keys: &Keys) {
+        let keys = keys.names();
+        if (status, written) != (self.seen.0, self.seen.1) {
+            let body = if written { ", body written" } else { "" };
+            let code = status.as_u16();
+            self.step(StepKind::Wrote(code), format_args!("status {code}{body}"));
         }
-        let _ = self.text.write_fmt(args);
+        for key in keys.iter().skip(self.seen.2) {
+            self.step(StepKind::KeySet, format_args!("set key {key:?}"));
+        }
+        self.seen = (status, written, keys.len());
     }
 
-    /// Handler `index` (called `name`) starts.
-    pub(crate) fn enter(&mut self, index: isize, name: Option<&'static str>) {
-        self.line(format_args!("enter {}", Label(index, name)));
+    /// Handler `index` starts.
+    pub(crate) fn enter(&mut self, index: isize) {
+        let label = self.label(index);
+        self.step(StepKind::Enter, format_args!("enter {label}"));
+        if let Some(entered) = self.steps.last_mut() {
+            entered.who = Some(index);
+        }
         self.depth += 1;
-        self.open.push((index, name));
+        self.open.push(index);
         self.furthest = self.furthest.max(index);
     }
 
     /// The handler running now returned; `aborted` if the chain was stopped.
     pub(crate) fn exit(&mut self, aborted: bool) {
-        let Some((index, name)) = self.open.pop() else {
-            return;
+        let (label, mark, ended) = match self.open.last() {
+            Some(&index) if aborted => (self.label(index), " [aborted]", Ended::Aborted),
+            Some(&index) => (self.label(index), "", Ended::Returned),
+            None => return,
         };
         self.depth = self.depth.saturating_sub(1);
-        let mark = if aborted { " [aborted]" } else { "" };
-        self.line(format_args!("exit  {}{mark}", Label(index, name)));
+        self.step(StepKind::Exit(ended), format_args!("exit  {label}{mark}"));
+        self.open.pop();
     }
 
     /// The handler running now called `next()`; `aborted` if the chain was
-    /// stopped before, so the call runs nothing.
-    pub(crate) fn next_called(&mut self, aborted: bool) {
+    /// stopped before, so the call runs nothing. `seen`: the response's
+    /// status, whether a body was written, and the keys, as they stand
+    /// ([`observe`](Self::observe)).
+    pub(crate) fn next_called(&mut self, aborted: bool, seen: (StatusCode, bool, &Keys)) {
+        self.observe(seen.0, seen.1, seen.2);
         // The engine's own first call, before any handler, is not a step.
         let Some(who) = self.current() else {
             return;
         };
         let rest = if aborted {
             " (after abort(): nothing runs)"
-        } else if usize::try_from(self.furthest + 1).is_ok_and(|next| next >= self.len) {
+        } else if usize::try_from(self.furthest + 1).is_ok_and(|next| next >= self.names.len()) {
             " (nothing left to run)"
         } else {
             ""
         };
-        self.line(format_args!("{who}: next(){rest}"));
+        self.step(StepKind::Next, format_args!("{who}: next(){rest}"));
     }
 
-    /// The handler running now called `abort()`; `names` are the whole
-    /// chain's. What will not run is every handler after the furthest one
-    /// that has run, whoever aborts.
-    pub(crate) fn abort_called(&mut self, names: &[Option<&'static str>]) {
-        let skipped: Vec<String> = usize::try_from(self.furthest + 1)
-            .map(|from| {
-                names
-                    .iter()
-                    .enumerate()
-                    .skip(from)
-                    .map(|(i, name)| Label(i as isize, *name).to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
+    /// The handler running now called `abort()`. What will not run is
+    /// every handler after the furthest one that has run, whoever aborts.
+    pub(crate) fn abort_called(&mut self) {
+        let from = self.furthest + 1;
+        let skipped: Vec<isize> = (from.max(0)..self.names.len() as isize).collect();
+        let labels: Vec<String> = skipped.iter().map(|&i| self.label(i).to_string()).collect();
         let who = self.current().unwrap_or_else(|| "engine".into());
-        let rest = if skipped.is_empty() {
+        let rest = if labels.is_empty() {
             String::from("nothing left to skip")
         } else {
-            format!("{} will not run", skipped.join(", "))
+            format!("{} will not run", labels.join(", "))
         };
-        self.line(format_args!("{who}: abort() ({rest})"));
+        self.step(
+            StepKind::Abort(skipped),
+            format_args!("{who}: abort() ({rest})"),
+        );
     }
 
     /// How many handlers are running, one inside the other (for [`unwound`](Self::unwound)).
@@ -146,29 +234,37 @@ impl Trace {
     pub(crate) fn unwound(&mut self, keep: usize, cause: Unwound<'_>) {
         let mut innermost = true;
         while self.open.len() > keep {
-            let Some((index, name)) = self.open.pop() else {
+            let Some(&index) = self.open.last() else {
                 break;
             };
             self.depth = self.depth.saturating_sub(1);
-            let label = Label(index, name);
+            let label = self.label(index);
             match (innermost, cause) {
-                (true, Unwound::Panic(message)) => self.line(format_args!(
-                    "exit  {label} [panicked: {}]",
-                    OneLine(message)
-                )),
-                (true, Unwound::TimedOut) => self.line(format_args!(
-                    "exit  {label} [stopped: the time-out ran out]"
-                )),
-                (false, _) => self.line(format_args!(
-                    "exit  {label} [cut short: its code after next() did not run]"
-                )),
+                (true, Unwound::Panic(message)) => self.step(
+                    StepKind::Exit(Ended::Panicked),
+                    format_args!("exit  {label} [panicked: {}]", OneLine(message)),
+                ),
+                (true, Unwound::TimedOut) => self.step(
+                    StepKind::Exit(Ended::TimedOut),
+                    format_args!("exit  {label} [stopped: the time-out ran out]"),
+                ),
+                (false, _) => self.step(
+                    StepKind::Exit(Ended::CutShort),
+                    format_args!("exit  {label} [cut short: its code after next() did not run]"),
+                ),
             }
+            self.open.pop();
             innermost = false;
         }
         if let Some(who) = self.current() {
             match cause {
-                Unwound::Panic(_) => self.line(format_args!("{who}: caught the panic")),
-                Unwound::TimedOut => self.line(format_args!("{who}: the time-out ran out")),
+                Unwound::Panic(_) => {
+                    self.step(StepKind::Caught, format_args!("{who}: caught the panic"))
+                }
+                Unwound::TimedOut => self.step(
+                    StepKind::Caught,
+                    format_args!("{who}: the time-out ran out"),
+                ),
             }
         }
     }
@@ -177,18 +273,38 @@ impl Trace {
     /// (recovery's 500, the time-out's answer).
     pub(crate) fn note(&mut self, what: &str) {
         let who = self.current().unwrap_or_else(|| "engine".into());
-        self.line(format_args!("{who}: {what}"));
+        self.step(StepKind::Note, format_args!("{who}: {what}"));
     }
 
     /// Close the trace with the status the chain answered.
     pub fn finish(&mut self, status: StatusCode) {
         self.depth = 0;
-        self.line(format_args!("=> {}", status.as_u16()));
+        let code = status.as_u16();
+        self.step(StepKind::Finish(code), format_args!("=> {code}"));
     }
 
-    /// The trace as text, one step per line.
-    pub fn text(&self) -> &str {
-        &self.text
+    /// The trace as `--trace` prints it: one step per line, indented by
+    /// its depth (the drawn-only steps left out).
+    pub fn text(&self) -> String {
+        let mut text = String::new();
+        for step in self.steps.iter().filter(|s| s.printed()) {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&"  ".repeat(step.depth));
+            text.push_str(&step.text);
+        }
+        text
+    }
+
+    /// The steps, the drawn-only ones included.
+    pub(crate) fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// The chain's handlers' names, in chain order.
+    pub(crate) fn names(&self) -> &[Option<&'static str>] {
+        &self.names
     }
 
     /// The log lines held to follow the trace (the request log line).
@@ -199,6 +315,13 @@ impl Trace {
     /// Keep `line` to be written after the trace.
     pub(crate) fn hold(&mut self, line: &[u8]) {
         self.held.extend_from_slice(line);
+    }
+}
+
+impl Step {
+    /// Whether `--trace` prints this step (the pages draw every step).
+    pub(crate) fn printed(&self) -> bool {
+        !matches!(self.kind, StepKind::Wrote(_) | StepKind::KeySet)
     }
 }
 
@@ -227,7 +350,7 @@ impl std::fmt::Display for OneLine<'_> {
 }
 
 /// A handler as the trace shows it: `2 token_check`, or `#2` unnamed.
-struct Label<'n>(isize, Option<&'n str>);
+pub(crate) struct Label<'n>(pub(crate) isize, pub(crate) Option<&'n str>);
 
 impl std::fmt::Display for Label<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

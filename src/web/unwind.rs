@@ -1,6 +1,6 @@
 //! Panic isolation: the text of a panic payload and a future adapter that
-//! catches a panic raised while it is polled. The chain's catching kind
-//! (recovery) and the gRPC server's per-call isolation both use it.
+//! catches a panic raised while it is polled. A `catching` handler of the
+//! chain (recovery is one) and the gRPC server's per-call isolation use it.
 
 use std::any::Any;
 use std::future::Future;

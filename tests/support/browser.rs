@@ -332,6 +332,39 @@ impl Profile {
         }
     }
 
+    /// The value of the JavaScript `expression` in the page (returned by
+    /// value: a string, a number, an array of them).
+    pub async fn eval(&self, expression: &str) -> Value {
+        let answer = self
+            .call(
+                "Runtime.evaluate",
+                json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
+            )
+            .await
+            .expect("evaluate in the page");
+        answer["result"]["value"].clone()
+    }
+
+    /// A PNG of the whole page as it is drawn now, written to `path`.
+    pub async fn screenshot(&self, path: &std::path::Path) {
+        use base64::Engine as _;
+        let shot = self
+            .call(
+                "Page.captureScreenshot",
+                json!({ "format": "png", "captureBeyondViewport": true }),
+            )
+            .await
+            .expect("screenshot");
+        let data = shot["data"].as_str().expect("png data");
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .expect("base64 png");
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).expect("screenshot folder");
+        }
+        std::fs::write(path, png).expect("write the screenshot");
+    }
+
     /// The cookies this profile holds, as CDP describes them (`name`,
     /// `value`, `path`, `httpOnly`, `sameSite`, `expires`, ...).
     pub async fn cookies(&self) -> Vec<Value> {

@@ -24,6 +24,7 @@ use crate::web::chain::{handler, Context};
 use crate::web::engine::Engine;
 use crate::web::middleware;
 use crate::web::router::InsertError;
+use crate::web::DebugPages;
 
 /// The 504 answer when `server.http.timeout` passes while the body is still
 /// being read (the engine answers before any chain runs, and closes the
@@ -71,14 +72,15 @@ fn timeout_response(c: &mut Context) {
 /// `GET /openapi.json`. `timeout` (if any) answers 504 past it, counted from
 /// the request head, so reading the body counts against it too. `cors`, if
 /// any, runs between the logger and recovery, so every answer (a 404, a
-/// 413, a 500 from a panic) carries its headers.
+/// 413, a 500 from a panic) carries its headers. `pages`: the debug pages
+/// (`--debug-pages`), if asked for.
 pub fn app(
     gateway: Arc<Gateway>,
     openapi: Arc<serde_json::Value>,
     timeout: Option<Duration>,
     metrics: &Arc<Metrics>,
     ready: Probe,
-    cors: Option<Cors>,
+    (cors, pages): (Option<Cors>, Option<DebugPages>),
     grpc_web: Server,
 ) -> Result<Arc<dyn Service>, InsertError> {
     let cors = cors.map(Arc::new);
@@ -114,5 +116,8 @@ pub fn app(
         let gateway = gateway.clone();
         Box::pin(async move { gateway.serve(c).await })
     })]);
+    if let Some(pages) = pages {
+        e.debug_pages(pages);
+    }
     Ok(Arc::new(web::Port::new(e.build(), grpc_web, cors)))
 }

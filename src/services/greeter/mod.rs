@@ -36,6 +36,7 @@ use crate::protocol::grpc::health::{Health, ServingStatus};
 use crate::server::tls::{self, CertError, CertStore};
 use crate::server::{self, ServerError};
 use crate::web::router::InsertError;
+use crate::web::DebugPages;
 use biz::{GreeterRepo, GreeterUsecase, Usecases, UserRepo, UserUsecase};
 use config::{Config, Driver};
 use data::{Data, DataError, GreeterStore, UserStore};
@@ -194,6 +195,15 @@ impl Stores {
 impl Greeter {
     /// Opens the store named by `config` and binds both addresses.
     pub async fn bind(config: &Config) -> Result<Greeter, GreeterError> {
+        Greeter::bind_with_pages(config, None).await
+    }
+
+    /// [`bind`](Self::bind), the HTTP engine serving the debug pages
+    /// (`--debug-pages`) when `pages` is given.
+    pub async fn bind_with_pages(
+        config: &Config,
+        pages: Option<DebugPages>,
+    ) -> Result<Greeter, GreeterError> {
         let stores = match config.data.database.kind() {
             Driver::Sqlite => Stores::sqlite(&config.data.database.source).await?,
             Driver::Postgres => Stores::shared(config).await?,
@@ -252,7 +262,7 @@ impl Greeter {
             config.server.http.timeout,
             &metrics,
             readiness(&health, &usecases),
-            config.cors(),
+            (config.cors(), pages),
             grpc_server.clone(),
         )
         .map_err(GreeterError::Route)?;

@@ -66,6 +66,7 @@ mod tree;
 pub use error::InsertError;
 pub use fixed::clean_path;
 pub use miss::{allow_header, is_local, redirect_answer, Miss};
+pub use node::Shape;
 pub use params::{Param, Params};
 pub use tree::*;
 

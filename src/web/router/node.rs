@@ -336,11 +336,8 @@ impl<T> Node<T> {
                 }
             }
             match bytes.get(pos) {
-                None => {
-                    if let Some(value) = &node.value {
-                        return Some(value);
-                    }
-                }
+                None if node.value.is_some() => return node.value.as_ref(),
+                None => {}
                 Some(next) => {
                     if let Some(i) = node.indices.iter().position(|b| b == next) {
                         let child = &node.children[i];
@@ -357,6 +354,38 @@ impl<T> Node<T> {
                 }
             }
             node = node.wild.as_deref()?;
+        }
+    }
+}
+
+/// One node of the tree as a picture draws it (`/debug/routes`): what it
+/// matches, the value of the route ending there (mapped by the caller) and
+/// its children in the order a lookup tries them.
+pub struct Shape<U> {
+    /// The bytes a static node matches, or `:name` / `*name`.
+    pub label: String,
+    /// `static`, `param` or `catch-all`.
+    pub kind: &'static str,
+    /// What the caller made of the route ending here, if one does.
+    pub value: Option<U>,
+    /// Static children first, then the wildcard child.
+    pub children: Vec<Shape<U>>,
+}
+
+impl<T> Node<T> {
+    /// This subtree as a [`Shape`], each route's value mapped by `f`.
+    pub(super) fn shape<U>(&self, f: &dyn Fn(&T) -> U) -> Shape<U> {
+        let (label, kind) = match &self.kind {
+            Kind::Static(bytes) => (String::from_utf8_lossy(bytes).into_owned(), "static"),
+            Kind::Param(name) => (format!(":{name}"), "param"),
+            Kind::CatchAll(name) => (format!("*{name}"), "catch-all"),
+        };
+        let children = self.children.iter().chain(self.wild.as_deref());
+        Shape {
+            label,
+            kind,
+            value: self.value.as_ref().map(f),
+            children: children.map(|child| child.shape(f)).collect(),
         }
     }
 }

@@ -11,7 +11,7 @@ use http::Method;
 
 use super::error::InsertError;
 use super::miss::Miss;
-use super::node::Node;
+use super::node::{Node, Shape};
 use super::params::Params;
 
 /// Routes registered per HTTP method, and the answer to "what handles this
@@ -144,6 +144,13 @@ impl<T> Router<T> {
                 .find(|fixed| matches!(self.lookup(method, fixed), Lookup::Found { .. }))
         });
         found
+    }
+
+    /// Each method's tree as a [`Shape`] (for `/debug/routes`), in
+    /// registration order, each route's value mapped by `f`.
+    pub fn shapes<U>(&self, f: &dyn Fn(&T) -> U) -> Vec<(Method, Shape<U>)> {
+        let trees = self.trees.iter();
+        trees.map(|(m, root)| (m.clone(), root.shape(f))).collect()
     }
 
     /// The registered (method, path) pairs, in registration order.
