@@ -12,7 +12,9 @@
 //! `--shutdown-grace` sets it, else the environment variable
 //! `GREETER_SHUTDOWN_GRACE` (e.g. `1s`). The listeners, TLS and time-outs
 //! come from the config file, so of the shared server options the greeter
-//! takes only the grace.
+//! takes only the grace, the connection cap and `--no-access-log` (the
+//! config's `log.access: false`: no access line per HTTP request or gRPC
+//! call; the SayHello business line and the rest stay).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,7 +37,7 @@ const USAGE: Usage = Usage {
             database come from the config file",
     synopsis: &[
         "[--config PATH] [--shutdown-grace DURATION] [--max-connections N]",
-        " [--max-connections-per-peer N]",
+        " [--max-connections-per-peer N] [--no-access-log]",
     ],
     flags: &[Flag::value(
         "config",
@@ -47,6 +49,7 @@ const USAGE: Usage = Usage {
         cli::SHUTDOWN_GRACE,
         cli::MAX_CONNECTIONS,
         cli::MAX_CONNECTIONS_PER_PEER,
+        cli::NO_ACCESS_LOG,
     ],
     env: &[EnvVar {
         name: GRACE_VAR,
@@ -61,12 +64,15 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<(), String> {
     let path = PathBuf::from(args.get("config").unwrap_or("config.yaml"));
-    let config = match Config::load(&path) {
+    let mut config = match Config::load(&path) {
         Ok(c) => c,
         // The read error names the path (and the directory) itself.
         Err(e @ ConfigError::File(config::Error::Read { .. })) => return Err(e.to_string()),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
+    if !launch::access_log(&args) {
+        config.log.access = false;
+    }
     let mut options = Options::default();
     if let Some(grace) = launch::shutdown_grace(&args, Some(GRACE_VAR))? {
         options.shutdown_grace = grace;

@@ -231,6 +231,7 @@ impl Greeter {
             &methods,
             &files,
             config.server.grpc.timeout,
+            config.log.access,
             &metrics,
             health.clone(),
         )
@@ -249,10 +250,9 @@ impl Greeter {
         let http_app = http::app(
             Arc::new(gateway),
             Arc::new(document),
-            config.server.http.timeout,
+            config,
             &metrics,
             readiness(&health, &usecases),
-            config.cors(),
             grpc_server.clone(),
         )
         .map_err(GreeterError::Route)?;
