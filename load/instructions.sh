@@ -15,8 +15,15 @@
 # gRPC with 10 streams each), the counters are dumped and the server is
 # killed. One pair of rows sends 40,000 requests over 2,000 connections
 # instead: what opening, serving and closing a connection costs, shared
-# by its 20 requests. Every thread of the process counts (runtime, store,
-# log writer).
+# by its 20 requests; another sends INSTR_CLOSE_REQUESTS (default 5000)
+# with `Connection: close`, one request a connection, h2load reconnecting
+# after each. Every thread of the process counts (runtime, store, log
+# writer).
+#
+# As in `make load`, the headline rows run every handwire server with its
+# access log off (`--no-access-log`) beside peers that log nothing; the
+# rows marked "access log on" run router-demo with its request logger
+# beside axum with tower-http's TraceLayer (`peer_axum --log`).
 #
 # Two floors stand beside the peers: examples/bare_hyper.rs on this crate's
 # accept loop (trace context, clocks, governor) and the same answers from
@@ -24,14 +31,16 @@
 # Health/Check with nothing but what the wire needs. What a peer costs over
 # a floor bounds the ratio any server on that floor can reach against it.
 #
-# The gate (`INSTR_GATE=1`, run by .ci/run): only router-demo and axum on
-# `GET /hello`, counted in the same job; their ratio (axum's count over
-# router-demo's) must not fall more than 5 % below the figure committed in
-# load/instructions-gate (a commit that changes it on purpose updates the
-# figure and says why). A ratio, not a count: another CPU or compiler moves
-# both sides. `INSTR_GATE=warn` prints the verdict and exits 0.
+# The gate (`INSTR_GATE=1`, run by .ci/run): only router-demo (access log
+# off) and axum, on `GET /hello` over 10 keep-alive connections and on
+# `GET /hello` with `Connection: close`, counted in the same job; each ratio
+# (axum's count over router-demo's) must not fall more than 5 % below its
+# figure committed in load/instructions-gate (a commit that changes one on
+# purpose updates the figure and says why). Ratios, not counts: another CPU
+# or compiler moves both sides. `INSTR_GATE=warn` prints the verdicts and
+# exits 0.
 #
-# Environment: INSTR_REQUESTS, INSTR_PORT_BASE (default 18800),
+# Environment: INSTR_REQUESTS, INSTR_CLOSE_REQUESTS, INSTR_PORT_BASE (default 18800),
 # INSTR_NO_BUILD=1 (skip cargo build), INSTR_BIN_DIR (default target/release:
 # another build's binaries, e.g. an older commit's, to compare before and
 # after), INSTR_KEEP=DIR (keep the callgrind files there). Needs valgrind,
@@ -84,8 +93,11 @@ greeter_config "$tmp/greeter.yaml" "$((port + 1))" "$port" ":memory:"
 greeter_config "$tmp/greeter-file.yaml" "$((port + 1))" "$port" "$tmp/greeter.db"
 
 # count NAME KIND(http|grpc) PATH [FRAME] -- CMD...: instructions per request
-# (`conns=N n=M count …`: M requests over N HTTP/1.1 connections, default 10)
+# (`conns=N n=M count …`: M requests over N HTTP/1.1 connections, default 10;
+# `close=1 count …`: each request with `Connection: close`)
 conns=10
+close=
+close_n="${INSTR_CLOSE_REQUESTS:-5000}"
 count() {
 	local name=$1 kind=$2 path=$3 frame=${4:-}
 	shift 4
@@ -104,6 +116,7 @@ count() {
 		local load
 		if [ "$kind" = http ]; then
 			load=(h2load --h1 -t1 -c"${2:-$conns}" -n "$1" "http://127.0.0.1:$port$path")
+			[ -z "$close" ] || load+=(-H 'Connection: close')
 		else
 			load=(h2load -t1 -c10 -m10 -n "$1" -d "$frame" -H 'content-type: application/grpc'
 				-H 'te: trailers' "http://127.0.0.1:$port$path")
@@ -135,46 +148,65 @@ pair() { # TITLE ours PEER_NAME peer
 }
 
 addr="127.0.0.1:$port"
+# The headline: router-demo with its access log off.
+demo=("$bin/router-demo" --addr "$addr" --quiet --no-access-log)
 if [ -n "$gate" ]; then
-	rd=$(count router-demo http /hello "" -- "$bin/router-demo" --addr "$addr" --quiet)
+	rd=$(count router-demo http /hello "" -- "${demo[@]}")
 	axum=$(count axum http /hello "" -- "$bin/examples/peer_axum" "$addr")
-	# The committed figure: the first number on the file's first line.
-	committed=$(grep -oE '^[0-9.]+' load/instructions-gate | head -1)
-	verdict=$(awk -v a="$axum" -v r="$rd" -v c="$committed" 'BEGIN {
-		ratio = a / r; floor = c * 0.95
-		printf "%s axum/router-demo on GET /hello: %.3f (axum %d, router-demo %d instructions a request); committed %.3f, floor %.3f",
-			(ratio >= floor) ? "PASS" : "FAIL", ratio, a, r, c, floor }')
-	echo "instructions gate: $verdict"
-	case "$verdict" in
-	PASS*) exit 0 ;;
-	*) [ "$gate" = warn ] && exit 0 || exit 1 ;;
-	esac
+	rd_close=$(close=1 n=$close_n conns=10 count router-demo-close http /hello "" -- "${demo[@]}")
+	axum_close=$(close=1 n=$close_n conns=10 count axum-close http /hello "" -- \
+		"$bin/examples/peer_axum" "$addr")
+	# The committed figures: the first two numbers on the file's first line.
+	read -r committed committed_close _ < <(head -1 load/instructions-gate)
+	verdict() { # WHAT AXUM OURS COMMITTED
+		awk -v w="$1" -v a="$2" -v r="$3" -v c="$4" 'BEGIN {
+			ratio = a / r; floor = c * 0.95
+			printf "%s axum/router-demo on %s: %.3f (axum %d, router-demo %d instructions a request); committed %.3f, floor %.3f\n",
+				(ratio >= floor) ? "PASS" : "FAIL", w, ratio, a, r, c, floor }'
+	}
+	verdicts=$(verdict "GET /hello" "$axum" "$rd" "$committed"
+		verdict "GET /hello, Connection: close" "$axum_close" "$rd_close" "$committed_close")
+	echo "$verdicts" | sed 's/^/instructions gate: /'
+	if grep -q '^FAIL' <<<"$verdicts"; then
+		[ "$gate" = warn ] && exit 0 || exit 1
+	fi
+	exit 0
 fi
-rd=$(count router-demo http /hello "" -- "$bin/router-demo" --addr "$addr" --quiet)
+rd=$(count router-demo http /hello "" -- "${demo[@]}")
 bare=$(count bare_hyper http /hello "" -- "$bin/examples/bare_hyper" "$addr")
 plain=$(count hyper-only http /hello "" -- "$bin/examples/bare_hyper" "$addr" --hyper-only)
 axum=$(count axum http /hello "" -- "$bin/examples/peer_axum" "$addr")
-book=$(count router-demo-book http /book/42 "" -- "$bin/router-demo" --addr "$addr" --quiet)
+book=$(count router-demo-book http /book/42 "" -- "${demo[@]}")
 axum_book=$(count axum-book http /book/42 "" -- "$bin/examples/peer_axum" "$addr")
 pair "router-demo GET /hello" "$rd" axum "$axum"
 pair "router-demo GET /hello" "$rd" "bare hyper" "$bare"
 pair "router-demo GET /hello" "$rd" "hyper alone" "$plain"
 pair "router-demo GET /book/42 vs /hello" "$book" "/hello" "$rd"
 pair "router-demo GET /book/42" "$book" axum "$axum_book"
+# The access log on: router-demo's request logger, axum's TraceLayer.
+rd_log=$(count router-demo-log http /hello "" -- "$bin/router-demo" --addr "$addr" --quiet)
+axum_log=$(count axum-log http /hello "" -- "$bin/examples/peer_axum" "$addr" --log)
+book_log=$(count router-demo-book-log http /book/42 "" -- "$bin/router-demo" --addr "$addr" --quiet)
+axum_book_log=$(count axum-book-log http /book/42 "" -- "$bin/examples/peer_axum" "$addr" --log)
+pair "router-demo GET /hello, access log on" "$rd_log" "axum+TraceLayer" "$axum_log"
+pair "router-demo GET /book/42, access log on" "$book_log" "axum+TraceLayer" "$axum_book_log"
 # What a connection costs: 2,000 connections of 20 requests each, its
 # opening, task and close shared by 20 requests.
 many=$((20 * 2000))
-rd_many=$(conns=2000 n=$many count router-demo-conns http /hello "" -- \
-	"$bin/router-demo" --addr "$addr" --quiet)
+rd_many=$(conns=2000 n=$many count router-demo-conns http /hello "" -- "${demo[@]}")
 axum_many=$(conns=2000 n=$many count axum-conns http /hello "" -- \
 	"$bin/examples/peer_axum" "$addr")
 pair "router-demo GET /hello, 2,000 connections of 20 requests" "$rd_many" axum "$axum_many"
+# One request a connection: everything a connection costs, on one request.
+rd_close=$(close=1 n=$close_n count router-demo-close http /hello "" -- "${demo[@]}")
+axum_close=$(close=1 n=$close_n count axum-close http /hello "" -- "$bin/examples/peer_axum" "$addr")
+pair "router-demo GET /hello, Connection: close" "$rd_close" axum "$axum_close"
 grpc_say=$(count greeter-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
-	"$bin/greeter" --config "$tmp/greeter.yaml")
+	"$bin/greeter" --config "$tmp/greeter.yaml" --no-access-log)
 grpc_file=$(count greeter-say-file grpc /helloworld.v1.Greeter/SayHello "$say" -- \
-	"$bin/greeter" --config "$tmp/greeter-file.yaml")
+	"$bin/greeter" --config "$tmp/greeter-file.yaml" --no-access-log)
 grpc_health=$(count greeter-health grpc /grpc.health.v1.Health/Check "$health" -- \
-	"$bin/greeter" --config "$tmp/greeter.yaml")
+	"$bin/greeter" --config "$tmp/greeter.yaml" --no-access-log)
 tonic_say=$(count tonic-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
 	"$bin/examples/peer_tonic" "$addr")
 # The same work as the greeter's store: tonic with a store thread that

@@ -23,15 +23,25 @@
 #   the req/s ratio: on a busy machine a round that loses the core loses
 #   req/s, not CPU per request. Every contender is warmed up for 1 s first.
 #
-# Workloads: router-demo /hello and /book/42 (request logger on, stdout to
-# /dev/null) vs axum (and /hello also vs examples/bare_hyper: handwire's accept
-# loop with no router, chain or logger); router-demo /hello with Prometheus
+# The headline rows run every handwire server as throughput benchmarks run
+# a server (TechEmpower's rules): access log off (`--no-access-log`),
+# everything else at its default (the defences, the traceparent, the
+# metrics); the peers log nothing either. The rows marked "access log on"
+# run router-demo with its request logger against axum with its usual one
+# (`peer_axum --log`: tower-http's TraceLayer, tracing-subscriber's fmt
+# layer, tracing-appender's non-blocking stdout). Stdout goes to /dev/null.
+#
+# Workloads: router-demo /hello and /book/42 vs axum (and /hello also vs
+# examples/bare_hyper: handwire's accept loop with no router, chain or
+# logger); the same two with the access log on vs axum with TraceLayer;
+# /hello with `Connection: close` (one request a connection: accept, open,
+# serve, close) vs axum; router-demo /hello with Prometheus
 # metrics (the default) vs `--no-metrics` (budget: within 5 %); greeter SayHello (:memory:) vs tonic
 # and vs tonic + rusqlite storing the same rows by group commit; greeter SayHello
 # with a file DB vs tonic, vs tonic + rusqlite by group commit and vs tonic +
 # rusqlite committing each call; greeter /helloworld/{name}
 # with a file DB vs axum (which writes nothing); 1,000 and 10,000 keep-alive
-# connections on /hello with peak RSS and socket errors (fresh processes); token-auth's profile p99 idle vs
+# connections on /hello with p99, peak RSS and socket errors (fresh processes); token-auth's profile p99 idle vs
 # while 20 concurrent bcrypt logins run; TLS: router-demo /hello over HTTPS
 # vs axum-server with rustls, keep-alive and one handshake per request
 # (development certificate from examples/dev_cert.rs, ECDSA P-256).
@@ -148,19 +158,25 @@ p_auth=$((port_base + 8)) p_c1k=$((port_base + 9)) p_bare=$((port_base + 10))
 p_demo_nometrics=$((port_base + 11))
 p_demo_tls=$((port_base + 12)) p_axum_tls=$((port_base + 13))
 p_tonic_gmem=$((port_base + 14)) p_tonic_gfile=$((port_base + 15))
+p_demo_log=$((port_base + 16)) p_axum_log=$((port_base + 17))
 
 greeter_config "$tmp/mem.yaml" "$p_gmem_http" "$p_gmem" ":memory:"
 greeter_config "$tmp/file.yaml" "$p_gfile_http" "$p_gfile" "$tmp/greeter.db"
-start router-demo "$bin/router-demo" --addr "127.0.0.1:$p_demo" --quiet
-start router-demo-nometrics "$bin/router-demo" --addr "127.0.0.1:$p_demo_nometrics" --quiet --no-metrics
+# The headline: every handwire server with its access log off.
+nolog=--no-access-log
+start router-demo "$bin/router-demo" --addr "127.0.0.1:$p_demo" --quiet $nolog
+start router-demo-nometrics "$bin/router-demo" --addr "127.0.0.1:$p_demo_nometrics" --quiet --no-metrics $nolog
 start peer_axum "$bin/examples/peer_axum" "127.0.0.1:$p_axum"
+# The access log on, each server with its own.
+start router-demo-log "$bin/router-demo" --addr "127.0.0.1:$p_demo_log" --quiet
+start peer_axum_log "$bin/examples/peer_axum" "127.0.0.1:$p_axum_log" --log
 # The TLS pair: one development certificate, served by both.
 "$bin/examples/dev_cert" "$tmp/tls" >/dev/null
-start router-demo-tls "$bin/router-demo" --addr "127.0.0.1:$p_demo_tls" --quiet \
+start router-demo-tls "$bin/router-demo" --addr "127.0.0.1:$p_demo_tls" --quiet $nolog \
 	--tls-cert "$tmp/tls/cert.pem" --tls-key "$tmp/tls/key.pem"
 start peer_axum_tls "$bin/examples/peer_axum" "127.0.0.1:$p_axum_tls" "$tmp/tls/cert.pem" "$tmp/tls/key.pem"
-start greeter-mem "$bin/greeter" --config "$tmp/mem.yaml"
-start greeter-file "$bin/greeter" --config "$tmp/file.yaml"
+start greeter-mem "$bin/greeter" --config "$tmp/mem.yaml" $nolog
+start greeter-file "$bin/greeter" --config "$tmp/file.yaml" $nolog
 start bare_hyper "$bin/examples/bare_hyper" "127.0.0.1:$p_bare"
 start peer_tonic "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic"
 start peer_tonic_db "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic_db" \
@@ -174,6 +190,8 @@ start peer_tonic_gfile "$bin/examples/peer_tonic" "127.0.0.1:$p_tonic_gfile" \
 wait_http "http://127.0.0.1:$p_demo/hello" router-demo
 wait_http "http://127.0.0.1:$p_demo_nometrics/hello" router-demo-nometrics
 wait_http "http://127.0.0.1:$p_axum/hello" peer_axum
+wait_http "http://127.0.0.1:$p_demo_log/hello" router-demo-log
+wait_http "http://127.0.0.1:$p_axum_log/hello" peer_axum_log
 wait_http "https://127.0.0.1:$p_demo_tls/hello" router-demo-tls
 wait_http "https://127.0.0.1:$p_axum_tls/hello" peer_axum_tls
 wait_http "http://127.0.0.1:$p_bare/hello" bare_hyper
@@ -231,6 +249,7 @@ echo "== checks"
 same_http "http://127.0.0.1:$p_demo/hello" "http://127.0.0.1:$p_axum/hello"
 same_http "http://127.0.0.1:$p_demo/hello" "http://127.0.0.1:$p_bare/hello"
 same_http "http://127.0.0.1:$p_demo/book/42" "http://127.0.0.1:$p_axum/book/42"
+same_http "http://127.0.0.1:$p_demo_log/book/42" "http://127.0.0.1:$p_axum_log/book/42"
 same_http "https://127.0.0.1:$p_demo_tls/hello" "https://127.0.0.1:$p_axum_tls/hello"
 same_http "http://127.0.0.1:$p_gfile_http/helloworld/load" "http://127.0.0.1:$p_axum/helloworld/load"
 echo "  grpc-status 0 and the same SayHello reply from greeter (:memory:), greeter (file), tonic, tonic+rusqlite (per call; group commit on :memory: and on a file)"
@@ -392,6 +411,15 @@ compare "router-demo GET /hello" wrk "$u:$p_demo/hello" axum "$u:$p_axum/hello" 
 compare "router-demo GET /hello, metrics on vs off" wrk "$u:$p_demo/hello" \
 	"metrics off" "$u:$p_demo_nometrics/hello"
 compare "router-demo GET /book/42" wrk "$u:$p_demo/book/42" axum "$u:$p_axum/book/42"
+# One request a connection: what accepting, opening, serving and closing
+# one costs (wrk reconnects after each response).
+compare "router-demo GET /hello, Connection: close" wrk "$u:$p_demo/hello" axum "$u:$p_axum/hello" \
+	-- -H 'Connection: close'
+# The access log on: router-demo's request logger vs axum's usual logger.
+compare "router-demo GET /hello, access log on" wrk "$u:$p_demo_log/hello" \
+	"axum+TraceLayer" "$u:$p_axum_log/hello"
+compare "router-demo GET /book/42, access log on" wrk "$u:$p_demo_log/book/42" \
+	"axum+TraceLayer" "$u:$p_axum_log/book/42"
 # The parameter's cost: the same server, a route with `:id` vs a static one
 # (the "peer" column is /hello; the ratio is /book/42 over /hello).
 compare "router-demo GET /book/42 vs GET /hello, same server" wrk "$u:$p_demo/book/42" \
@@ -434,7 +462,7 @@ many_connections() { # N: the row for N keep-alive connections on /hello
 		[ $((r % 2)) = 0 ] && order="1 0"
 		for i in $order; do
 			if [ "$i" = 0 ]; then
-				start c1k "$bin/router-demo" --addr "127.0.0.1:$p_c1k" --quiet
+				start c1k "$bin/router-demo" --addr "127.0.0.1:$p_c1k" --quiet $nolog
 			else
 				start c1k "$bin/examples/peer_axum" "127.0.0.1:$p_c1k"
 			fi
@@ -460,12 +488,15 @@ many_connections() { # N: the row for N keep-alive connections on /hello
 		c_cpu[$i]=$(awk '{print $5}' "$tmp/c.$i" | median)
 		c_err[$i]=$(awk '{s += $6} END {print s + 0}' "$tmp/c.$i")
 	done
-	printf '  median: handwire %.0f req/s, %.1f MiB peak, %d socket errors in all rounds; axum %.0f req/s, %.1f MiB peak, %d\n' \
-		"${c_rps[0]}" "${c_hwm[0]}" "${c_err[0]}" "${c_rps[1]}" "${c_hwm[1]}" "${c_err[1]}"
+	printf '  median: handwire %.0f req/s, p99 %.2f ms, %.1f MiB peak, %d socket errors in all rounds; axum %.0f req/s, p99 %.2f ms, %.1f MiB peak, %d\n' \
+		"${c_rps[0]}" "${c_p99[0]}" "${c_hwm[0]}" "${c_err[0]}" "${c_rps[1]}" "${c_p99[1]}" "${c_hwm[1]}" "${c_err[1]}"
 	echo "$label connections GET /hello|${c_rps[0]}|axum|${c_rps[1]}|${c_p99[0]}|${c_p99[1]}|$(awk '{print $1}' "$tmp/c.0" | spread)|$(awk '{print $1}' "$tmp/c.1" | spread)|${c_cpu[0]}|${c_cpu[1]}" >>"$results"
 	extra_rows+=("$(printf '| %s connections: peak RSS (VmHWM); socket errors and time-outs, all rounds | %.1f MiB; %d | axum | %.1f MiB; %d | %.2f | | | | | | |' \
 		"$label" "${c_hwm[0]}" "${c_err[0]}" "${c_hwm[1]}" "${c_err[1]}" \
 		"$(awk -v a="${c_hwm[0]}" -v b="${c_hwm[1]}" 'BEGIN {print a / b}')")")
+	extra_rows+=("$(printf '| %s connections: p99 latency (median of the rounds) | %.2f ms | axum | %.2f ms | %.2f | | | | | | |' \
+		"$label" "${c_p99[0]}" "${c_p99[1]}" \
+		"$(awk -v a="${c_p99[0]}" -v b="${c_p99[1]}" 'BEGIN {print (b > 0) ? a / b : 0}')")")
 }
 c1k_names=(handwire axum)
 extra_rows=()

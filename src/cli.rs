@@ -4,10 +4,10 @@
 //! The binaries take a handful of options each; a dependency for that would
 //! outweigh the code. Each binary lists its own options once as [`Flag`]s,
 //! beside the server options the binaries share ([`ADDR`],
-//! [`SHUTDOWN_GRACE`], [`QUIET`], [`TRACE`], [`NO_METRICS`], and the TLS
-//! pair of `server::tls`), which are defined here once; the parser accepts
-//! exactly those, and [`help`] prints each with its value, default and
-//! environment variable. Unknown flags, missing values and unexpected words
+//! [`SHUTDOWN_GRACE`], [`QUIET`], [`TRACE`], [`NO_ACCESS_LOG`], [`NO_METRICS`],
+//! and the TLS pair of `server::tls`), which are defined here once; the
+//! parser accepts exactly those, and [`help`] prints each with its value,
+//! default and environment variable. Unknown flags, missing values and unexpected words
 //! are errors that name the argument, so a typo never silently falls back to
 //! a default.
 
@@ -105,6 +105,14 @@ pub const TRACE: Flag = Flag::switch("trace", "log each request's walk of its ha
 pub const DEBUG_PAGES: Flag = Flag::switch(
     "debug-pages",
     "serve GET /debug/walks and /debug/routes (chain walks and route tree drawn) to loopback peers",
+);
+
+/// `--no-access-log`: no access line per request (HTTP) or per call
+/// (`[grpc]`); business lines, refusals, recovered panics and the start-up
+/// lines stay. As throughput benchmarks run a server (TechEmpower's rules).
+pub const NO_ACCESS_LOG: Flag = Flag::switch(
+    "no-access-log",
+    "do not write an access line per request (other log lines stay)",
 );
 
 /// `--no-metrics`: no request counting and no `GET /metrics`.

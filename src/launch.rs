@@ -26,7 +26,8 @@ use crate::web::DebugPages;
 
 /// The server options of a binary with one listener and one engine
 /// (router-demo, token-auth): where to listen, the shutdown grace, TLS,
-/// the route table, the chain trace, the debug pages and metrics.
+/// the route table, the chain trace, the debug pages, the access log and
+/// metrics.
 pub const SERVER_FLAGS: &[Flag] = &[
     cli::ADDR,
     cli::SHUTDOWN_GRACE,
@@ -37,6 +38,7 @@ pub const SERVER_FLAGS: &[Flag] = &[
     cli::QUIET,
     cli::TRACE,
     cli::DEBUG_PAGES,
+    cli::NO_ACCESS_LOG,
     cli::NO_METRICS,
 ];
 
@@ -158,6 +160,13 @@ pub async fn bind(addr: &str) -> Result<TcpListener, String> {
         }
         _ => e.to_string(),
     })
+}
+
+/// Whether the engine writes its access line (`--no-access-log` not given):
+/// read before the engine is built, since its logger runs first in every
+/// route's chain.
+pub fn access_log(args: &Args) -> bool {
+    !args.has(cli::NO_ACCESS_LOG.name)
 }
 
 /// Applies `--no-metrics`, `--trace`, `--debug-pages` and `--quiet` to

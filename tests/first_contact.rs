@@ -361,6 +361,7 @@ fn the_shared_server_options_are_listed_once_and_alike_in_every_help() {
         "--tls-key FILE",
         "--quiet",
         "--trace",
+        "--no-access-log",
         "--no-metrics",
     ] {
         assert!(server_options(&router).contains(flag), "{flag}\n{router}");

@@ -436,3 +436,24 @@ async fn handle_method_not_allowed_on_answers_405_with_allow_and_off_404() {
         }
     }
 }
+
+// ---- gin.New() + Recovery(): the engine without its access log ------------
+
+/// `Engine::with_access_log(false)`, router-demo's `--no-access-log`, is
+/// Gin's `gin.New()` with `Recovery()`: a panicking handler is still
+/// answered 500 and the server keeps serving (that the access lines are
+/// gone is proven on the binaries, `tests/access_log_switch.rs`).
+#[tokio::test]
+async fn without_the_access_log_the_engine_still_recovers_a_panic() {
+    let mut e = Engine::with_access_log(false);
+    e.get("/panic", handler_now("exploding", |_c| panic!("boom")))
+        .unwrap();
+    e.get("/ok", ok()).unwrap();
+    let srv = start(e.build()).await;
+    for proto in BOTH {
+        let r = get(proto, srv.addr, "/panic").await;
+        assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{proto:?}");
+        let r = get(proto, srv.addr, "/ok").await;
+        assert_eq!((r.status, r.text()), (StatusCode::OK, "ok".into()));
+    }
+}

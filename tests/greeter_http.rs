@@ -392,7 +392,7 @@ fn unknown_argument_is_a_usage_error() {
     assert!(
         err.contains(
             "unknown option --conf (known: --config, --shutdown-grace, --max-connections, \
-             --max-connections-per-peer, --debug-pages)"
+             --max-connections-per-peer, --debug-pages, --no-access-log)"
         ),
         "{err}"
     );

@@ -19,6 +19,7 @@ const TARGET: &str = "https://target.example/landing?a=1&b=2";
 async fn demo_server() -> TestServer {
     let opts = DemoOptions {
         redirect_target: TARGET.to_string(),
+        ..DemoOptions::default()
     };
     start(
         router_demo::engine(opts)

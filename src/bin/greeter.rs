@@ -12,8 +12,10 @@
 //! `--shutdown-grace` sets it, else the environment variable
 //! `GREETER_SHUTDOWN_GRACE` (e.g. `1s`). The listeners, TLS and time-outs
 //! come from the config file, so of the shared server options the greeter
-//! takes the grace, the connection caps and `--debug-pages` (the HTTP
-//! engine's walks and route tree drawn; gRPC calls have no chain).
+//! takes the grace, the connection caps, `--debug-pages` (the HTTP
+//! engine's walks and route tree drawn; gRPC calls have no chain) and
+//! `--no-access-log` (the config's `log.access: false`: no access line per
+//! HTTP request or gRPC call; the SayHello business line and the rest stay).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,7 +38,7 @@ const USAGE: Usage = Usage {
             database come from the config file",
     synopsis: &[
         "[--config PATH] [--shutdown-grace DURATION] [--max-connections N]",
-        " [--max-connections-per-peer N] [--debug-pages]",
+        " [--max-connections-per-peer N] [--debug-pages] [--no-access-log]",
     ],
     flags: &[Flag::value(
         "config",
@@ -49,6 +51,7 @@ const USAGE: Usage = Usage {
         cli::MAX_CONNECTIONS,
         cli::MAX_CONNECTIONS_PER_PEER,
         cli::DEBUG_PAGES,
+        cli::NO_ACCESS_LOG,
     ],
     env: &[EnvVar {
         name: GRACE_VAR,
@@ -63,12 +66,15 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<(), String> {
     let path = PathBuf::from(args.get("config").unwrap_or("config.yaml"));
-    let config = match Config::load(&path) {
+    let mut config = match Config::load(&path) {
         Ok(c) => c,
         // The read error names the path (and the directory) itself.
         Err(e @ ConfigError::File(config::Error::Read { .. })) => return Err(e.to_string()),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
+    if !launch::access_log(&args) {
+        config.log.access = false;
+    }
     let mut options = Options::default();
     if let Some(grace) = launch::shutdown_grace(&args, Some(GRACE_VAR))? {
         options.shutdown_grace = grace;

@@ -1,8 +1,9 @@
 //! `router-demo [--redirect-target URL] [server options]`: the Gin-style demo
 //! server. At start-up it prints the route table as Gin's debug mode does
 //! (`--quiet` turns it off); `--trace` logs each request's walk of its
-//! handler chain. `--shutdown-grace DURATION` (default 10s) bounds how long
-//! in-flight requests may finish after SIGTERM. `GET /metrics` serves
+//! handler chain; `--no-access-log` drops the request logger (Gin's
+//! `gin.New()` with `Recovery()`). `--shutdown-grace DURATION` (default
+//! 10s) bounds how long in-flight requests may finish after SIGTERM. `GET /metrics` serves
 //! Prometheus metrics; `--no-metrics` turns them off (the load script
 //! compares both). `--tls-cert FILE --tls-key FILE` serve HTTPS (the files
 //! are read again on SIGHUP). `--help` lists it all; the server options are
@@ -19,8 +20,10 @@ const USAGE: Usage = Usage {
     program: "router-demo",
     about: "the Gin-style routing and middleware demo",
     synopsis: &[
-        "[--addr HOST:PORT] [--redirect-target URL] [--shutdown-grace DURATION] [--quiet] [--trace] [--no-metrics]",
-        " [--max-connections N] [--max-connections-per-peer N] [--tls-cert FILE --tls-key FILE] [--debug-pages]",
+        "[--addr HOST:PORT] [--redirect-target URL] [--shutdown-grace DURATION] [--quiet] [--trace]",
+        " [--no-access-log] [--no-metrics]",
+        " [--max-connections N] [--max-connections-per-peer N] [--tls-cert FILE --tls-key FILE]",
+        " [--debug-pages]",
     ],
     flags: &[Flag::value(
         "redirect-target",
@@ -39,7 +42,10 @@ fn main() -> ExitCode {
 async fn run(args: Args) -> Result<(), String> {
     // Every setting is checked before anything is printed or bound.
     let Listen { addr, mut options } = Listen::from_args(&args)?;
-    let mut opts = DemoOptions::default();
+    let mut opts = DemoOptions {
+        access_log: launch::access_log(&args),
+        ..DemoOptions::default()
+    };
     if let Some(t) = args.get("redirect-target") {
         opts.redirect_target = t.to_string();
     }

@@ -3,7 +3,8 @@
 //! ```text
 //! token-auth [--addr ADDR] [--db PATH|postgres://…] [--redis redis://…]
 //!            [--shared-timeout DURATION] [--config PATH] [--shutdown-grace DURATION]
-//!            [--tls-cert FILE --tls-key FILE] [--quiet] [--trace] [--no-metrics] [--debug-pages]
+//!            [--tls-cert FILE --tls-key FILE] [--quiet] [--trace] [--no-access-log]
+//!            [--no-metrics] [--debug-pages]
 //! token-auth create-admin --username NAME [--db PATH|postgres://…]  (password on stdin)
 //! ```
 //!
@@ -12,8 +13,8 @@
 //! by every instance); `--redis` puts login limits and pending OAuth
 //! sign-ins in Redis. `--shared-timeout` (default 1s) bounds every call to
 //! either; past it a request is answered 503. The server options
-//! (`--addr`, `--shutdown-grace`, TLS, `--quiet`, `--trace`, `--no-metrics`)
-//! are router-demo's too ([`launch::SERVER_FLAGS`]).
+//! (`--addr`, `--shutdown-grace`, TLS, `--quiet`, `--trace`,
+//! `--no-access-log`, `--no-metrics`) are router-demo's too ([`launch::SERVER_FLAGS`]).
 //!
 //! Environment: `TOKEN_AUTH_SECRET` (≥ 32 bytes, signs tokens; required to
 //! serve) and `TOKEN_AUTH_ENC_KEY` (64 hex digits, seals provider tokens;
@@ -45,7 +46,8 @@ const USAGE: Usage = Usage {
     synopsis: &[
         "[--addr HOST:PORT] [--db PATH|postgres://…] [--redis redis://…] [--shared-timeout DURATION]",
         " [--config PATH] [--shutdown-grace DURATION] [--tls-cert FILE --tls-key FILE] [--quiet] [--trace]",
-        " [--max-connections N] [--max-connections-per-peer N] [--no-metrics] [--debug-pages]",
+        " [--max-connections N] [--max-connections-per-peer N] [--no-access-log] [--no-metrics]",
+        " [--debug-pages]",
         "create-admin --username NAME [--db PATH|postgres://…]   (password read from stdin)",
     ],
     flags: &[
@@ -200,8 +202,8 @@ async fn serve(args: &Args) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let service = Arc::new(service);
     let maintenance = service.spawn_maintenance();
-    let mut engine =
-        routes::engine(Arc::clone(&service)).map_err(|e| format!("bad route table: {e}"))?;
+    let mut engine = routes::engine(Arc::clone(&service), launch::access_log(args))
+        .map_err(|e| format!("bad route table: {e}"))?;
     launch::study_and_metrics(&mut engine, args, &mut options)?;
     let app = engine.build();
 

@@ -104,6 +104,18 @@ impl Engine {
         e
     }
 
+    /// [`Engine::new`] when `access_log`; else Gin's `gin.New()` with
+    /// `Recovery()` alone: the same engine without the request logger (the
+    /// binaries' `--no-access-log`).
+    pub fn with_access_log(access_log: bool) -> Engine {
+        if access_log {
+            return Engine::new();
+        }
+        let mut e = Engine::bare();
+        e.use_middleware(middleware::recovery());
+        e
+    }
+
     /// An engine with no middleware at all: it logs nothing, not even the
     /// answers given before a chain runs (413, 408, 400).
     pub fn bare() -> Engine {

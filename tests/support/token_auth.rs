@@ -91,7 +91,7 @@ pub async fn start_with(customize: impl FnOnce(&mut Settings, &str)) -> AuthServ
         .expect("service starts");
     let service = Arc::new(service);
     let maintenance = service.spawn_maintenance();
-    let app = routes::engine(Arc::clone(&service))
+    let app = routes::engine(Arc::clone(&service), true)
         .expect("routes")
         .build();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -10,7 +10,9 @@
 //!
 //! The same moment counts the call in the method's metrics series, when the
 //! server has a registry ([`crate::ops::metrics`]): `code` is the number of
-//! the final `grpc-status`, `reason` its name (empty for OK).
+//! the final `grpc-status`, `reason` its name (empty for OK). With the access
+//! log off (`--no-access-log`) the call is still counted, and a call with
+//! neither is not wrapped at all.
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
@@ -42,6 +44,8 @@ struct Call {
     /// The call's trace, taken when it starts: the line is written later,
     /// by the body, outside the call's task-local scope.
     trace: Option<TraceContext>,
+    /// Whether the line is written (else the call is only counted).
+    log: bool,
 }
 
 impl Call {
@@ -53,6 +57,9 @@ impl Call {
         if let Some(op) = &self.operation {
             let reason = if code == Code::Ok { "" } else { code.name() };
             op.observe(code as u16, reason, took);
+        }
+        if !self.log {
+            return;
         }
         log::stdout().line(|buf| {
             buf.extend_from_slice(b"[grpc] ");
@@ -95,20 +102,25 @@ fn status(headers: &HeaderMap) -> (Option<Cow<'static, str>>, Code) {
 }
 
 /// Log `response` (the answer to `path` from `remote`, begun at `start`) once
-/// its status is known, and count it in `operation` if given.
+/// its status is known if `log`, and count it in `operation` if given.
 pub fn wrap(
     response: Response<Body>,
     path: Arc<str>,
     remote: SocketAddr,
     start: Instant,
     operation: Option<Arc<Operation>>,
+    log: bool,
 ) -> Response<Body> {
+    if !log && operation.is_none() {
+        return response;
+    }
     let call = Call {
         start,
         remote,
         path,
         operation,
-        trace: tracecontext::current(),
+        trace: if log { tracecontext::current() } else { None },
+        log,
     };
     if let (Some(outcome), code) = status(response.headers()) {
         call.write(&outcome, code); // Trailers-Only

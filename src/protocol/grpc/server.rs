@@ -77,6 +77,9 @@ pub struct Options {
     /// second (0: none), after the grace period from its first byte; a
     /// message slower than that fails its call with `DEADLINE_EXCEEDED`.
     pub min_message_rate: (u32, Duration),
+    /// Write the `[grpc]` access line of each call (default `true`); the
+    /// call is counted in the metrics either way.
+    pub access_log: bool,
 }
 
 impl Default for Options {
@@ -88,6 +91,7 @@ impl Default for Options {
                 crate::server::intake::DEFAULT_MIN_BODY_RATE,
                 crate::server::intake::DEFAULT_MIN_BODY_RATE_GRACE,
             ),
+            access_log: true,
         }
     }
 }
@@ -253,7 +257,10 @@ impl Server {
         // the fast bins): inline, its state would be copied into this future.
         let answer = answer(&self.inner, req, share, found, start);
         let response = crate::ops::peer::scope(remote.ip(), answer);
-        Box::pin(async move { access_log::wrap(response.await, path, remote, start, operation) })
+        let log = self.inner.options.access_log;
+        Box::pin(
+            async move { access_log::wrap(response.await, path, remote, start, operation, log) },
+        )
     }
 }
 

@@ -19,6 +19,9 @@
 //! Each listener may add `tls: { cert_file: server.pem, key_file: server.key }`
 //! (not a Kratos key): that port then serves TLS, HTTPS or gRPC over TLS.
 //!
+//! `log.access: false` (optional, not a Kratos key) drops the access lines
+//! of both ports, as `--no-access-log` does.
+//!
 //! `server.http.cors` (optional, not a Kratos key) lets pages of other
 //! origins call the HTTP API and gRPC-Web ([`crate::ops::cors`]):
 //!
@@ -86,6 +89,26 @@ pub struct Config {
     /// `limits.*` (optional): abuse limits.
     #[serde(default)]
     pub limits: Limits,
+    /// `log.*` (optional): what the service writes to stdout.
+    #[serde(default)]
+    pub log: Log,
+}
+
+/// `log.*`: not a Kratos key; optional.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Log {
+    /// `access`: one access line per HTTP request and per gRPC call
+    /// (`[grpc]`); `false` (or `--no-access-log`) drops those alone: the
+    /// SayHello business line, refusals, recovered panics and the start-up
+    /// lines stay. Default `true`.
+    pub access: bool,
+}
+
+impl Default for Log {
+    fn default() -> Log {
+        Log { access: true }
+    }
 }
 
 /// `limits.*`: not a Kratos key; optional, with safe defaults.

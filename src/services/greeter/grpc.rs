@@ -21,11 +21,13 @@ pub fn server(
     methods: &[(&str, UnaryMethod)],
     files: &[ParsedFile],
     timeout: Option<Duration>,
+    access_log: bool,
     metrics: &Arc<Metrics>,
     health: Arc<Health>,
 ) -> Result<Server, ProtoError> {
     let options = Options {
         timeout,
+        access_log,
         ..Options::default()
     };
     let mut b = Server::builder(options);

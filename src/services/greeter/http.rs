@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use crate::ops::cors::Cors;
+use super::config::Config;
 use crate::ops::health::Probe;
 use crate::ops::metrics::Metrics;
 use crate::protocol::gateway::{self, error_body, fail, Gateway};
@@ -69,23 +69,27 @@ fn timeout_response(c: &mut Context) {
 
 /// Builds the HTTP port over `gateway`, gRPC-Web calls going to
 /// `grpc_web` ([`web::Port`]); `openapi` is the document served at
-/// `GET /openapi.json`. `timeout` (if any) answers 504 past it, counted from
-/// the request head, so reading the body counts against it too. `cors`, if
-/// any, runs between the logger and recovery, so every answer (a 404, a
-/// 413, a 500 from a panic) carries its headers. `pages`: the debug pages
-/// (`--debug-pages`), if asked for.
+/// `GET /openapi.json`. From `config`: `server.http.timeout` (if any)
+/// answers 504 past it, counted from the request head, so reading the body
+/// counts against it too; `server.http.cors`, if any, runs between the
+/// logger and recovery, so every answer (a 404, a 413, a 500 from a panic)
+/// carries its headers; with `log.access: false` the logger is left out.
+/// `pages`: the debug pages (`--debug-pages`), if asked for.
 pub fn app(
     gateway: Arc<Gateway>,
     openapi: Arc<serde_json::Value>,
-    timeout: Option<Duration>,
+    config: &Config,
     metrics: &Arc<Metrics>,
     ready: Probe,
-    (cors, pages): (Option<Cors>, Option<DebugPages>),
+    pages: Option<DebugPages>,
     grpc_web: Server,
 ) -> Result<Arc<dyn Service>, InsertError> {
-    let cors = cors.map(Arc::new);
+    let timeout = config.server.http.timeout;
+    let cors = config.cors().map(Arc::new);
     let mut e = Engine::bare();
-    e.use_middleware(middleware::logger());
+    if config.log.access {
+        e.use_middleware(middleware::logger());
+    }
     if let Some(cors) = &cors {
         e.use_middleware(cors.clone().middleware());
     }

@@ -241,6 +241,7 @@ impl Greeter {
             &methods,
             &files,
             config.server.grpc.timeout,
+            config.log.access,
             &metrics,
             health.clone(),
         )
@@ -259,10 +260,10 @@ impl Greeter {
         let http_app = http::app(
             Arc::new(gateway),
             Arc::new(document),
-            config.server.http.timeout,
+            config,
             &metrics,
             readiness(&health, &usecases),
-            (config.cors(), pages),
+            pages,
             grpc_server.clone(),
         )
         .map_err(GreeterError::Route)?;

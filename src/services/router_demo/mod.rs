@@ -31,12 +31,16 @@ pub const MIDDLE_VALUE: &str = "value set by the global middleware";
 pub struct DemoOptions {
     /// The external address `/remove` sends clients to.
     pub redirect_target: String,
+    /// Whether the request logger runs (`--no-access-log` turns it off:
+    /// Gin's `gin.New()` with `Recovery()` instead of `gin.Default()`).
+    pub access_log: bool,
 }
 
 impl Default for DemoOptions {
     fn default() -> Self {
         DemoOptions {
             redirect_target: DEFAULT_REDIRECT_TARGET.to_string(),
+            access_log: true,
         }
     }
 }
@@ -61,7 +65,7 @@ impl Validate for Login {
 
 /// Build the demo engine with every route (the table in docs/router-demo.md).
 pub fn engine(opts: DemoOptions) -> Result<Engine, InsertError> {
-    let mut e = Engine::new();
+    let mut e = Engine::with_access_log(opts.access_log);
     e.use_middleware(handler_now("global_middleware", store_middle));
 
     e.get("/api/gin-test", text("Hello, gin-test!"))?;

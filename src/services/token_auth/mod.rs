@@ -43,7 +43,7 @@
 //! let settings = Settings::new(std::env::var("TOKEN_AUTH_SECRET")?, "token-auth.db");
 //! let service = Arc::new(AuthService::connect(settings).await?);
 //! let _maintenance = service.spawn_maintenance();
-//! let app = routes::engine(service)?.build();
+//! let app = routes::engine(service, true)?.build();
 //! let listener = handwire::server::bind("127.0.0.1:8000").await?;
 //! handwire::server::serve(listener, app, Default::default(), handwire::server::shutdown_signal()).await?;
 //! # Ok(()) }

@@ -181,7 +181,7 @@ fn unknown_key_is_an_error_naming_its_path() {
     let e = error_of(&format!("{DEMO}logging: true\n"));
     assert_eq!(
         e,
-        "logging: unknown key (known keys here: server, data, limits)"
+        "logging: unknown key (known keys here: server, data, limits, log)"
     );
     let e = error_of(&with("cache:", "  redis:"));
     assert!(e.starts_with("data.redis: unknown key"), "{e}");
@@ -532,4 +532,13 @@ fn a_checked_value_from_the_environment_is_named_by_its_variable_not_shown() {
         err.starts_with("server.http.network: unsupported network \"xxx"),
         "{err}"
     );
+}
+
+#[test]
+fn the_access_log_is_on_unless_log_access_is_false() {
+    assert!(Config::from_yaml(DEMO).unwrap().log.access);
+    let off = Config::from_yaml(&format!("{DEMO}log: {{ access: false }}\n")).unwrap();
+    assert!(!off.log.access);
+    let e = error_of(&format!("{DEMO}log: {{ acess: false }}\n"));
+    assert_eq!(e, "log.acess: unknown key (known keys here: access)");
 }

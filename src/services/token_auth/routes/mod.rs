@@ -81,8 +81,9 @@ fn route(service: &Arc<AuthService>, name: &'static str, f: Route) -> Handler {
 
 /// The engine with every route of the service. Unknown paths and methods
 /// answer in the service's JSON shape, `{"error": …}`, like every other error.
-pub fn engine(service: Arc<AuthService>) -> Result<Engine, InsertError> {
-    let mut e = Engine::new();
+/// Without `access_log` no request logger runs ([`Engine::with_access_log`]).
+pub fn engine(service: Arc<AuthService>, access_log: bool) -> Result<Engine, InsertError> {
+    let mut e = Engine::with_access_log(access_log);
     e.body_limit(BODY_LIMIT);
     let probe = Arc::clone(&service);
     crate::web::operations::health::register(
