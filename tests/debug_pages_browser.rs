@@ -58,6 +58,23 @@ const NEWEST_BOXES: &str = r#"(() => {
     g.dataset.index + ' ' + g.dataset.name + (g.classList.contains('skipped') ? ' skipped' : ''));
 })()"#;
 
+/// The newest walk's boxes as the page draws them, once `drawn` holds of
+/// them (the page polls every second), or as they are after 5 s.
+async fn newest_boxes(
+    page: &browser::Profile,
+    drawn: impl Fn(&Vec<serde_json::Value>) -> bool,
+) -> serde_json::Value {
+    let mut boxes = serde_json::Value::Null;
+    for _ in 0..50 {
+        boxes = page.eval(NEWEST_BOXES).await;
+        if boxes.as_array().is_some_and(&drawn) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    boxes
+}
+
 #[tokio::test]
 async fn a_request_made_after_the_walks_page_loaded_appears_with_its_boxes_in_chain_order() {
     let test = "a_request_made_after_the_walks_page_loaded_appears_with_its_boxes_in_chain_order";
@@ -72,14 +89,7 @@ async fn a_request_made_after_the_walks_page_loaded_appears_with_its_boxes_in_ch
 
     // GET /index without a token: token_check aborts, index_handler is skipped.
     assert_eq!(get(&addr, "/index").await, 403);
-    let mut boxes = serde_json::Value::Null;
-    for _ in 0..50 {
-        boxes = page.eval(NEWEST_BOXES).await;
-        if boxes.as_array().is_some_and(|b| !b.is_empty()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let boxes = newest_boxes(&page, |b| !b.is_empty()).await;
     assert_eq!(
         boxes,
         serde_json::json!([
@@ -99,13 +109,7 @@ async fn a_request_made_after_the_walks_page_loaded_appears_with_its_boxes_in_ch
 
     // A second request lands on top of the first.
     assert_eq!(get(&addr, "/book/42").await, 200);
-    for _ in 0..50 {
-        boxes = page.eval(NEWEST_BOXES).await;
-        if boxes.as_array().is_some_and(|b| b.len() == 4) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let boxes = newest_boxes(&page, |b| b.len() == 4).await;
     assert_eq!(
         boxes,
         serde_json::json!([

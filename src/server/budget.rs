@@ -509,12 +509,13 @@ impl ConnectionBudget {
     }
 }
 
-/// How long ago a closed connection fell due, for the log line.
-fn since(now: Instant, due: Instant) -> String {
-    match now.checked_duration_since(due) {
-        Some(ago) => format!("its place ran out {ago:?} ago"),
-        None => "its peer over its share".to_string(),
-    }
+/// How long ago a closed connection fell due, for the log line; written
+/// only if the line is (no text made for a line left out).
+fn since(now: Instant, due: Instant) -> impl fmt::Display {
+    fmt::from_fn(move |f| match now.checked_duration_since(due) {
+        Some(ago) => write!(f, "its place ran out {ago:?} ago"),
+        None => f.write_str("its peer over its share"),
+    })
 }
 
 /// Drop the entries of connections that ended, and the queue's spare room.

@@ -195,6 +195,18 @@ fn draw_item(out: &mut String, item: &Item, x: usize, y: usize, width: usize) ->
     }
 }
 
+/// The line where a handler's code after its `next()` starts, at `y`;
+/// the height it took added.
+fn back_from_next(out: &mut String, x: usize, y: usize) -> usize {
+    let _ = write!(
+        out,
+        r#"<text class="after" x="{tx}" y="{t}">↑ back from next(): its code after next()</text>"#,
+        tx = x + 8,
+        t = y + 15,
+    );
+    y + ROW
+}
+
 fn draw_box(out: &mut String, b: &HandlerBox, x: usize, y: usize, width: usize) -> usize {
     let class = match b.ended {
         Some(Ended::Aborted) => "handler aborted",
@@ -216,13 +228,7 @@ fn draw_box(out: &mut String, b: &HandlerBox, x: usize, y: usize, width: usize) 
                 inside_next = true;
             }
             Item::Row(..) if inside_next => {
-                let _ = write!(
-                    inner,
-                    r#"<text class="after" x="{tx}" y="{t}">↑ back from next(): its code after next()</text>"#,
-                    tx = x + 8,
-                    t = cy + 15,
-                );
-                cy += ROW;
+                cy = back_from_next(&mut inner, x, cy);
                 inside_next = false;
             }
             Item::Inner(_) if previous_box => {
@@ -244,13 +250,7 @@ fn draw_box(out: &mut String, b: &HandlerBox, x: usize, y: usize, width: usize) 
     }
     let returned = matches!(b.ended, Some(Ended::Returned | Ended::Aborted));
     if inside_next && returned {
-        let _ = write!(
-            inner,
-            r#"<text class="after" x="{tx}" y="{t}">↑ back from next(): its code after next()</text>"#,
-            tx = x + 8,
-            t = cy + 15,
-        );
-        cy += ROW;
+        cy = back_from_next(&mut inner, x, cy);
     }
     let exit = match (&b.ended, called_next) {
         (Some(Ended::Returned), false) => String::from("returned without next(): the loop goes on"),
