@@ -49,24 +49,32 @@ async fn get(addr: &str, path: &str) -> u16 {
     answer[9..12].parse().expect("status")
 }
 
-/// The newest walk's handler boxes on the page, outermost first: each
-/// `index name`, `skipped` added for a greyed one.
-const NEWEST_BOXES: &str = r#"(() => {
-  const walk = document.querySelector('#walks section.walk');
+/// The handler boxes of the newest walk whose head is `request` (`GET
+/// /index`: other requests, a browser's own among them, may land between),
+/// outermost first: each `index name`, `skipped` added for a greyed one.
+fn boxes_of(request: &str) -> String {
+    format!(
+        r#"(() => {{
+  const walk = [...document.querySelectorAll('#walks section.walk')]
+    .find(w => w.querySelector('text.head').textContent.startsWith({request:?} + ' ('));
   if (!walk) return [];
   return [...walk.querySelectorAll('g.handler')].map(g =>
     g.dataset.index + ' ' + g.dataset.name + (g.classList.contains('skipped') ? ' skipped' : ''));
-})()"#;
+}})()"#
+    )
+}
 
-/// The newest walk's boxes as the page draws them, once `drawn` holds of
-/// them (the page polls every second), or as they are after 5 s.
+/// The boxes of `request`'s newest walk as the page draws them, once
+/// `drawn` holds of them (the page polls every second), or as they are
+/// after 5 s.
 async fn newest_boxes(
     page: &browser::Profile,
+    request: &str,
     drawn: impl Fn(&Vec<serde_json::Value>) -> bool,
 ) -> serde_json::Value {
     let mut boxes = serde_json::Value::Null;
     for _ in 0..50 {
-        boxes = page.eval(NEWEST_BOXES).await;
+        boxes = page.eval(&boxes_of(request)).await;
         if boxes.as_array().is_some_and(&drawn) {
             break;
         }
@@ -85,11 +93,14 @@ async fn a_request_made_after_the_walks_page_loaded_appears_with_its_boxes_in_ch
     let page = browser.new_profile().await;
     let loaded = page.open(&format!("http://{addr}/debug/walks")).await;
     assert_eq!(loaded.status, 200, "{}", loaded.text);
-    assert_eq!(page.eval(NEWEST_BOXES).await, serde_json::json!([]));
+    let none_yet = page
+        .eval("document.querySelectorAll('#walks section.walk').length")
+        .await;
+    assert_eq!(none_yet, 0, "the page's own requests are not kept as walks");
 
     // GET /index without a token: token_check aborts, index_handler is skipped.
     assert_eq!(get(&addr, "/index").await, 403);
-    let boxes = newest_boxes(&page, |b| !b.is_empty()).await;
+    let boxes = newest_boxes(&page, "GET /index", |b| !b.is_empty()).await;
     assert_eq!(
         boxes,
         serde_json::json!([
@@ -102,14 +113,18 @@ async fn a_request_made_after_the_walks_page_loaded_appears_with_its_boxes_in_ch
         "the page polled in the new walk, drawn in chain order"
     );
     let status = page
-        .eval("document.querySelector('#walks section.walk text.status').textContent")
+        .eval(
+            "[...document.querySelectorAll('#walks section.walk')]
+              .find(w => w.querySelector('text.head').textContent.startsWith('GET /index ('))
+              .querySelector('text.status').textContent",
+        )
         .await;
     assert_eq!(status, "=> 403, written by 3 token_check");
     page.screenshot(&shots().join("walks.png")).await;
 
     // A second request lands on top of the first.
     assert_eq!(get(&addr, "/book/42").await, 200);
-    let boxes = newest_boxes(&page, |b| b.len() == 4).await;
+    let boxes = newest_boxes(&page, "GET /book/42", |b| b.len() == 4).await;
     assert_eq!(
         boxes,
         serde_json::json!([

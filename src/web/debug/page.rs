@@ -21,7 +21,7 @@ pub(super) fn walks(kept: &[Arc<Walk>]) -> String {
     let last = kept.first().map_or(0, |w| w.id);
     let script = SCRIPT.replace("KEPT", &WALKS_KEPT.to_string());
     format!(
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>walks</title><style>{STYLE}</style></head><body><h1>The last requests' walks of their chains</h1><p>Each handler is a box inside the one whose <code>next()</code> ran it; a box beside the one before it was run by the loop after that one returned (the implicit next). Greyed: what an <code>abort()</code> kept from running. Drawn from the steps <code>--trace</code> prints. The newest is on top; this page asks its server for newer walks every second. <a href="/debug/routes">The route tree</a>.</p><div id="walks" data-last="{last}">{sections}</div><script>{script}</script></body></html>"#
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>walks</title><style>{STYLE}</style></head><body><h1>The last requests' walks of their chains</h1><p>Each handler is a box inside the one whose <code>next()</code> ran it; a box beside the one before it was run by the loop after that one returned (the implicit next). Greyed: what an <code>abort()</code> kept from running. Drawn from the steps <code>--trace</code> prints. The newest is on top; this page asks its server for newer walks every second. <a href="/debug/routes">The route tree</a>.</p><div id="walks" data-last="{last}">{sections}</div><script>{script}</script></body></html>"#
     )
 }
 
@@ -84,7 +84,7 @@ pub(super) fn routes(map: &RouteMap, method: Option<&str>, path: Option<&str>) -
         let _ = write!(options, "<option{selected}>{}</option>", escape(m.as_str()));
     }
     format!(
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>routes</title><style>{STYLE}</style></head><body><h1>The route trees</h1><form method="get" action="/debug/routes"><select name="method">{options}</select> <input name="path" size="40" placeholder="/book/42" value="{path}"> <button>Which route?</button></form><div id="answer">{answer}</div>{trees}<p><a href="/debug/walks">The walks</a>.</p></body></html>"#,
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>routes</title><style>{STYLE}</style></head><body><h1>The route trees</h1><form method="get" action="/debug/routes"><select name="method">{options}</select> <input name="path" size="40" placeholder="/book/42" value="{path}"> <button>Which route?</button></form><div id="answer">{answer}</div>{trees}<p><a href="/debug/walks">The walks</a>.</p></body></html>"#,
         path = escape(path.unwrap_or("")),
         trees = routes_svg::draw(map, chosen),
     )

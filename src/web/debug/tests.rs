@@ -199,3 +199,18 @@ async fn an_early_answer_is_drawn_as_given_instead_of_any_routes_chain() {
         "the route's handler is not in the walk"
     );
 }
+
+#[tokio::test]
+async fn the_pages_name_an_inline_icon_so_a_browser_adds_no_favicon_walk() {
+    // A browser asks /favicon.ico of a page without an icon; on the walks
+    // page that 404 would land on top of the walk a student just made.
+    let app = engine(Some(DebugPages::default()));
+    for path in ["/debug/walks", "/debug/routes"] {
+        let (status, page) = get(&app, path, LOOPBACK).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert!(
+            page.contains(r#"<link rel="icon" href="data:,">"#),
+            "{path}: {page}"
+        );
+    }
+}
