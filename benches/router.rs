@@ -183,7 +183,7 @@ fn compare_routers(c: &mut Criterion) {
     }
     for (i, path) in samples.iter().enumerate() {
         match ours.lookup(&Method::GET, path) {
-            Lookup::Found { value, .. } => assert_eq!(*value, i, "handwire: {path}"),
+            Lookup::Found(value, _) => assert_eq!(*value, i, "handwire: {path}"),
             other => panic!("handwire: {path}: {other:?}"),
         }
         let matched = theirs.at(path).expect("matchit finds every sample");
@@ -194,7 +194,7 @@ fn compare_routers(c: &mut Criterion) {
     group.bench_function("handwire", |b| {
         b.iter(|| {
             for path in black_box(&samples) {
-                if let Lookup::Found { value, params } = ours.lookup(&Method::GET, path) {
+                if let Lookup::Found(value, params) = ours.lookup(&Method::GET, path) {
                     black_box((value, params));
                 }
             }

@@ -36,13 +36,14 @@ impl Service for Hello {
         if req.version() == Version::HTTP_2 && req.method() == Method::POST {
             return Answer::Later(Box::pin(serving(req)));
         }
-        // Made in the call, as the engine answers a chain that never awaits.
+        // Done at the server's one poll, as the engine's chain that never
+        // awaits is.
         let mut resp = Response::new(types::full("Hello World!"));
         resp.headers_mut().insert(
             CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
-        Answer::Ready(resp)
+        Answer::Now(Box::pin(std::future::ready(resp)))
     }
 }
 
@@ -111,14 +112,8 @@ async fn hyper_only(listener: tokio::net::TcpListener) -> Result<(), Box<dyn std
                     intake: None,
                     refused: None,
                 };
-                let answer = Hello.call(req, caller);
-                async move {
-                    let resp = match answer {
-                        Answer::Ready(resp) => resp,
-                        Answer::Later(work) => work.await,
-                    };
-                    Ok::<_, std::convert::Infallible>(resp)
-                }
+                let work = Hello.call(req, caller).into_future();
+                async move { Ok::<_, std::convert::Infallible>(work.await) }
             });
             let _ = Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(tcp), svc)

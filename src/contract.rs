@@ -31,7 +31,7 @@ pub trait Service: Send + Sync + 'static {
     /// Answer one request from `caller`: now, or through a future.
     fn call(&self, req: http::Request<Incoming>, caller: Caller) -> Answer;
 
-    /// Whether [`call`](Self::call) may answer [`Answer::Ready`]: the
+    /// Whether [`call`](Self::call) may answer [`Answer::Now`]: the
     /// server then calls it on arrival, in hyper's connection task. A
     /// service that always answers later (gRPC: a call reads its
     /// messages) says `false` and is called from its request's own task:
@@ -49,23 +49,26 @@ pub trait Service: Send + Sync + 'static {
     }
 }
 
-/// What a [`Service`] gives for one request.
+/// What a [`Service`] gives for one request: the work that makes the
+/// response, and whether the server may poll it once during the call.
 pub enum Answer {
-    /// The response, made during the call: its work never had to wait
-    /// (most `GET`s). The server hands it to hyper with no future to
-    /// allocate or poll.
-    Ready(http::Response<Body>),
-    /// The work that makes the response, polled by the server.
+    /// Work the server polls once on arrival, in the request's trace, with
+    /// a waker that does nothing: work that never waits (most `GET`s) is
+    /// then answered with no task to schedule or wake. Work still pending
+    /// has registered that waker with what it waits for, and the server
+    /// polls it again, from its own task, with a waker that counts.
+    Now(BoxFuture<'static, http::Response<Body>>),
+    /// Work run from the request's own task from its first poll (a body to
+    /// read first, a gRPC call).
     Later(BoxFuture<'static, http::Response<Body>>),
 }
 
 impl Answer {
-    /// The answer as a future, whichever it is (for callers that await
-    /// every answer alike, such as tests).
+    /// The work, whichever it is (for callers that await every answer
+    /// alike, such as tests).
     pub fn into_future(self) -> BoxFuture<'static, http::Response<Body>> {
         match self {
-            Answer::Ready(resp) => Box::pin(std::future::ready(resp)),
-            Answer::Later(work) => work,
+            Answer::Now(work) | Answer::Later(work) => work,
         }
     }
 }
@@ -82,11 +85,8 @@ pub struct Caller {
     /// Whether the connection is TLS (for `Secure` cookies and `https://`
     /// links).
     pub tls: bool,
-    /// The request's trace (`None` in tests). The server runs a
-    /// [`Answer::Later`] future in it; a service that answers
-    /// [`Answer::Ready`] runs its work in it itself (the engine does, with
-    /// [`crate::ops::tracecontext::enter`]), since only it knows, after the
-    /// call, whether it did the work in the call.
+    /// The request's trace (`None` in tests). The server polls the
+    /// service's work in it ([`crate::ops::tracecontext`]).
     pub trace: Option<TraceContext>,
     /// How the connection reads a request body (`None`: no server, as in
     /// tests; the service then reads the body under its size limit only).

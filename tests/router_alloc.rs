@@ -38,7 +38,7 @@ fn static_lookup_allocates_nothing() {
     let router = demo_router();
     for path in ["/", "/hello", "/users/new"] {
         let count = allocations_during(|| match router.lookup(&Method::GET, path) {
-            Lookup::Found { value, params } => {
+            Lookup::Found(value, params) => {
                 assert_eq!((*value, params.len()), (path, 0));
             }
             other => panic!("GET {path}: {other:?}"),
@@ -63,13 +63,13 @@ fn lookups_allocate_only_the_lists_of_the_parameters_they_capture() {
         let count = allocations_during(|| {
             let lookup = router.lookup(&method, path);
             assert_eq!(
-                matches!(lookup, Lookup::Found { .. }),
+                matches!(lookup, Lookup::Found(..)),
                 expect_found,
                 "{method} {path}"
             );
             assert!(matches!(
                 lookup,
-                Lookup::Found { .. } | Lookup::Miss(Miss::NotFound)
+                Lookup::Found(..) | Lookup::Miss(Miss::NotFound)
             ));
         });
         assert_eq!(count, allocations, "{method} {path}");
@@ -80,7 +80,7 @@ fn lookups_allocate_only_the_lists_of_the_parameters_they_capture() {
 fn decoding_a_percent_encoded_param_is_what_allocates() {
     let router = demo_router();
     let count = allocations_during(|| match router.lookup(&Method::GET, "/users/a%20b") {
-        Lookup::Found { params, .. } => assert_eq!(params.get("id"), Some("a b")),
+        Lookup::Found(_, params) => assert_eq!(params.get("id"), Some("a b")),
         other => panic!("{other:?}"),
     });
     assert_eq!(count, 2, "the list, and one String for the decoded value");

@@ -208,8 +208,9 @@ async fn serve(args: &Args) -> Result<(), String> {
     let app = engine.build();
 
     // Draining begins with `/readyz` turning 503, then the listener closes.
+    let signal = server::shutdown_signal();
     let shutdown = async move {
-        server::shutdown_signal().await;
+        signal.await;
         service.start_draining();
     };
     let served = launch::serve(USAGE.program, listener, app, options, shutdown).await;

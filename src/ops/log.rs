@@ -273,8 +273,7 @@ pub fn message(tag: &str, args: std::fmt::Arguments<'_>) {
 /// request's trace; nothing otherwise.
 pub fn push_trace_id(buf: &mut Vec<u8>) {
     if let Some(trace) = crate::ops::tracecontext::current() {
-        buf.extend_from_slice(b" trace_id=");
-        trace.push_trace_id(buf);
+        let _ = write!(buf, " trace_id={}", trace.trace_id());
     }
 }
 
@@ -297,25 +296,25 @@ fn plain(b: u8) -> bool {
     (0x20..0x7f).contains(&b) && !matches!(b, b'"' | b'\\' | b'|')
 }
 
-/// Append `text` to `buf`, escaped by [`escape_for_log`], cut to at most
-/// `max` bytes of the text (on a character boundary, marked with `…`).
-pub(crate) fn push_capped(buf: &mut Vec<u8>, text: &str, max: usize) {
-    // Plain ASCII that fits, the usual path or method, is copied whole.
+/// `text` escaped by [`escape_for_log`], cut to at most `max` bytes of the
+/// text (on a character boundary, marked with `…`).
+pub(crate) fn capped(text: &str, max: usize) -> Cow<'_, str> {
+    // Plain ASCII that fits, the usual path or method, is the text itself.
     if text.len() <= max && text.bytes().all(plain) {
-        return buf.extend_from_slice(text.as_bytes());
+        return Cow::Borrowed(text);
     }
-    push_escaped(buf, text, max);
+    escaped_capped(text, max)
 }
 
-/// [`push_capped`] for text that needs escaping or is too long.
-fn push_escaped(buf: &mut Vec<u8>, text: &str, max: usize) {
+/// [`capped`] for text that needs escaping or is too long.
+fn escaped_capped(text: &str, max: usize) -> Cow<'_, str> {
     let mut cut = text.len().min(max);
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    buf.extend_from_slice(escape_for_log(&text[..cut]).as_bytes());
-    if cut < text.len() {
-        buf.extend_from_slice("…".as_bytes());
+    match cut < text.len() {
+        true => Cow::Owned(format!("{}…", escape_for_log(&text[..cut]))),
+        false => escape_for_log(text),
     }
 }
 
@@ -460,9 +459,7 @@ mod tests {
             ("", 8, ""),
         ];
         for (input, max, want) in cases {
-            let mut buf = Vec::new();
-            push_capped(&mut buf, input, max);
-            assert_eq!(String::from_utf8(buf).unwrap(), want, "{input:?} max {max}");
+            assert_eq!(capped(input, max), want, "{input:?} max {max}");
         }
     }
 }

@@ -10,14 +10,12 @@
 //! - [`peer`]: the client address of the call being served (a task-local).
 //! - [`deadline`]: a call's deadline, which never cuts a write mid-commit.
 //! - [`timefmt`]: UTC calendar formatting for logs and API timestamps.
-//! - `numfmt`: the log lines' status, latency and IP digits, without `core::fmt`.
 
 pub(crate) mod cors;
 pub(crate) mod deadline;
 pub(crate) mod health;
 pub mod log;
 pub mod metrics;
-pub(crate) mod numfmt;
 pub(crate) mod peer;
 pub(crate) mod ratelimit;
 pub(crate) mod timefmt;

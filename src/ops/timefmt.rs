@@ -3,7 +3,6 @@
 //! Two formats are needed: Gin's log timestamp and RFC 3339 for API fields.
 //! Both rest on one conversion from days to a civil date.
 
-use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `YYYY/MM/DD - HH:MM:SS` in UTC, as Gin's logger prints.
@@ -17,22 +16,6 @@ pub fn log_timestamp(t: SystemTime) -> String {
         rem % 3600 / 60,
         rem % 60
     )
-}
-
-/// Append [`log_timestamp`] of `now` to `buf`. The text changes once a
-/// second, so each thread keeps the last second's text and formats anew
-/// only when the second has changed.
-pub(crate) fn push_log_timestamp(buf: &mut Vec<u8>, now: SystemTime) {
-    thread_local! {
-        static LAST: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
-    }
-    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    LAST.with_borrow_mut(|(second, text)| {
-        if *second != secs {
-            (*second, *text) = (secs, log_timestamp(now));
-        }
-        buf.extend_from_slice(text.as_bytes());
-    });
 }
 
 /// Format Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
@@ -84,25 +67,6 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
 mod tests {
     use super::*;
     use std::time::Duration;
-
-    #[test]
-    fn a_pushed_log_timestamp_is_the_text_of_its_own_second_whatever_came_before() {
-        let text = |now: SystemTime| {
-            let mut buf = Vec::new();
-            push_log_timestamp(&mut buf, now);
-            String::from_utf8(buf).unwrap()
-        };
-        let t = UNIX_EPOCH + Duration::from_millis(1_795_301_999_250);
-        let later = Duration::from_millis(800); // into the next second
-        assert_eq!(text(t), "2026/11/21 - 22:59:59");
-        assert_eq!(
-            text(t + Duration::from_millis(100)),
-            "2026/11/21 - 22:59:59"
-        );
-        assert_eq!(text(t + later), "2026/11/21 - 23:00:00");
-        assert_eq!(text(t), "2026/11/21 - 22:59:59", "back to the kept second");
-        assert_eq!(text(UNIX_EPOCH), "1970/01/01 - 00:00:00");
-    }
 
     #[test]
     fn log_timestamps_are_utc_calendar_dates() {

@@ -93,7 +93,7 @@ impl TraceContext {
 
     /// The trace-id, 32 lowercase hex digits: what the log lines carry.
     pub fn trace_id(&self) -> String {
-        hex(&self.trace_id)
+        format!("{:032x}", u128::from_be_bytes(self.trace_id))
     }
 
     /// This server's span-id, 16 lowercase hex digits.
@@ -120,14 +120,6 @@ impl TraceContext {
         // entries that repeat and cost a search of the table per response.
         value.set_sensitive(true);
         value
-    }
-
-    /// Append the trace-id as 32 hex digits to `buf`, without allocating
-    /// (for the access-log lines).
-    pub fn push_trace_id(&self, buf: &mut Vec<u8>) {
-        for b in self.trace_id {
-            buf.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0x0f)]]);
-        }
     }
 }
 

@@ -624,8 +624,8 @@ impl Requests {
         // panic in the stream's own task would have it.
         match std::panic::catch_unwind(AssertUnwindSafe(|| pending.call(req))) {
             Err(_) => Dispatch::Now(Some(Err(h2::Error::from(h2::Reason::INTERNAL_ERROR)))),
-            Ok(Answer::Ready(resp)) => Dispatch::Now(Some(pending.answered(resp, Some(turn)))),
-            Ok(Answer::Later(work)) => Dispatch::Later(Box::pin(called_later(work, turn, pending))),
+            Ok(Called::Ready(resp)) => Dispatch::Now(Some(pending.answered(resp, Some(turn)))),
+            Ok(Called::Later(work)) => Dispatch::Later(Box::pin(called_later(work, turn, pending))),
         }
     }
 }
@@ -681,6 +681,12 @@ impl Future for Dispatch {
     }
 }
 
+/// What the service's call gave: the response, or work still to run.
+enum Called {
+    Ready(http::Response<Body>),
+    Later(BoxFuture<'static, http::Response<Body>>),
+}
+
 /// What a request carries from its arrival to its answer.
 struct Pending {
     service: Arc<dyn Service>,
@@ -697,9 +703,13 @@ struct Pending {
 
 impl Pending {
     /// The one call from the server into the framework: `req` and what the
-    /// service is told of its origin. A ready answer gets the request's
-    /// `traceparent` here; a later one in [`run`](Self::run).
-    fn call(&self, req: http::Request<Incoming>) -> Answer {
+    /// service is told of its origin. Work the service says may be polled
+    /// now ([`Answer::Now`]) is polled once, here, in the request's trace,
+    /// with a waker that does nothing: done, it is the response, with its
+    /// `traceparent`, and no task is scheduled or woken; still pending, it
+    /// has registered that waker with what it waits for, and
+    /// [`run`](Self::run) polls it again with the task's own.
+    fn call(&self, req: http::Request<Incoming>) -> Called {
         let caller = Caller {
             remote: self.remote,
             received_at: self.request.received_at().into_std(),
@@ -708,12 +718,17 @@ impl Pending {
             intake: Some(self.share.clone()),
             refused: intake::refused(&req),
         };
-        match self.service.call(req, caller) {
-            Answer::Ready(mut resp) => {
+        let mut work = match self.service.call(req, caller) {
+            Answer::Now(work) => work,
+            Answer::Later(work) => return Called::Later(work),
+        };
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match tracecontext::enter(Some(self.trace), || work.as_mut().poll(&mut cx)) {
+            Poll::Ready(mut resp) => {
                 tracecontext::stamp(&mut resp, self.trace);
-                Answer::Ready(resp)
+                Called::Ready(resp)
             }
-            later => later,
+            Poll::Pending => Called::Later(work),
         }
     }
 
@@ -793,15 +808,15 @@ async fn called_in_turn(
         // Told only once it has its turn: not held across the wait, and
         // not checked if refused.
         Some(turn) => match pending.call(req) {
-            Answer::Ready(resp) => resp,
-            Answer::Later(work) => pending.run(work, turn).await,
+            Called::Ready(resp) => resp,
+            Called::Later(work) => pending.run(work, turn).await,
         },
         None => pending.refuse()?,
     };
     pending.answered(resp, turn)
 }
 
-/// The rest of a call made on arrival that answered [`Answer::Later`].
+/// The rest of a call made on arrival whose work is still to run.
 async fn called_later(
     work: BoxFuture<'static, http::Response<Body>>,
     turn: HandlerTurn,
@@ -996,25 +1011,36 @@ impl AcceptBackoff {
 }
 
 /// Completes when the process receives SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
+///
+/// The handlers are installed by this call, not at the first poll: a
+/// binary prints its address before its serve loop polls the future, and
+/// a SIGTERM sent on reading that line would otherwise find the default
+/// action (the process killed, nothing drained). Call it in the runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let term = signal(SignalKind::terminate()).ok();
+        let int = signal(SignalKind::interrupt()).ok();
+        async move {
+            match (term, int) {
+                (Some(mut term), Some(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

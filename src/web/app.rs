@@ -15,7 +15,6 @@
 use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -26,7 +25,6 @@ use hyper::body::Incoming;
 
 use crate::contract::{self, Answer, Bounds, Caller, Intake, Refusal, Service};
 use crate::ops::metrics::{Operation, OPERATION_KEY};
-use crate::ops::tracecontext;
 use crate::types::{self, Body, BoxError, BoxFuture};
 use crate::web::chain::{named, Context, Handler, PathParams, ResponseDraft, APPLICATION_JSON};
 use crate::web::router::{self, Lookup, Miss, Router};
@@ -53,17 +51,13 @@ pub(crate) struct Route {
     pub(crate) id: usize,
 }
 
-/// The metrics series of an app: one per route (by route id) and the one
-/// shared by unmatched requests.
-pub(crate) struct Metered {
-    pub(crate) routes: Box<[Arc<Operation>]>,
-    pub(crate) unmatched: Arc<Operation>,
-}
-
 /// A frozen engine, ready to serve.
 pub struct App {
     pub(crate) router: Router<Route>,
-    pub(crate) metered: Option<Metered>,
+    /// Each route's metrics series, by route id (empty: no metrics).
+    pub(crate) route_ops: Box<[Arc<Operation>]>,
+    /// The series of the requests no route matched (`None`: no metrics).
+    pub(crate) unmatched_op: Option<Arc<Operation>>,
     /// The chain of the answers given before the route's (413, 408, 400).
     pub(crate) early: Arc<[Handler]>,
     pub(crate) not_found: Arc<[Handler]>,
@@ -169,9 +163,9 @@ impl App {
         self.answer(req, from).into_future()
     }
 
-    /// [`handle`](Self::handle), answering now when it can: a request with
-    /// no body to read runs its chain at once, in the caller's trace, and
-    /// a chain done at its first poll is answered in the call.
+    /// [`handle`](Self::handle), saying when the work may be polled: a
+    /// request with no body to read is [`Answer::Now`] (its chain can run
+    /// at once), one with a body to read first [`Answer::Later`].
     pub fn answer<B>(&self, req: Request<B>, from: impl Into<Caller>) -> Answer
     where
         B: hyper::body::Body + Send + 'static,
@@ -180,25 +174,15 @@ impl App {
     {
         let caller = from.into();
         let (parts, body) = req.into_parts();
-        let chosen = self.choose(&parts);
-        let operation = self.operation(chosen.route_id);
+        let mut chosen = self.choose(&parts);
+        let operation = chosen.operation.take();
         if caller.refused.is_some() || !body.is_end_stream() {
             return self.answer_after_body(parts, boxed(body), caller, chosen, operation);
         }
-        // Most requests have no body to read (a GET): the chain runs now.
-        let trace = caller.trace;
+        // Most requests have no body to read (a GET): the server may poll
+        // the chain once in its call, and a chain that never waits is done.
         let c = chosen.context(parts, Bytes::new(), caller);
-        let mut work: BoxFuture<'static, _> = Box::pin(run(c, self.trace.clone(), operation));
-        // A chain that never waits is done at its first poll: then it is
-        // answered in the call, with no task to wake it later.
-        // Polled once with a waker that does nothing: a future still
-        // pending has registered it with what it waits for, and the server
-        // polls it again with its own.
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        match tracecontext::enter(trace, || work.as_mut().poll(&mut cx)) {
-            Poll::Ready(resp) => Answer::Ready(resp),
-            Poll::Pending => Answer::Later(work),
-        }
+        Answer::Now(Box::pin(run(c, self.trace.clone(), operation)))
     }
 
     /// [`answer`](Self::answer) for a request with a body to read first,
@@ -234,25 +218,17 @@ impl App {
         }))
     }
 
-    /// The metrics series that counts this request's answer: its
-    /// route's, or the one of unmatched requests (`None`: no metrics).
-    fn operation(&self, route_id: Option<usize>) -> Option<Arc<Operation>> {
-        let m = self.metered.as_ref()?;
-        let route = route_id.and_then(|id| m.routes.get(id));
-        Some(route.unwrap_or(&m.unmatched).clone())
-    }
-
     /// The chain for this request, as the router decides: the route's, the
     /// trailing-slash redirect, 405 (with the methods to `Allow`) or 404.
     fn choose(&self, parts: &http::request::Parts) -> Chosen {
         let path = parts.uri.path();
         let path = self.paths.map_or(Cow::from(path), |r| r.matching(path));
         match self.router.lookup(&parts.method, &path) {
-            Lookup::Found { value, params } => Chosen {
+            Lookup::Found(value, params) => Chosen {
                 chain: value.chain.clone(),
                 params: params.into_owned(),
                 miss: None,
-                route_id: Some(value.id),
+                operation: self.route_ops.get(value.id).cloned(),
             },
             Lookup::Miss(miss) => self.unmatched(self.unrouted(parts, &path, miss)),
         }
@@ -314,7 +290,7 @@ impl App {
             chain: chain.clone(),
             params: Vec::new(),
             miss: Some(miss),
-            route_id: None,
+            operation: self.unmatched_op.clone(),
         }
     }
 }
@@ -325,8 +301,9 @@ struct Chosen {
     params: PathParams,
     /// Why no route matched, for the redirect's target or 405's `Allow`.
     miss: Option<Miss>,
-    /// The route found, for its metrics series.
-    route_id: Option<usize>,
+    /// The metrics series that counts the answer: the route's, or the one
+    /// of unmatched requests (`None`: no metrics).
+    operation: Option<Arc<Operation>>,
 }
 
 impl Chosen {
@@ -643,6 +620,7 @@ pub(crate) fn trailing_slash_redirect(c: &mut Context) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::task::Poll;
 
     /// The future of a request with no body to read is the chain's run,
     /// holding its context once: not twice (an `async fn` copies its
@@ -688,12 +666,13 @@ mod tests {
         String::from_utf8(body.to_vec()).unwrap()
     }
 
-    /// A request with no body whose chain never awaits (the logger,
-    /// recovery and a handler that answers at once) is answered in the
-    /// call; an awaiting handler, or a body to read, gives a future. Both
-    /// answers are the same to the client.
+    /// A request with no body is work the server may poll once in its
+    /// call, and a chain that never awaits (the logger, recovery and a
+    /// handler that answers at once) is done at that poll; an awaiting
+    /// handler is still pending, and a body to read makes work for the
+    /// request's own task. The client sees the same answers either way.
     #[tokio::test]
-    async fn a_chain_that_never_awaits_is_answered_in_the_call() {
+    async fn a_chain_that_never_awaits_is_done_at_its_first_poll() {
         use crate::web::chain::{handler, handler_now};
         let mut e = crate::web::Engine::new();
         e.get(
@@ -723,25 +702,37 @@ mod tests {
         let app = e.build();
         let remote = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
 
-        let Answer::Ready(resp) = app.answer(request(Method::GET, "/now/7", ""), remote) else {
-            panic!("a chain that never awaits gave a future");
+        // What the server does with `Answer::Now`: one poll, with a waker
+        // that does nothing.
+        let first_poll = |answer: Answer| {
+            let Answer::Now(mut work) = answer else {
+                panic!("a request without a body is Answer::Now");
+            };
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            match work.as_mut().poll(&mut cx) {
+                Poll::Ready(resp) => Ok(resp),
+                Poll::Pending => Err(work),
+            }
+        };
+        let Ok(resp) = first_poll(app.answer(request(Method::GET, "/now/7", ""), remote)) else {
+            panic!("a chain that never awaits was pending at its first poll");
         };
         assert_eq!(resp.status(), StatusCode::OK);
         assert_eq!(text(resp).await, "7");
 
-        let Answer::Later(work) = app.answer(request(Method::GET, "/later/8", ""), remote) else {
-            panic!("an awaiting handler was answered in the call");
+        let Err(work) = first_poll(app.answer(request(Method::GET, "/later/8", ""), remote)) else {
+            panic!("an awaiting handler was done at its first poll");
         };
         assert_eq!(text(work.await).await, "8");
 
-        // A body is read before the chain runs: always a future.
+        // A body is read before the chain runs: work for the request's task.
         let answer = app.answer(request(Method::POST, "/now/9", "x"), remote);
         assert!(matches!(answer, Answer::Later(_)));
         assert_eq!(text(answer.into_future().await).await, "posted");
 
         // A miss runs the 404 chain, which never awaits either.
-        let Answer::Ready(resp) = app.answer(request(Method::GET, "/nowhere", ""), remote) else {
-            panic!("the 404 chain gave a future");
+        let Ok(resp) = first_poll(app.answer(request(Method::GET, "/nowhere", ""), remote)) else {
+            panic!("the 404 chain was pending at its first poll");
         };
         assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     }

@@ -168,22 +168,25 @@ where
     let on_panic = Arc::new(on_panic);
     named(name, move |c| {
         let on_panic = on_panic.clone();
-        Box::pin(async move {
-            let mark = c.mark();
-            // Pinned in place, not boxed: this runs inside the handler's
-            // own boxed future.
-            let outcome = CatchUnwind(std::pin::pin!(c.next())).await;
-            if let Err(payload) = outcome {
-                let message = panic_message(payload.as_ref());
-                c.unwound_to(mark, Unwound::Panic(message));
-                on_panic(c, message);
-            }
-        })
+        Box::pin(catch_rest(c, move |c, message| on_panic(c, message)))
     })
 }
 
-/// Index value that means "aborted": far past any real chain length, and far
-/// enough from `isize::MAX` that the loop's `+= 1` cannot overflow (Gin uses 63).
+/// The body of a [`catching`] handler: the rest of the chain run inside a
+/// catch and, if a handler in it panicked, the index put back at this
+/// handler's, the catch traced, and `on_panic` called with the message.
+pub(crate) async fn catch_rest(c: &mut Context, on_panic: impl FnOnce(&mut Context, &str)) {
+    let mark = c.mark();
+    // Pinned in place, not boxed: this runs inside the handler's own boxed
+    // future.
+    let outcome = CatchUnwind(std::pin::pin!(c.next())).await;
+    if let Err(payload) = outcome {
+        let message = panic_message(payload.as_ref());
+        c.unwound_to(mark, Unwound::Panic(message));
+        on_panic(c, message);
+    }
+}
+
 const ABORT_INDEX: isize = isize::MAX / 2;
 
 /// The content types of [`Context::string`] and [`Context::json`] (and of

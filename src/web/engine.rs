@@ -21,8 +21,8 @@ use crate::contract::{Bounds, DEFAULT_MIN_BODY_RATE, DEFAULT_MIN_BODY_RATE_GRACE
 use crate::ops::log;
 use crate::ops::metrics::{Kind, Metrics, UNMATCHED};
 use crate::web::app::{
-    early_answer, edge_json, request_timeout, serve_error, trailing_slash_redirect, Metered,
-    MissRules, PathRules, ReadLimits, Route,
+    early_answer, edge_json, request_timeout, serve_error, trailing_slash_redirect, MissRules,
+    PathRules, ReadLimits, Route,
 };
 use crate::web::chain::{handler_now, Handler};
 use crate::web::debug::{DebugPages, Pages, RouteInfo, RouteMap};
@@ -422,16 +422,19 @@ impl Engine {
                 .chain(tail)
                 .collect()
         };
-        let metered = self.metrics.as_ref().map(|m| Metered {
-            routes: self
-                .routes
-                .iter()
+        let route_ops = match &self.metrics {
+            Some(m) => (self.routes.iter())
                 .map(|(_, path, _)| m.operation(Kind::Http, path))
                 .collect(),
-            unmatched: m.operation(Kind::Http, UNMATCHED),
-        });
+            None => Box::default(),
+        };
+        let unmatched_op = self
+            .metrics
+            .as_ref()
+            .map(|m| m.operation(Kind::Http, UNMATCHED));
         Arc::new(App {
-            metered,
+            route_ops,
+            unmatched_op,
             early: with_global(vec![handler_now("early_answer", early_answer)]),
             not_found: serving_error(StatusCode::NOT_FOUND, self.no_route.clone()),
             method_not_allowed: serving_error(

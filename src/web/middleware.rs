@@ -5,14 +5,17 @@
 //! rest of the chain, which is the whole point of the Next mechanism: code
 //! before `next()` runs on the way in, code after it on the way out. The
 //! logger is `c.next().await` followed by its line; recovery is a catch
-//! around `c.next()` ([`catching`]).
+//! around `c.next()` (`catch_rest`, the body of every [`catching`] handler).
 
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
 use http::{StatusCode, Uri};
 
 use crate::ops::{log, timefmt, tracecontext};
-use crate::web::chain::{catching, handler, named, Context, Handler};
+#[cfg(doc)]
+use crate::web::chain::catching;
+use crate::web::chain::{catch_rest, handler, named, Context, Handler};
 use crate::web::trace::Unwound;
 use crate::web::urlenc;
 
@@ -61,61 +64,42 @@ pub fn logger() -> Handler {
     })
 }
 
-/// The logger's line, written when the rest of the chain has ended.
+/// The logger's line, written when the rest of the chain has ended: the
+/// same text as Gin's `LoggerWithFormatter` writes with `fmt.Sprintf`.
 fn log_line(c: &mut Context) {
+    let line = format!(
+        "[{}] {} | {} | {:>12?} | {:>15} | {:<7} \"{}\"{}\n",
+        log::service_name(),
+        timefmt::log_timestamp(SystemTime::now()),
+        c.response_status().as_str(),
+        // From the request's arrival, not from the logger's start: the
+        // engine reads the body before the chain runs, and Gin's latency
+        // (its handlers read the body) includes it.
+        c.latency(),
+        c.client_ip(),
+        log::capped(c.method().as_str(), LOG_METHOD_MAX),
+        redacted_target(c.uri(), LOG_TARGET_MAX),
+        c.trace_context()
+            .map_or(String::new(), |t| format!(" | trace_id={}", t.trace_id())),
+    );
     if c.is_tracing() {
-        let mut line = Vec::new();
-        push_request_line(&mut line, c);
-        c.hold_after_trace(line);
+        c.hold_after_trace(line.into_bytes());
     } else {
-        log::stdout().line(|buf| push_request_line(buf, c));
+        log::stdout().line(|buf| buf.extend_from_slice(line.as_bytes()));
     }
 }
 
-/// Append the request's log line to `buf`: the same text as Gin's
-/// `LoggerWithFormatter` writes with `fmt.Sprintf`, written without
-/// `core::fmt`, which cost about 5,700 instructions a request here, more
-/// than a third of all the rest (`docs/load.md`).
-fn push_request_line(buf: &mut Vec<u8>, c: &Context) {
-    use crate::ops::numfmt::{push_ip, push_latency};
-    buf.push(b'[');
-    buf.extend_from_slice(log::service_name().as_bytes());
-    buf.extend_from_slice(b"] ");
-    timefmt::push_log_timestamp(buf, SystemTime::now());
-    buf.extend_from_slice(b" | ");
-    buf.extend_from_slice(c.response_status().as_str().as_bytes());
-    buf.extend_from_slice(b" | ");
-    // From the request's arrival, not from the logger's start: the engine
-    // reads the body before the chain runs, and Gin's latency (its
-    // handlers read the body) includes it. It also spares a clock read.
-    push_latency(buf, c.latency(), 12);
-    buf.extend_from_slice(b" | ");
-    push_ip(buf, c.client_ip(), 15);
-    buf.extend_from_slice(b" | ");
-    let method = c.method().as_str();
-    log::push_capped(buf, method, LOG_METHOD_MAX);
-    buf.resize(buf.len() + 7usize.saturating_sub(method.len()), b' ');
-    buf.extend_from_slice(b" \"");
-    push_redacted_target(buf, c.uri(), LOG_TARGET_MAX);
-    buf.push(b'"');
-    if let Some(trace) = tracecontext::current() {
-        buf.extend_from_slice(b" | trace_id=");
-        trace.push_trace_id(buf);
-    }
-    buf.push(b'\n');
-}
-
-/// Append the path and query of `uri` with the values of
-/// [`REDACTED_PARAMS`] replaced by `REDACTED`, capped at `max` bytes.
-pub fn push_redacted_target(buf: &mut Vec<u8>, uri: &Uri, max: usize) {
+/// The path and query of `uri` with the values of [`REDACTED_PARAMS`]
+/// replaced by `REDACTED`, capped at `max` bytes ([`log::capped`]).
+pub fn redacted_target(uri: &Uri, max: usize) -> Cow<'_, str> {
     match uri.query() {
-        None => log::push_capped(buf, uri.path(), max),
-        Some(query) => log::push_capped(buf, &redacted_target(uri.path(), query), max),
+        None => log::capped(uri.path(), max),
+        Some(query) => Cow::Owned(log::capped(&redacted(uri.path(), query), max).into_owned()),
     }
 }
 
 /// `path?query` with the values of [`REDACTED_PARAMS`] replaced.
-fn redacted_target(path: &str, query: &str) -> String {
+fn redacted(path: &str, query: &str) -> String {
     let mut target = String::with_capacity(path.len() + 1 + query.len());
     target.push_str(path);
     target.push('?');
@@ -154,24 +138,26 @@ fn is_redacted(key: &str) -> bool {
 /// recovery's own: with `--trace` they are its lines, and the handler that
 /// panicked exits `[panicked: …]`.
 ///
-/// It is a catch around `c.next()` ([`catching`]): Gin's
-/// `defer`/`recover()` around `c.Next()`.
+/// It is a catch around `c.next()`, written out as an async body as the
+/// logger is: `catch_rest`, the body of every [`catching`] handler (Gin's
+/// `defer`/`recover()` around `c.Next()`), with [`recovered`] as its code.
 pub fn recovery() -> Handler {
-    catching("recovery", recovered)
+    named("recovery", |c| Box::pin(catch_rest(c, recovered)))
 }
 
 /// Recovery's code once the rest of the chain panicked with `message`
 /// (the chain has put the index back at recovery's and traced the catch).
 fn recovered(c: &mut Context, message: &str) {
-    let mut line = b"[recovery] ".to_vec();
-    log::push_capped(&mut line, c.method().as_str(), LOG_METHOD_MAX);
-    line.push(b' ');
-    log::push_capped(&mut line, c.path(), LOG_TARGET_MAX);
+    let trace = tracecontext::current().map(|t| format!(" trace_id={}", t.trace_id()));
     // A message may carry request data: on one line, bounded.
-    line.extend_from_slice(b" panicked: ");
-    log::push_capped(&mut line, message, log::MESSAGE_MAX);
-    log::push_trace_id(&mut line);
-    line.push(b'\n');
+    let line = format!(
+        "[recovery] {} {} panicked: {}{}\n",
+        log::capped(c.method().as_str(), LOG_METHOD_MAX),
+        log::capped(c.path(), LOG_TARGET_MAX),
+        log::capped(message, log::MESSAGE_MAX),
+        trace.unwrap_or_default(),
+    )
+    .into_bytes();
     // With --trace the line follows the trace, as the logger's does.
     if let Some(line) = c.hold_after_trace(line) {
         log::stdout().line(|buf| buf.extend_from_slice(&line));
@@ -296,13 +282,13 @@ mod tests {
                 format!("{param}%0D%0A"),
             ];
             for key in spellings {
-                let target = redacted_target("/p", &format!("a=1&{key}=SECRET&b=2"));
+                let target = redacted("/p", &format!("a=1&{key}=SECRET&b=2"));
                 assert_eq!(target, format!("/p?a=1&{key}=REDACTED&b=2"), "{key}");
             }
         }
         // Other keys, and a control byte inside a key, are left alone.
         for key in ["tokens", "my_token", "pass%00word", "%00token", "code2"] {
-            let target = redacted_target("/p", &format!("{key}=v"));
+            let target = redacted("/p", &format!("{key}=v"));
             assert_eq!(target, format!("/p?{key}=v"), "{key}");
         }
     }

@@ -30,7 +30,7 @@ use super::headers::GRPC_STATUS;
 use super::status::Code;
 use crate::ops::metrics::Operation;
 use crate::ops::tracecontext::{self, TraceContext};
-use crate::ops::{log, numfmt, timefmt};
+use crate::ops::{log, timefmt};
 use crate::types::{Body, BoxError};
 use crate::web::middleware::LOG_TARGET_MAX;
 
@@ -61,24 +61,15 @@ impl Call {
         if !self.log {
             return;
         }
-        log::stdout().line(|buf| {
-            buf.extend_from_slice(b"[grpc] ");
-            timefmt::push_log_timestamp(buf, SystemTime::now());
-            // The digits without `core::fmt`, as the request log writes them.
-            buf.extend_from_slice(b" | ");
-            buf.extend_from_slice(outcome.as_bytes());
-            buf.extend_from_slice(b" | ");
-            numfmt::push_latency(buf, took, 0);
-            buf.extend_from_slice(b" | ");
-            numfmt::push_ip(buf, self.remote.ip(), 0);
-            buf.extend_from_slice(b" | ");
-            log::push_capped(buf, &self.path, LOG_TARGET_MAX);
-            if let Some(trace) = &self.trace {
-                buf.extend_from_slice(b" | trace_id=");
-                trace.push_trace_id(buf);
-            }
-            buf.push(b'\n');
-        });
+        let trace = self.trace.map(|t| format!(" | trace_id={}", t.trace_id()));
+        let line = format!(
+            "[grpc] {} | {outcome} | {took:?} | {} | {}{}\n",
+            timefmt::log_timestamp(SystemTime::now()),
+            self.remote.ip(),
+            log::capped(&self.path, LOG_TARGET_MAX),
+            trace.unwrap_or_default(),
+        );
+        log::stdout().line(|buf| buf.extend_from_slice(line.as_bytes()));
     }
 }
 

@@ -20,7 +20,7 @@ const ROW: usize = 30;
 /// index (to highlight its nodes) and the explanation as sentences.
 pub(crate) fn explain(map: &RouteMap, method: &Method, path: &str) -> (Option<usize>, Vec<String>) {
     match map.lookup.lookup(method, path) {
-        Lookup::Found { value, params } => {
+        Lookup::Found(value, params) => {
             let route = &map.routes[*value];
             let mut why = vec![format!(
                 "{method} {path} takes the route {} {}: its chain is {}.",

@@ -18,12 +18,12 @@
 //! router.insert(Method::GET, "/users/:id", "profile")?;
 //! router.insert(Method::GET, "/static/*file", "files")?;
 //!
-//! let Lookup::Found { value, params } = router.lookup(&Method::GET, "/users/a%20b") else {
+//! let Lookup::Found(value, params) = router.lookup(&Method::GET, "/users/a%20b") else {
 //!     panic!("no match");
 //! };
 //! assert_eq!((*value, params.get("id")), ("profile", Some("a b")));
 //!
-//! let Lookup::Found { params, .. } = router.lookup(&Method::GET, "/static/css/x.css") else {
+//! let Lookup::Found(_, params) = router.lookup(&Method::GET, "/static/css/x.css") else {
 //!     panic!("no match");
 //! };
 //! assert_eq!(params.get("file"), Some("/css/x.css"));

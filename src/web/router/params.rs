@@ -48,11 +48,8 @@ impl<'r, 'p> Params<'r, 'p> {
     /// The pairs as text of their own, for a context that outlives the
     /// router's borrow of the path.
     pub fn into_owned(self) -> Vec<(Arc<str>, Box<str>)> {
-        let pairs = self
-            .list
-            .into_iter()
-            .map(|p| (p.name.clone(), p.value.into()));
-        pairs.collect()
+        let pairs = self.list.into_iter();
+        pairs.map(|p| (p.name.clone(), p.value.into())).collect()
     }
 
     /// How many parameters were captured.

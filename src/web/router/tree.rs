@@ -35,13 +35,9 @@ pub struct Router<T> {
 /// The outcome of [`Router::lookup`], checked in this order (as Gin does).
 #[derive(Debug)]
 pub enum Lookup<'r, 'p, T> {
-    /// A route for this method matches the path.
-    Found {
-        /// The value registered with the route.
-        value: &'r T,
-        /// The route's parameters, percent-decoded.
-        params: Params<'r, 'p>,
-    },
+    /// A route for this method matches the path: the value registered
+    /// with the route, and the route's parameters, percent-decoded.
+    Found(&'r T, Params<'r, 'p>),
     /// No route of this method matches: redirect, 405 or 404, as
     /// [`Miss::decide`] says.
     Miss(Miss),
@@ -91,7 +87,7 @@ impl<T> Router<T> {
         if let Some(root) = root {
             let mut params = Params::new(self.raw_values);
             if let Some(value) = root.find(path, 0, &mut params) {
-                return Lookup::Found { value, params };
+                return Lookup::Found(value, params);
             }
         }
         Lookup::Miss(self.miss(method, path, root))
@@ -141,7 +137,7 @@ impl<T> Router<T> {
         let found = [&cleaned, &toggled].into_iter().find_map(|candidate| {
             (routes.iter())
                 .filter_map(|route| super::fixed::in_route_case(route, candidate))
-                .find(|fixed| matches!(self.lookup(method, fixed), Lookup::Found { .. }))
+                .find(|fixed| matches!(self.lookup(method, fixed), Lookup::Found(..)))
         });
         found
     }
@@ -161,10 +157,8 @@ impl<T> Router<T> {
     }
 
     fn tree(&self, method: &Method) -> Option<&Node<T>> {
-        self.trees
-            .iter()
-            .find(|(m, _)| m == method)
-            .map(|(_, root)| root)
+        let (_, root) = self.trees.iter().find(|(m, _)| m == method)?;
+        Some(root)
     }
 }
 

@@ -33,7 +33,7 @@ enum Outcome {
 
 fn lookup(router: &Router<String>, method: &Method, path: &str) -> Outcome {
     match router.lookup(method, path) {
-        Lookup::Found { value, params } => Outcome::Found(
+        Lookup::Found(value, params) => Outcome::Found(
             value.clone(),
             params.iter().map(|(k, v)| (k.into(), v.into())).collect(),
         ),

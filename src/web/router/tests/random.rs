@@ -55,7 +55,7 @@ fn random_static_routes_look_up_to_themselves() {
     assert!(statics.len() > 300, "only {} static routes", statics.len());
     for (route, i) in &statics {
         match router.lookup(&Method::GET, route) {
-            Lookup::Found { value, params } => {
+            Lookup::Found(value, params) => {
                 assert_eq!((value, params.len()), (i, 0), "{route}")
             }
             _ => panic!("{route} not found"),
@@ -239,7 +239,7 @@ fn odd_inputs_never_panic_and_accepted_routes_match_their_own_text() {
     for (method, route) in &accepted {
         let outcome = router.lookup(method, route);
         assert!(
-            matches!(outcome, Lookup::Found { .. }),
+            matches!(outcome, Lookup::Found(..)),
             "{method} {route}: {outcome:?}"
         );
     }
@@ -262,7 +262,7 @@ fn deep_trees_match_without_exhausting_the_stack() {
         .insert(Method::GET, &params, "params".to_string())
         .expect("valid route");
     match router.lookup(&Method::GET, &"/x".repeat(depth)) {
-        Lookup::Found { value, params } => {
+        Lookup::Found(value, params) => {
             assert_eq!((value.as_str(), params.len()), ("params", depth));
             assert_eq!(params.get("p2999"), Some("x"));
         }
@@ -286,6 +286,6 @@ fn deep_trees_match_without_exhausting_the_stack() {
     let path = format!("{}/nope/more", "/y".repeat(levels));
     assert_eq!(lookup(&router, &Method::GET, &path), Outcome::NotFound);
     assert!(
-        matches!(router.lookup(&Method::GET, &bottom), Lookup::Found { value, .. } if *value == bottom)
+        matches!(router.lookup(&Method::GET, &bottom), Lookup::Found(value, _) if *value == bottom)
     );
 }
