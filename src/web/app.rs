@@ -466,7 +466,7 @@ fn finish(c: &mut Context, trace: Option<&Study>, op: Option<Arc<Operation>>) ->
         study.keep(t, c.response_status());
     }
     // A self-routing handler may have named its own series.
-    if let Some(op) = c.get::<Arc<Operation>>(OPERATION_KEY).cloned().or(op) {
+    if let Some(op) = c.keys().get(OPERATION_KEY).cloned().or(op) {
         op.observe_http(c.response_status(), c.latency());
     }
     into_response(c)

@@ -21,7 +21,7 @@
 
 use std::any::Any;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -30,6 +30,8 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 
 use crate::contract::Caller;
 use crate::types::BoxFuture;
+use crate::web::draft::DraftBody;
+pub(crate) use crate::web::draft::ResponseDraft;
 use crate::web::keys::Keys;
 use crate::web::trace::{Trace, Unwound};
 use crate::web::unwind::{panic_message, CatchUnwind};
@@ -207,65 +209,6 @@ pub(crate) struct Mark {
     open: usize,
 }
 
-/// The response a chain is building: 200 and nothing written, at first.
-#[derive(Debug, Default)]
-pub(crate) struct ResponseDraft {
-    pub(crate) status: StatusCode,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: DraftBody,
-    pub(crate) written: bool,
-}
-
-/// The body written so far: most handlers write once, and that write is
-/// kept as it came (a `&'static str` or a `String` becomes `Bytes` without
-/// a copy); a later write is appended to a copy.
-#[derive(Default)]
-pub(crate) enum DraftBody {
-    #[default]
-    Empty,
-    One(Bytes),
-    /// Produced while it is sent ([`Context::stream`]); later writes are
-    /// ignored. In a mutex only so that a context stays `Sync`.
-    Stream(std::sync::Mutex<crate::types::Body>),
-}
-
-impl std::fmt::Debug for DraftBody {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DraftBody::Empty => f.write_str("Empty"),
-            DraftBody::One(b) => write!(f, "One({} bytes)", b.len()),
-            DraftBody::Stream(_) => f.write_str("Stream"),
-        }
-    }
-}
-
-impl DraftBody {
-    fn push(&mut self, chunk: Bytes) {
-        *self = match std::mem::take(self) {
-            DraftBody::Empty => DraftBody::One(chunk),
-            DraftBody::One(first) => DraftBody::One([first, chunk].concat().into()),
-            stream @ DraftBody::Stream(_) => stream,
-        }
-    }
-
-    /// The response body.
-    pub(crate) fn into_body(self) -> crate::types::Body {
-        match self {
-            DraftBody::Stream(body) => body.into_inner().unwrap_or_else(PoisonError::into_inner),
-            DraftBody::One(bytes) => crate::types::full(bytes),
-            DraftBody::Empty => crate::types::full(Bytes::new()),
-        }
-    }
-
-    /// The whole body.
-    pub(crate) fn freeze(self) -> Bytes {
-        match self {
-            DraftBody::One(bytes) => bytes,
-            DraftBody::Empty | DraftBody::Stream(_) => Bytes::new(),
-        }
-    }
-}
-
 /// Everything one request's handlers share: the request, path parameters, a
 /// key/value store and the response being built.
 pub struct Context {
@@ -348,8 +291,7 @@ impl Context {
     /// While tracing, the line `next()` writes about itself.
     fn trace_next(&mut self) {
         if let Some(t) = &mut self.trace {
-            let seen = (self.response.status, self.response.written, &self.keys);
-            t.next_called(self.index >= ABORT_INDEX, seen);
+            t.next_called(self.index >= ABORT_INDEX, &self.response);
         }
     }
 
@@ -365,7 +307,7 @@ impl Context {
     /// keys since the last step (drawn by `/debug/walks`, not printed).
     fn trace_observe(&mut self) {
         if let Some(t) = &mut self.trace {
-            t.observe(self.response.status, self.response.written, &self.keys);
+            t.observe(&self.response);
         }
     }
 
@@ -584,12 +526,24 @@ impl Context {
 
     /// Store `value` under `key` for the handlers that follow.
     pub fn set<V: Any + Send + Sync>(&mut self, key: &'static str, value: V) {
+        if let Some(t) = &self.trace {
+            t.key_used(key, true);
+        }
         self.keys.set(key, value);
     }
 
     /// Read a value stored under `key`, if it has type `V`.
     pub fn get<V: Any>(&self, key: &str) -> Option<&V> {
+        if let Some(t) = &self.trace {
+            t.key_used(key, false);
+        }
         self.keys.get(key)
+    }
+
+    /// The keys, read by the engine itself (not a handler's read, so not
+    /// drawn in the walk).
+    pub(crate) fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     /// Gin's `c.Delete(key)`: remove what an earlier handler stored under

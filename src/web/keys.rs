@@ -26,11 +26,6 @@ impl Keys {
     }
 
     /// Remove `key` and its value, if it was set (Gin's `c.Delete`).
-    /// The keys set so far, in the order first set (for the chain trace).
-    pub(crate) fn names(&self) -> Vec<&'static str> {
-        self.0.iter().map(|(k, _)| *k).collect()
-    }
-
     pub(crate) fn delete(&mut self, key: &str) {
         self.0.retain(|(k, _)| *k != key);
     }

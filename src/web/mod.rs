@@ -6,6 +6,7 @@
 //!
 //! - [`router`]: the path matcher (static, `:param`, `*catch-all` segments).
 //! - [`chain`]: [`chain::Context`] and the Next/Abort handler chain.
+//! - [`draft`]: the response the chain builds, made into the response at its end.
 //! - [`keys`]: the values middleware hand down the chain (`c.set`, `c.get`).
 //! - [`engine`]: Gin-style route registration and groups.
 //! - [`app`]: the frozen engine serving requests: dispatch, 404/405, early answers.
@@ -28,6 +29,7 @@ pub(crate) mod app;
 pub mod bind;
 pub(crate) mod chain;
 pub mod debug;
+pub(crate) mod draft;
 pub(crate) mod engine;
 pub(crate) mod keys;
 pub mod middleware;

@@ -6,7 +6,7 @@
 
 use http::StatusCode;
 
-use crate::web::keys::Keys;
+use crate::web::draft::ResponseDraft;
 
 /// The walk of one request's chain, for people studying the mechanics:
 /// each handler's enter and exit with its index and name, where `next()` was
@@ -43,15 +43,19 @@ pub struct Trace {
     furthest: isize,
     /// The chain's handlers' names, in chain order.
     names: Vec<Option<&'static str>>,
-    /// The response's status and whether a body was written, and how many
-    /// keys were set, when last looked at ([`observe`](Self::observe)).
-    seen: (StatusCode, bool, usize),
+    /// The response's status and whether a body was written, when last
+    /// looked at ([`observe`](Self::observe)).
+    seen: (StatusCode, bool),
     /// Log lines to write after the trace
     /// ([`Context::hold_after_trace`](crate::web::chain::Context::hold_after_trace)).
     held: Vec<u8>,
+    /// The keys handlers set or read since the last look, in order (`true`:
+    /// set): a read takes the context shared (`c.get`), so each use is noted
+    /// here and becomes a step at the next look, the handler's still.
+    keys: std::sync::Mutex<Vec<(bool, String)>>,
 }
 
-/// One step of a walk: a line of `--trace`, or (`Wrote`, `KeySet`) a fact
+/// One step of a walk: a line of `--trace`, or (`Wrote`, `KeySet`, `KeyRead`) a fact
 /// the pages draw beside them.
 #[derive(Clone, Debug)]
 pub(crate) struct Step {
@@ -83,6 +87,8 @@ pub(crate) enum StepKind {
     Wrote(u16),
     /// `who` stored a value under this key (drawn only).
     KeySet,
+    /// `who` read the value under this key (drawn only).
+    KeyRead,
     /// The status the chain answered.
     Finish(u16),
 }
@@ -114,8 +120,9 @@ impl Trace {
             open: Vec::new(),
             furthest: -1,
             names,
-            seen: (StatusCode::OK, false, 0),
+            seen: (StatusCode::OK, false),
             held: Vec::new(),
+            keys: std::sync::Mutex::default(),
         }
     }
 
@@ -143,20 +150,33 @@ impl Trace {
         });
     }
 
-    /// What the handler running now did to the response or the keys since
-    /// the last look (the status, whether a body was written, the keys
-    /// set so far in the order first set). Drawn, not printed.
-    pub(crate) fn observe(&mut self, status: StatusCode, written: bool, keys: &Keys) {
-        let keys = keys.names();
-        if (status, written) != (self.seen.0, self.seen.1) {
+    /// What the handler running now did since the last look: the keys it
+    /// set or read, in order, then a change of the response's status or a
+    /// body written. Drawn, not printed.
+    pub(crate) fn observe(&mut self, response: &ResponseDraft) {
+        let keys = std::mem::take(self.keys.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for (set, key) in keys {
+            match set {
+                true => self.step(StepKind::KeySet, format_args!("set key {key:?}")),
+                false => self.step(StepKind::KeyRead, format_args!("read key {key:?}")),
+            }
+        }
+        let (status, written) = (response.status, response.written);
+        if (status, written) != self.seen {
             let body = if written { ", body written" } else { "" };
             let code = status.as_u16();
             self.step(StepKind::Wrote(code), format_args!("status {code}{body}"));
         }
-        for key in keys.iter().skip(self.seen.2) {
-            self.step(StepKind::KeySet, format_args!("set key {key:?}"));
-        }
-        self.seen = (status, written, keys.len());
+        self.seen = (status, written);
+    }
+
+    /// A handler set (`set`) or read the value under `key`
+    /// ([`Context::set`](crate::web::chain::Context::set),
+    /// [`Context::get`](crate::web::chain::Context::get)): a step at the
+    /// next look. Drawn, not printed.
+    pub(crate) fn key_used(&self, key: &str, set: bool) {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.push((set, key.to_string()));
     }
 
     /// Handler `index` starts.
@@ -187,8 +207,8 @@ impl Trace {
     /// stopped before, so the call runs nothing. `seen`: the response's
     /// status, whether a body was written, and the keys, as they stand
     /// ([`observe`](Self::observe)).
-    pub(crate) fn next_called(&mut self, aborted: bool, seen: (StatusCode, bool, &Keys)) {
-        self.observe(seen.0, seen.1, seen.2);
+    pub(crate) fn next_called(&mut self, aborted: bool, response: &ResponseDraft) {
+        self.observe(response);
         // The engine's own first call, before any handler, is not a step.
         let Some(who) = self.current() else {
             return;
@@ -321,7 +341,10 @@ impl Trace {
 impl Step {
     /// Whether `--trace` prints this step (the pages draw every step).
     pub(crate) fn printed(&self) -> bool {
-        !matches!(self.kind, StepKind::Wrote(_) | StepKind::KeySet)
+        !matches!(
+            self.kind,
+            StepKind::Wrote(_) | StepKind::KeySet | StepKind::KeyRead
+        )
     }
 }
 

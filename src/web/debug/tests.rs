@@ -214,3 +214,41 @@ async fn the_pages_name_an_inline_icon_so_a_browser_adds_no_favicon_walk() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_key_set_and_a_key_read_are_drawn_in_the_handlers_that_did_them() {
+    let mut e = Engine::new();
+    e.handle(
+        http::Method::GET,
+        "/keys",
+        vec![
+            handler_now("setter", |c| c.set("user", "ada")),
+            handler_now("reader", |c| {
+                let user = c.get::<&str>("user").copied().unwrap_or("nobody");
+                c.string(StatusCode::OK, user);
+            }),
+        ],
+    )
+    .unwrap();
+    e.debug_pages(DebugPages::default());
+    let app = e.build();
+    assert_eq!(get(&app, "/keys", LOOPBACK).await.1, "ada");
+    let (_, page) = get(&app, "/debug/walks", LOOPBACK).await;
+    let of = |name: &str| {
+        let at = page
+            .find(&format!("data-name=\"{name}\""))
+            .unwrap_or_else(|| panic!("no box of {name}: {page}"));
+        let rest = &page[at..];
+        rest[..rest.find("</g>").unwrap_or(rest.len())].to_string()
+    };
+    let (setter, reader) = (of("setter"), of("reader"));
+    assert!(
+        setter.contains(r#"class="key""#) && setter.contains("set key &quot;user&quot;"),
+        "{setter}"
+    );
+    assert!(!setter.contains("read key"), "{setter}");
+    assert!(
+        reader.contains(r#"class="key read""#) && reader.contains("read key &quot;user&quot;"),
+        "{reader}"
+    );
+}

@@ -166,7 +166,7 @@ const STYLE: &str = "rect{fill:#f4f8ff;stroke:#3a5a8c}\
 .aborted>rect{stroke:#b35c00}.panicked>rect{fill:#ffecec;stroke:#c00}\
 .cut>rect{stroke:#c00;stroke-dasharray:6 3}.timedout>rect{fill:#fff4e0}\
 .name{font-weight:bold}.next{fill:#2456a6}.abort{fill:#b35c00}.caught{fill:#08752e}\
-.wrote{fill:#6a1b9a}.key{fill:#555}.after{fill:#2456a6;font-style:italic}\
+.wrote{fill:#6a1b9a}.key{fill:#555}.key.read{fill:#777;font-style:italic}.after{fill:#2456a6;font-style:italic}\
 .exit{fill:#444}.head,.status{font-weight:bold}";
 
 /// Draw `item` at (`x`, `y`), `width` wide; returns the `y` below it.
@@ -179,6 +179,7 @@ fn draw_item(out: &mut String, item: &Item, x: usize, y: usize, width: usize) ->
                 StepKind::Caught => "caught",
                 StepKind::Wrote(_) => "wrote",
                 StepKind::KeySet => "key",
+                StepKind::KeyRead => "key read",
                 _ => "note",
             };
             let shown = text.split_once(": ").map_or(text.as_str(), |(_, s)| s);
