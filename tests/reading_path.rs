@@ -31,7 +31,7 @@ use hyper::body::Incoming;
 
 /// The most code lines a student reads to follow one request, today. A
 /// change that shortens the path lowers it.
-const CEILING: usize = 500;
+const CEILING: usize = 496;
 
 /// The most the path may ever be: one request, from the contract to the
 /// response, readable in a sitting.

@@ -10,12 +10,8 @@ pub fn log_timestamp(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}/{m:02}/{d:02} - {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let (h, min, sec) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    format!("{y:04}/{m:02}/{d:02} - {h:02}:{min:02}:{sec:02}")
 }
 
 /// Format Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
