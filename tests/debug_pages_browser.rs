@@ -49,18 +49,27 @@ async fn get(addr: &str, path: &str) -> u16 {
     answer[9..12].parse().expect("status")
 }
 
-/// The handler boxes of the newest walk whose head is `request` (`GET
+/// A page expression for the newest walk whose head is `request` (`GET
 /// /index`: other requests, a browser's own among them, may land between),
-/// outermost first: each `index name`, `skipped` added for a greyed one.
+/// or `undefined`.
+fn walk_of(request: &str) -> String {
+    format!(
+        "[...document.querySelectorAll('#walks section.walk')]
+           .find(w => w.querySelector('text.head').textContent.startsWith({request:?} + ' ('))"
+    )
+}
+
+/// The handler boxes of `request`'s newest walk, outermost first: each
+/// `index name`, `skipped` added for a greyed one.
 fn boxes_of(request: &str) -> String {
     format!(
         r#"(() => {{
-  const walk = [...document.querySelectorAll('#walks section.walk')]
-    .find(w => w.querySelector('text.head').textContent.startsWith({request:?} + ' ('));
+  const walk = {walk};
   if (!walk) return [];
   return [...walk.querySelectorAll('g.handler')].map(g =>
     g.dataset.index + ' ' + g.dataset.name + (g.classList.contains('skipped') ? ' skipped' : ''));
-}})()"#
+}})()"#,
+        walk = walk_of(request)
     )
 }
 
@@ -113,11 +122,10 @@ async fn a_request_made_after_the_walks_page_loaded_appears_with_its_boxes_in_ch
         "the page polled in the new walk, drawn in chain order"
     );
     let status = page
-        .eval(
-            "[...document.querySelectorAll('#walks section.walk')]
-              .find(w => w.querySelector('text.head').textContent.startsWith('GET /index ('))
-              .querySelector('text.status').textContent",
-        )
+        .eval(&format!(
+            "{}.querySelector('text.status').textContent",
+            walk_of("GET /index")
+        ))
         .await;
     assert_eq!(status, "=> 403, written by 3 token_check");
     page.screenshot(&shots().join("walks.png")).await;

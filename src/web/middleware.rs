@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use http::{StatusCode, Uri};
 
-use crate::ops::{log, timefmt, tracecontext};
+use crate::ops::{log, timefmt};
 #[cfg(doc)]
 use crate::web::chain::catching;
 use crate::web::chain::{catch_rest, handler, named, Context, Handler};
@@ -148,16 +148,16 @@ pub fn recovery() -> Handler {
 /// Recovery's code once the rest of the chain panicked with `message`
 /// (the chain has put the index back at recovery's and traced the catch).
 fn recovered(c: &mut Context, message: &str) {
-    let trace = tracecontext::current().map(|t| format!(" trace_id={}", t.trace_id()));
     // A message may carry request data: on one line, bounded.
-    let line = format!(
-        "[recovery] {} {} panicked: {}{}\n",
+    let mut line = format!(
+        "[recovery] {} {} panicked: {}",
         log::capped(c.method().as_str(), LOG_METHOD_MAX),
         log::capped(c.path(), LOG_TARGET_MAX),
         log::capped(message, log::MESSAGE_MAX),
-        trace.unwrap_or_default(),
     )
     .into_bytes();
+    log::push_trace_id(&mut line);
+    line.push(b'\n');
     // With --trace the line follows the trace, as the logger's does.
     if let Some(line) = c.hold_after_trace(line) {
         log::stdout().line(|buf| buf.extend_from_slice(&line));
