@@ -225,6 +225,9 @@ tonic_say=$(count tonic-say grpc /helloworld.v1.Greeter/SayHello "$say" -- \
 # commits each batch of greetings as one transaction (`--commit group`).
 tonic_group=$(count tonic-say-group grpc /helloworld.v1.Greeter/SayHello "$say" -- \
 	"$bin/examples/peer_tonic" "$addr" --db :memory: --commit group)
+# The same on a file, as the greeter's file row stores (WAL, synchronous=FULL).
+tonic_group_file=$(count tonic-say-group-file grpc /helloworld.v1.Greeter/SayHello "$say" -- \
+	"$bin/examples/peer_tonic" "$addr" --db "$tmp/peer-group.db" --synchronous FULL --commit group)
 tonic_health=$(count tonic-health grpc /grpc.health.v1.Health/Check "$health" -- \
 	"$bin/examples/peer_tonic" "$addr")
 bare_health=$(count bare-health grpc /grpc.health.v1.Health/Check "$health" -- \
@@ -239,6 +242,7 @@ pair "greeter Health/Check (framing)" "$grpc_health" "hyper alone (h2)" "$plain_
 pair "greeter SayHello, :memory:" "$grpc_say" "tonic (stateless)" "$tonic_say"
 pair "greeter SayHello, :memory:" "$grpc_say" "tonic+rusqlite group" "$tonic_group"
 pair "greeter SayHello, file DB (user space)" "$grpc_file" "tonic (stateless)" "$tonic_say"
+pair "greeter SayHello, file DB (user space)" "$grpc_file" "tonic+rusqlite group, file" "$tonic_group_file"
 
 echo
 echo "Instructions per request (valgrind callgrind, $n requests after 2,000 to warm up):"

@@ -175,12 +175,24 @@ fn unhex<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
 /// `bytes` as lowercase hex into `out`, two digits a byte (`traceparent`).
 fn write_hex(out: &mut [u8], bytes: &[u8]) {
     for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair.copy_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0x0f)]]);
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(*b)]);
     }
 }
 
 /// The hex digits, lowercase.
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Each byte's two hex digits, looked up whole: a `traceparent` is 25
+/// bytes of hex on every response.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut pairs = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        pairs[b] = [HEX[b >> 4], HEX[b & 0x0f]];
+        b += 1;
+    }
+    pairs
+};
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
