@@ -194,8 +194,11 @@ const HEX_PAIRS: [[u8; 2]; 256] = {
     pairs
 };
 
+/// `bytes` as lowercase hex, through [`write_hex`].
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let mut text = vec![0; bytes.len() * 2];
+    write_hex(&mut text, bytes);
+    String::from_utf8(text).unwrap_or_else(|_| unreachable!("hex digits"))
 }
 
 fn random_id() -> [u8; 8] {
